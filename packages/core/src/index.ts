@@ -1,0 +1,8 @@
+/** @corral/core — host-agnostic: errors, tool contract, registry, invoke pipeline. */
+export * from './errors.js';
+export type * from './types.js';
+export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type SpecValidation } from './spec.js';
+export { isSafeGuestPath, type Problem } from './schema.js';
+export { detectWasmKind, sha256Hex, type WasmKind } from './wasm.js';
+export { Registry, parseToolRef } from './registry.js';
+export { Runtime, type InvokeOptions, type RuntimeOptions } from './invoke.js';

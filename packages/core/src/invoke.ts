@@ -1,0 +1,366 @@
+/**
+ * The invoke pipeline: resolve → check input → check mounts and env → run on
+ * the host's executor → check output. Every failure becomes the `error` of
+ * the result envelope with a stable code; `invoke` itself does not throw.
+ */
+import type { ValidateFunction } from 'ajv';
+import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON } from './errors.js';
+import { parseToolRef, type Registry } from './registry.js';
+import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
+import { specDefaults } from './spec.js';
+import type { ExecutionRequest, ExecutionResult, Executor, InvokeResult, MountBinding, Tool } from './types.js';
+
+export interface InvokeOptions {
+  /** Host folders or in-memory trees bound to mounts the spec declares. */
+  mounts?: MountBinding[];
+  /** Values for variables the spec lists in `env`. TZ is always UTC. */
+  env?: Record<string, string>;
+  /** Defaults to the spec's resources.timeout_ms. */
+  timeoutMs?: number;
+  /** Bytes kept of each of stdout and stderr. Defaults to the runtime's default (1 MiB). */
+  outputLimitBytes?: number;
+  /** Extra argv after the tool name. */
+  args?: string[];
+}
+
+export interface RuntimeOptions {
+  registry: Registry;
+  executor: Executor;
+  defaults?: { outputLimitBytes?: number };
+}
+
+/** Bytes of stdout/stderr kept in the envelope (head of stdout, tail of stderr). */
+const ENVELOPE_BYTES = 1024;
+/** Problems spelled out in one message; details.problems has them all. */
+const MAX_PROBLEMS_IN_MESSAGE = 10;
+
+interface Validators {
+  input: ValidateFunction;
+  output: ValidateFunction | null;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class Runtime {
+  readonly registry: Registry;
+  readonly executor: Executor;
+  readonly #outputLimitBytes: number;
+  /** Compiled schemas per tool build (name@version+sha): ajv compiles are costly. */
+  readonly #validators = new Map<string, Validators>();
+
+  constructor(options: RuntimeOptions) {
+    this.registry = options.registry;
+    this.executor = options.executor;
+    this.#outputLimitBytes = options.defaults?.outputLimitBytes ?? 1024 * 1024;
+  }
+
+  /** Run a tool by reference ('name' or 'name@range'). */
+  async invoke(ref: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
+    const started = performance.now();
+    let tool: Tool;
+    try {
+      tool = this.registry.resolve(ref);
+    } catch (err) {
+      return envelope(started, parseToolRef(ref).name, null, undefined, null, toErrorJSON(err));
+    }
+    return this.#run(tool, input, opts, started);
+  }
+
+  /** Run a tool the caller already holds (skips resolution). */
+  invokeTool(tool: Tool, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
+    return this.#run(tool, input, opts, performance.now());
+  }
+
+  async close(): Promise<void> {
+    await this.executor.close?.();
+  }
+
+  async #run(tool: Tool, input: unknown, opts: InvokeOptions, started: number): Promise<InvokeResult> {
+    const { name, version } = tool.spec;
+    let result: ExecutionResult | undefined;
+    try {
+      const validators = this.#validatorsFor(tool);
+      const request = this.#prepare(tool, validators, input, opts);
+      result = await this.#execute(request);
+      const output = interpret(tool, validators, request, result);
+      return envelope(started, name, version, result, output, null);
+    } catch (err) {
+      return envelope(started, name, version, result, null, toErrorJSON(err));
+    }
+  }
+
+  #validatorsFor(tool: Tool): Validators {
+    const key = `${tool.spec.name}@${tool.spec.version}+${tool.wasmSha256}`;
+    let v = this.#validators.get(key);
+    if (!v) {
+      // Registered specs were already checked; this only fails for hand-built Tool objects.
+      const compile = (schema: Tool['spec']['input_schema'], at: string) => {
+        const c = compileUserSchema(schema, at);
+        if (c.validate) return c.validate;
+        throw new CorralError(
+          ErrorCodes.REGISTRATION,
+          `${tool.spec.name}'s ${at.slice(1)} is not a usable JSON Schema: ${problemsText(c.problems)}`,
+          { problems: c.problems },
+        );
+      };
+      v = {
+        input: compile(tool.spec.input_schema, '/input_schema'),
+        output: tool.spec.output_schema === undefined ? null : compile(tool.spec.output_schema, '/output_schema'),
+      };
+      this.#validators.set(key, v);
+    }
+    return v;
+  }
+
+  /** Every check that can refuse a call before anything runs; builds the executor request. */
+  #prepare(tool: Tool, validators: Validators, input: unknown, opts: InvokeOptions): ExecutionRequest {
+    const { spec } = tool;
+
+    const notJson = jsonProblems(input);
+    if (notJson.length > 0) {
+      throw inputError(`Input for ${spec.name} is not JSON data: ${listed(notJson)}`, { problems: notJson });
+    }
+    // The schema may use format "path" (see schema.ts), so traversal is refused here too.
+    if (!validators.input(input)) {
+      const problems = toProblems(validators.input.errors);
+      throw inputError(`Input does not match ${spec.name}'s input_schema: ${listed(problems)}`, { problems });
+    }
+
+    const mounts = checkMounts(tool, opts.mounts ?? []);
+
+    const listedEnv = spec.env ?? [];
+    const env = opts.env ?? {};
+    const unlisted = Object.keys(env).filter((k) => !listedEnv.includes(k));
+    if (unlisted.length > 0) {
+      throw inputError(
+        `Environment variable${unlisted.length > 1 ? 's' : ''} ${unlisted.join(', ')} not listed in ${spec.name}'s env ` +
+          `(listed: ${listedEnv.join(', ') || 'none'}; TZ is always UTC)`,
+        { unlisted, listed: listedEnv },
+      );
+    }
+    const badValue = Object.keys(env).find((k) => typeof env[k] !== 'string');
+    if (badValue) throw inputError(`Environment variable ${badValue} must be a string`, { name: badValue });
+
+    const timeoutMs = opts.timeoutMs ?? spec.resources?.timeout_ms ?? specDefaults.resources.timeout_ms;
+    const outputLimitBytes = opts.outputLimitBytes ?? this.#outputLimitBytes;
+    if (!(timeoutMs > 0)) throw inputError(`timeoutMs must be a positive number of milliseconds (got ${timeoutMs})`);
+    if (!(outputLimitBytes > 0)) throw inputError(`outputLimitBytes must be a positive number (got ${outputLimitBytes})`);
+
+    return {
+      tool,
+      stdin: encoder.encode(JSON.stringify(input)),
+      args: [spec.name, ...(opts.args ?? [])],
+      env: { ...env, TZ: 'UTC' },
+      mounts,
+      timeoutMs,
+      outputLimitBytes,
+    };
+  }
+
+  async #execute(request: ExecutionRequest): Promise<ExecutionResult> {
+    try {
+      return await this.executor.execute(request);
+    } catch (err) {
+      if (err instanceof CorralError || isCorralErrorJSON(err)) throw err;
+      throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The executor failed: ${errorText(err)}`, {
+        executor_error: errorText(err),
+      });
+    }
+  }
+}
+
+/** A call may bind declared mounts, narrowing access but never widening it. */
+function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
+  const { name } = tool.spec;
+  const declared = tool.spec.mounts ?? [];
+  const seen = new Set<string>();
+  return bindings.map((binding) => {
+    // Tolerate '/workspace/' for '/workspace'; specs hold normalized paths.
+    const guest = binding.guest.length > 1 ? binding.guest.replace(/\/+$/, '') : binding.guest;
+    const decl = declared.find((d) => d.guest === guest);
+    const declaredList = declared.map((d) => d.guest);
+    if (!decl) {
+      throw inputError(`Mount ${guest} is not declared by tool ${name}; declared: ${declaredList.join(', ') || 'none'}`, {
+        mount: guest,
+        declared: declaredList,
+      });
+    }
+    if (seen.has(guest)) throw inputError(`Mount ${guest} is bound more than once`, { mount: guest });
+    seen.add(guest);
+    if (binding.access !== 'read' && binding.access !== 'read-write') {
+      throw inputError(`Mount ${guest} has access '${String(binding.access)}'; use 'read' or 'read-write'`, { mount: guest });
+    }
+    if (binding.access === 'read-write' && decl.access === 'read') {
+      throw inputError(`Mount ${guest} is declared read-only by tool ${name}; bind it with access 'read'`, {
+        mount: guest,
+        declared_access: decl.access,
+        requested_access: binding.access,
+      });
+    }
+    return { ...binding, guest };
+  });
+}
+
+/** Turn what the executor reported into the tool's output, or throw the classified failure. */
+function interpret(tool: Tool, validators: Validators, request: ExecutionRequest, result: ExecutionResult): unknown {
+  const { name } = tool.spec;
+  if (result.error) throw CorralError.fromJSON(result.error);
+  const stderr_tail = tail(result.stderr);
+
+  if (result.exitCode !== 0) {
+    const toolError = toolErrorOf(result.stdout);
+    const lastStderr = stderr_tail.trimEnd().split('\n').pop()?.slice(0, 200);
+    const why =
+      typeof toolError?.message === 'string' ? `: ${toolError.message}` : lastStderr ? ` (stderr: ${lastStderr})` : '';
+    throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${name} exited with code ${result.exitCode}${why}`, {
+      exit_code: result.exitCode,
+      stderr_tail,
+      tool_error: toolError,
+    });
+  }
+
+  const stdout_head = head(result.stdout);
+  // Cut-off output cannot be whole JSON; say which limit to raise rather than "not JSON".
+  if (result.stdoutTruncated) {
+    throw new CorralError(
+      ErrorCodes.RESOURCE_EXHAUSTED,
+      `${name} printed more than ${request.outputLimitBytes} bytes on stdout (the output limit); raise outputLimitBytes or ask for less`,
+      { limit: 'output', output_limit_bytes: request.outputLimitBytes, stdout_head, stderr_tail },
+    );
+  }
+
+  const text = decoder.decode(result.stdout);
+  let output: unknown;
+  try {
+    output = JSON.parse(text);
+  } catch {
+    const message = text.trim() === '' ? `${name} printed no output (it must print JSON on stdout)` : `${name} printed output that is not JSON: ${text.slice(0, 200)}`;
+    throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, message, { stdout_head, stderr_tail });
+  }
+
+  if (validators.output && !validators.output(output)) {
+    const problems = toProblems(validators.output.errors);
+    throw new CorralError(
+      ErrorCodes.UNEXPECTED_EXIT,
+      `${name}'s output does not match its output_schema: ${listed(problems)}`,
+      { problems, stdout_head, stderr_tail },
+    );
+  }
+  return output;
+}
+
+/** The `error` a failing tool printed as `{"error": {...}}` (or `{"error": "text"}`), else null. */
+function toolErrorOf(stdout: Uint8Array): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(decoder.decode(stdout));
+    const error = (parsed as { error?: unknown } | null)?.error;
+    if (typeof error === 'string') return { message: error };
+    if (typeof error === 'object' && error !== null && !Array.isArray(error)) return error as Record<string, unknown>;
+  } catch {
+    // Not JSON: the tool said nothing structured.
+  }
+  return null;
+}
+
+/**
+ * Why a value cannot go through JSON unchanged. JSON.stringify would silently
+ * drop undefined and functions or turn NaN into null, so the tool would see
+ * something other than what was validated; refuse instead.
+ */
+function jsonProblems(value: unknown, path = '', stack = new Set<object>(), out: Problem[] = []): Problem[] {
+  const where = path || '/';
+  const refuse = (what: string) => out.push({ path: where, message: `is ${what}, which JSON cannot carry` });
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return out;
+    case 'number':
+      if (!Number.isFinite(value)) refuse(String(value));
+      return out;
+    case 'undefined':
+      refuse('undefined');
+      return out;
+    case 'bigint':
+      refuse('a BigInt');
+      return out;
+    case 'function':
+    case 'symbol':
+      refuse(`a ${typeof value}`);
+      return out;
+  }
+  if (value === null) return out;
+  const obj = value as object;
+  if (stack.has(obj)) {
+    out.push({ path: where, message: 'refers back to an object that contains it (a cycle)' });
+    return out;
+  }
+  const proto: unknown = Object.getPrototypeOf(obj);
+  // Plain objects from any realm have a prototype whose own prototype is null.
+  if (!Array.isArray(obj) && proto !== null && Object.getPrototypeOf(proto) !== null) {
+    refuse(`a ${(obj as { constructor?: { name?: string } }).constructor?.name ?? 'class instance'} (not plain data)`);
+    return out;
+  }
+  stack.add(obj);
+  if (Array.isArray(obj)) {
+    for (let i = 0; i < obj.length; i++) jsonProblems(obj[i], `${path}/${i}`, stack, out);
+  } else {
+    for (const [k, v] of Object.entries(obj)) jsonProblems(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, stack, out);
+  }
+  stack.delete(obj); // shared references without a cycle are fine
+  return out;
+}
+
+function inputError(message: string, details: Record<string, unknown> = {}): CorralError {
+  return new CorralError(ErrorCodes.INPUT_VALIDATION, message, details);
+}
+
+function listed(problems: Problem[]): string {
+  const shown = problemsText(problems.slice(0, MAX_PROBLEMS_IN_MESSAGE));
+  const more = problems.length - MAX_PROBLEMS_IN_MESSAGE;
+  return more > 0 ? `${shown}; and ${more} more` : shown;
+}
+
+function toErrorJSON(err: unknown): CorralErrorJSON {
+  if (err instanceof CorralError) return err.toJSON();
+  // A CorralError rebuilt elsewhere (another bundle copy, or plain data from a worker).
+  if (isCorralErrorJSON(err)) return CorralError.fromJSON(err).toJSON();
+  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `Corral failed: ${errorText(err)}`).toJSON();
+}
+
+/** First ENVELOPE_BYTES of a stream, not cutting a UTF-8 character in half. */
+function head(bytes: Uint8Array): string {
+  let end = Math.min(bytes.length, ENVELOPE_BYTES);
+  while (end < bytes.length && end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return decoder.decode(bytes.subarray(0, end));
+}
+
+/** Last ENVELOPE_BYTES of a stream, starting on a UTF-8 character boundary. */
+function tail(bytes: Uint8Array): string {
+  let start = Math.max(0, bytes.length - ENVELOPE_BYTES);
+  while (start > 0 && start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
+  return decoder.decode(bytes.subarray(start));
+}
+
+function envelope(
+  started: number,
+  tool: string,
+  version: string | null,
+  result: ExecutionResult | undefined,
+  output: unknown,
+  error: CorralErrorJSON | null,
+): InvokeResult {
+  return {
+    ok: error === null,
+    tool,
+    version,
+    output: error === null ? output : null,
+    error,
+    exit_code: result?.exitCode ?? null,
+    duration_ms: Math.round((performance.now() - started) * 100) / 100,
+    stdout_head: result ? head(result.stdout) : '',
+    stderr_tail: result ? tail(result.stderr) : '',
+    stdout_truncated: result?.stdoutTruncated ?? false,
+    stderr_truncated: result?.stderrTruncated ?? false,
+  };
+}

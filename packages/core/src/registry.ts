@@ -1,0 +1,108 @@
+/** Registered tools by name and version, resolved with semver ranges. */
+import semver from 'semver';
+import { CorralError, ErrorCodes } from './errors.js';
+import { parseSpec } from './spec.js';
+import type { Tool } from './types.js';
+import { detectWasmKind, sha256Hex } from './wasm.js';
+
+/** Split 'name@range' (names cannot contain '@'); a bare name means "any version". */
+export function parseToolRef(ref: string): { name: string; range: string | null } {
+  const at = ref.indexOf('@');
+  if (at < 0) return { name: ref, range: null };
+  const range = ref.slice(at + 1).trim();
+  return { name: ref.slice(0, at), range: range === '' ? null : range };
+}
+
+export class Registry {
+  /** name → version → tool */
+  readonly #tools = new Map<string, Map<string, Tool>>();
+
+  /**
+   * Validate the spec, check the wasm, and add the tool. Registering the same
+   * name@version with the same bytes again is a no-op (tool folders get
+   * reloaded); with different bytes it is refused, since callers and caches
+   * key on name@version. The registry keeps `wasm` as given: don't mutate it.
+   */
+  async register(rawSpec: unknown, wasm: Uint8Array, source = 'bytes'): Promise<Tool> {
+    const spec = parseSpec(rawSpec, source);
+    const label = source === 'bytes' ? `the wasm of ${spec.name}@${spec.version}` : `${spec.component} (from ${source})`;
+    const kind = detectWasmKind(wasm, label);
+    if (spec.kind && spec.kind !== kind) {
+      throw new CorralError(
+        ErrorCodes.REGISTRATION,
+        `${source}: the spec says kind "${spec.kind}" but ${spec.component} is a ${kind === 'module' ? 'core module' : 'component'}; ` +
+          `fix "kind" or leave it out to detect it`,
+        { source, declared: spec.kind, detected: kind },
+      );
+    }
+    spec.kind = kind;
+    const wasmSha256 = await sha256Hex(wasm);
+
+    const versions = this.#tools.get(spec.name) ?? new Map<string, Tool>();
+    const existing = versions.get(spec.version);
+    if (existing) {
+      if (existing.wasmSha256 === wasmSha256) return existing;
+      throw new CorralError(
+        ErrorCodes.REGISTRATION,
+        `${spec.name}@${spec.version} is already registered (from ${existing.source}) with different wasm; ` +
+          `bump the version of ${source} to register a changed tool`,
+        { name: spec.name, version: spec.version, source, existingSource: existing.source },
+      );
+    }
+    const tool: Tool = { spec, wasm, wasmSha256, source };
+    versions.set(spec.version, tool);
+    this.#tools.set(spec.name, versions);
+    return tool;
+  }
+
+  /** Every tool, by name ascending then version descending. */
+  list(): Tool[] {
+    return [...this.#tools.keys()]
+      .sort()
+      .flatMap((name) => [...this.#tools.get(name)!.values()].sort((a, b) => semver.rcompare(a.spec.version, b.spec.version)));
+  }
+
+  /** 'name' → highest version; 'name@range' → highest version in the semver range. */
+  resolve(ref: string): Tool {
+    const { name, range } = parseToolRef(ref);
+    const versions = this.#tools.get(name);
+    if (!versions) {
+      const available = [...this.#tools.keys()].sort();
+      throw new CorralError(
+        ErrorCodes.TOOL_NOT_FOUND,
+        `No tool named '${name}'. Available: ${available.length ? available.join(', ') : '(none registered)'}`,
+        { name, range, available },
+      );
+    }
+    const available = [...versions.keys()].sort(semver.compare);
+    if (range !== null && semver.validRange(range) === null) {
+      throw new CorralError(
+        ErrorCodes.TOOL_NOT_FOUND,
+        `'${range}' is not a semver range (try '${name}@1.2.3' or '${name}@^1'). Available versions of '${name}': ${available.join(', ')}`,
+        { name, range, available },
+      );
+    }
+    // A bare name prefers releases but still finds a tool that only has prereleases.
+    const best =
+      range === null
+        ? semver.maxSatisfying(available, '*') ?? available[available.length - 1]
+        : semver.maxSatisfying(available, range);
+    if (!best) {
+      throw new CorralError(
+        ErrorCodes.TOOL_NOT_FOUND,
+        `No version of '${name}' matches '${range}'. Available: ${available.join(', ')}`,
+        { name, range, available },
+      );
+    }
+    return versions.get(best)!;
+  }
+
+  has(ref: string): boolean {
+    try {
+      this.resolve(ref);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Thin helpers around ajv shared by the spec validator and the invoke
+ * pipeline: one way to build an ajv instance, one way to compile a user's
+ * JSON Schema, one way to turn ajv errors into `{ path, message }` problems.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formatsModule from 'ajv-formats';
+import type { JsonSchema } from './types.js';
+
+/** One thing wrong with a value, addressed by a JSON Pointer ('/' is the root). */
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+// ajv-formats is CommonJS; under Node and bundlers alike `.default` is the plugin.
+const addFormats = (formatsModule as unknown as { default: (ajv: Ajv) => Ajv }).default;
+
+/** A guest path an input may name: absolute, no NUL, no `..` segment. */
+export function isSafeGuestPath(value: string): boolean {
+  return value.startsWith('/') && !value.includes('\0') && !value.split('/').includes('..');
+}
+
+/** Extra wording for formats, so people read a sentence rather than a format name. */
+const FORMAT_MESSAGES: Record<string, string> = {
+  path: "must be an absolute path without '..' segments or NUL characters",
+};
+
+const AJV_OPTIONS = { allErrors: true, strict: false, logger: false } as const;
+
+function is2020(schema: JsonSchema): boolean {
+  return typeof schema === 'object' && typeof schema.$schema === 'string' && schema.$schema.includes('2020-12');
+}
+
+/**
+ * Meta-schema checks go through one shared ajv per draft: compiling the
+ * meta-schema costs ~20 ms per instance, and checking adds nothing to it.
+ */
+const checkers = new Map<boolean, Ajv>();
+function checker(schema: JsonSchema): Ajv {
+  const draft2020 = is2020(schema);
+  let ajv = checkers.get(draft2020);
+  if (!ajv) {
+    ajv = draft2020 ? (new Ajv2020(AJV_OPTIONS) as unknown as Ajv) : new Ajv(AJV_OPTIONS);
+    checkers.set(draft2020, ajv);
+  }
+  return ajv;
+}
+
+/**
+ * A fresh ajv to compile one tool's schemas (~1 ms without the meta-schema
+ * check, done by `checker`). Fresh because two tools, or two versions of one,
+ * may reuse the same `$id`, which a shared instance would refuse.
+ * `strict: false` accepts annotations such as `x-foo` or `example`; the
+ * meta-schema check still catches real mistakes.
+ */
+function compiler(schema: JsonSchema): Ajv {
+  const options = { ...AJV_OPTIONS, validateSchema: false };
+  const ajv = is2020(schema) ? (new Ajv2020(options) as unknown as Ajv) : new Ajv(options);
+  addFormats(ajv);
+  ajv.addFormat('path', isSafeGuestPath);
+  return ajv;
+}
+
+/**
+ * Compile a user's JSON Schema. Meta-schema violations come back as problems
+ * under `prefix` (e.g. `/input_schema/properties/x/type`); anything else ajv
+ * refuses (an unresolvable $ref, an unknown $schema) is one problem at `prefix`.
+ */
+export function compileUserSchema(
+  schema: JsonSchema,
+  prefix: string,
+): { validate: ValidateFunction; problems?: undefined } | { validate?: undefined; problems: Problem[] } {
+  const declared = typeof schema === 'object' ? schema.$schema : undefined;
+  if (declared !== undefined && !/json-schema\.org\/(draft-07|draft\/2020-12)\/schema#?$/.test(String(declared))) {
+    const message = `uses ${JSON.stringify(declared)}; Corral understands JSON Schema draft-07 (the default) and 2020-12`;
+    return { problems: [{ path: `${prefix}/$schema`, message }] };
+  }
+  try {
+    const meta = checker(schema);
+    if (!meta.validateSchema(schema)) return { problems: toProblems(meta.errors, prefix) };
+    return { validate: compiler(schema).compile(schema) };
+  } catch (err) {
+    return { problems: [{ path: prefix || '/', message: `is not a usable JSON Schema: ${errorText(err)}` }] };
+  }
+}
+
+/** ajv errors → problems, with messages that name what ajv keeps in `params`. */
+export function toProblems(errors: ErrorObject[] | null | undefined, prefix = ''): Problem[] {
+  return (errors ?? []).map((e) => ({ path: prefix + e.instancePath || '/', message: describe(e) }));
+}
+
+function describe(e: ErrorObject): string {
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'additionalProperties':
+      return `must NOT have additional property '${String(p.additionalProperty)}'`;
+    case 'enum':
+      return `${e.message} (${(p.allowedValues as unknown[]).map(show).join(', ')})`;
+    case 'const':
+      return `must be ${show(p.allowedValue)}`;
+    case 'format':
+      return FORMAT_MESSAGES[String(p.format)] ?? e.message ?? 'has the wrong format';
+    default:
+      return e.message ?? `fails ${e.keyword}`;
+  }
+}
+
+function show(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** "a: x; b: y" — the one-line form used in error messages. */
+export function problemsText(problems: Problem[]): string {
+  return problems.map((p) => `${p.path}: ${p.message}`).join('; ');
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,104 @@
+/** The tool contract, as users write it in tool-spec.json (snake_case). */
+export interface ToolSpec {
+  name: string;
+  version: string;
+  description?: string;
+  /** Path of the .wasm file, relative to the spec file. */
+  component: string;
+  /** `component` (wasi:cli command world) or `module` (preview1). Detected when absent. */
+  kind?: 'component' | 'module';
+  input_schema: JsonSchema;
+  output_schema?: JsonSchema;
+  resources?: ToolResources;
+  mounts?: MountSpec[];
+  /** Names of environment variables the tool may see (values come from the caller). */
+  env?: string[];
+}
+
+export type JsonSchema = Record<string, unknown> | boolean;
+
+export interface ToolResources {
+  cpu_cores?: number;
+  memory_mb?: number;
+  disk_mb?: number;
+  timeout_ms?: number;
+  network_access?: string[];
+}
+
+export type MountAccess = 'read' | 'read-write';
+
+export interface MountSpec {
+  guest: string;
+  access: MountAccess;
+}
+
+/** A registered tool: its validated spec plus the wasm bytes it runs. */
+export interface Tool {
+  spec: ToolSpec;
+  wasm: Uint8Array;
+  /** Lower-case hex SHA-256 of `wasm`; the cache key for compiled artifacts. */
+  wasmSha256: string;
+  /** Where the tool came from (a spec path, or "bytes"), for messages. */
+  source: string;
+}
+
+/** An in-memory tree: a file is its bytes (or a string), a folder is an object. */
+export interface MemoryTree {
+  [name: string]: Uint8Array | string | MemoryTree;
+}
+
+/**
+ * What the caller binds to a declared mount at call time.
+ * `hostPath` is only understood by hosts that have a filesystem (Node).
+ */
+export interface MountBinding {
+  guest: string;
+  access: MountAccess;
+  tree?: MemoryTree;
+  hostPath?: string;
+}
+
+/** One execution request, as the pipeline hands it to a host's executor. */
+export interface ExecutionRequest {
+  tool: Tool;
+  stdin: Uint8Array;
+  args: string[];
+  env: Record<string, string>;
+  mounts: MountBinding[];
+  timeoutMs: number;
+  /** Bytes kept of each of stdout and stderr before the stream is cut. */
+  outputLimitBytes: number;
+}
+
+/** What an executor reports back. It never throws for tool failures. */
+export interface ExecutionResult {
+  exitCode: number;
+  stdout: Uint8Array;
+  stderr: Uint8Array;
+  /** Set when the tool failed in a way the host classified (trap, timeout, limit, …). */
+  error?: import('./errors.js').CorralErrorJSON;
+  durationMs: number;
+  stdoutTruncated?: boolean;
+  stderrTruncated?: boolean;
+}
+
+/** A host supplies this: Node runs it in worker_threads, browsers in Web Workers. */
+export interface Executor {
+  execute(request: ExecutionRequest): Promise<ExecutionResult>;
+  close?(): Promise<void>;
+}
+
+/** The result envelope of every invocation. */
+export interface InvokeResult<O = unknown> {
+  ok: boolean;
+  tool: string;
+  version: string | null;
+  output: O | null;
+  error: import('./errors.js').CorralErrorJSON | null;
+  exit_code: number | null;
+  duration_ms: number;
+  stdout_head: string;
+  stderr_tail: string;
+  stdout_truncated: boolean;
+  stderr_truncated: boolean;
+}

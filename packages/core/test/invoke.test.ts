@@ -1,0 +1,252 @@
+/** The invoke pipeline against a fake executor: a unit test of the checks, not of running wasm. */
+import { describe, expect, it } from 'vitest';
+import {
+  CorralError,
+  Registry,
+  Runtime,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Executor,
+} from '@corral/core';
+import { goodSpec, MODULE_BYTES } from './helpers.js';
+
+const encode = (s: string) => new TextEncoder().encode(s);
+
+/** Records requests; answers with whatever `respond` returns (or throws). */
+class FakeExecutor implements Executor {
+  requests: ExecutionRequest[] = [];
+  constructor(private respond: (req: ExecutionRequest) => Partial<ExecutionResult> | Promise<Partial<ExecutionResult>>) {}
+  async execute(request: ExecutionRequest): Promise<ExecutionResult> {
+    this.requests.push(request);
+    const r = await this.respond(request);
+    return { exitCode: 0, stdout: new Uint8Array(), stderr: new Uint8Array(), durationMs: 1, ...r };
+  }
+}
+
+const printing = (stdout: string, more: Partial<ExecutionResult> = {}) =>
+  new FakeExecutor(() => ({ stdout: encode(stdout), ...more }));
+
+async function setup(executor: Executor, spec = goodSpec()) {
+  const registry = new Registry();
+  await registry.register(spec, MODULE_BYTES);
+  return new Runtime({ registry, executor });
+}
+
+const INPUT = { diff: '--- a\n+++ b\n' };
+
+describe('Runtime.invoke', () => {
+  it('returns the envelope on success and builds the request', async () => {
+    const executor = printing('{"files":[]}', { stderr: encode('note\n') });
+    const runtime = await setup(executor);
+    const result = await runtime.invoke('diff-summary@^1', INPUT, {
+      mounts: [{ guest: '/workspace', access: 'read', tree: { 'a.txt': 'hi' } }, { guest: '/out', access: 'read' }],
+      env: { LANG: 'C' },
+      args: ['--verbose'],
+    });
+    expect(result).toMatchObject({
+      ok: true,
+      tool: 'diff-summary',
+      version: '1.0.0',
+      output: { files: [] },
+      error: null,
+      exit_code: 0,
+      stdout_head: '{"files":[]}',
+      stderr_tail: 'note\n',
+      stdout_truncated: false,
+      stderr_truncated: false,
+    });
+    expect(result.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(Math.round(result.duration_ms * 100) / 100).toBe(result.duration_ms);
+
+    const [request] = executor.requests;
+    expect(JSON.parse(new TextDecoder().decode(request!.stdin))).toEqual(INPUT);
+    expect(request!.args).toEqual(['diff-summary', '--verbose']);
+    expect(request!.env).toEqual({ LANG: 'C', TZ: 'UTC' });
+    expect(request!.timeoutMs).toBe(5000);
+    expect(request!.outputLimitBytes).toBe(1024 * 1024);
+    expect(request!.mounts.map((m) => `${m.guest}:${m.access}`)).toEqual(['/workspace:read', '/out:read']);
+  });
+
+  it('lets the call override timeout and output limit', async () => {
+    const executor = printing('{"files":[]}');
+    const runtime = await setup(executor);
+    await runtime.invoke('diff-summary', INPUT, { timeoutMs: 10, outputLimitBytes: 100 });
+    expect(executor.requests[0]).toMatchObject({ timeoutMs: 10, outputLimitBytes: 100 });
+  });
+
+  it('reports an unknown tool without throwing', async () => {
+    const runtime = await setup(printing('{}'));
+    const result = await runtime.invoke('nope@^1', INPUT);
+    expect(result).toMatchObject({ ok: false, tool: 'nope', version: null, exit_code: null, output: null });
+    expect(result.error).toMatchObject({ code: 'E_TOOL_NOT_FOUND', message: "No tool named 'nope'. Available: diff-summary" });
+  });
+
+  it('names the JSON path of each input problem', async () => {
+    const executor = printing('{}');
+    const runtime = await setup(executor);
+    const result = await runtime.invoke('diff-summary', { diff: 'x', language: 'fr' });
+    expect(result.error).toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      message: "Input does not match diff-summary's input_schema: /language: must be equal to one of the allowed values (en, zh)",
+      details: { problems: [{ path: '/language', message: 'must be equal to one of the allowed values (en, zh)' }] },
+    });
+    const missing = await runtime.invoke('diff-summary', { extra: 1 });
+    expect(missing.error?.message).toBe(
+      "Input does not match diff-summary's input_schema: /: must have required property 'diff'; /: must NOT have additional property 'extra'",
+    );
+    expect(executor.requests).toHaveLength(0);
+  });
+
+  it('refuses input that JSON cannot carry', async () => {
+    const runtime = await setup(printing('{}'));
+    const cyclic: Record<string, unknown> = { diff: 'x' };
+    cyclic.self = cyclic;
+    for (const [input, path] of [
+      [undefined, '/'],
+      [{ diff: 'x', n: 10n }, '/n'],
+      [{ diff: 'x', f: () => 1 }, '/f'],
+      [{ diff: 'x', list: [1, undefined] }, '/list/1'],
+      [{ diff: 'x', when: new Date(0) }, '/when'],
+      [{ diff: 'x', n: NaN }, '/n'],
+      [cyclic, '/self'],
+    ] as const) {
+      const result = await runtime.invoke('diff-summary', input);
+      expect(result.error?.code).toBe('E_INPUT_VALIDATION');
+      expect(result.error?.details.problems).toEqual([expect.objectContaining({ path })]);
+    }
+  });
+
+  it('refuses path traversal in format "path" strings', async () => {
+    const runtime = await setup(printing('{"files":[]}'));
+    for (const file of ['/workspace/../etc/passwd', 'relative/file', '/workspace/a\0b']) {
+      const result = await runtime.invoke('diff-summary', { diff: 'x', file });
+      expect(result.error).toMatchObject({
+        code: 'E_INPUT_VALIDATION',
+        details: { problems: [{ path: '/file', message: expect.stringMatching(/absolute path without '\.\.'/) }] },
+      });
+    }
+    expect((await runtime.invoke('diff-summary', { diff: 'x', file: '/workspace/a/b.txt' })).ok).toBe(true);
+  });
+
+  it('refuses a mount the spec does not declare', async () => {
+    const runtime = await setup(printing('{}'));
+    const result = await runtime.invoke('diff-summary', INPUT, { mounts: [{ guest: '/etc', access: 'read' }] });
+    expect(result.error).toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      message: 'Mount /etc is not declared by tool diff-summary; declared: /workspace, /out',
+    });
+  });
+
+  it('refuses widening a read mount to read-write', async () => {
+    const runtime = await setup(printing('{}'));
+    const result = await runtime.invoke('diff-summary', INPUT, { mounts: [{ guest: '/workspace', access: 'read-write' }] });
+    expect(result.error).toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      message: "Mount /workspace is declared read-only by tool diff-summary; bind it with access 'read'",
+    });
+  });
+
+  it('refuses an env var the spec does not list', async () => {
+    const runtime = await setup(printing('{}'));
+    const result = await runtime.invoke('diff-summary', INPUT, { env: { LANG: 'C', HOME: '/root' } });
+    expect(result.error?.code).toBe('E_INPUT_VALIDATION');
+    expect(result.error?.message).toMatch(/HOME not listed in diff-summary's env \(listed: LANG/);
+    expect(result.error?.details).toMatchObject({ unlisted: ['HOME'] });
+  });
+
+  it('reports a non-zero exit with the error JSON the tool printed', async () => {
+    const runtime = await setup(
+      printing('{"error":{"code":"bad_diff","message":"line 3 is not a hunk header"}}', {
+        exitCode: 1,
+        stderr: encode('parsing...\nfailed\n'),
+      }),
+    );
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result).toMatchObject({ ok: false, exit_code: 1, stderr_tail: 'parsing...\nfailed\n' });
+    expect(result.error).toEqual({
+      code: 'E_UNEXPECTED_EXIT',
+      message: 'diff-summary exited with code 1: line 3 is not a hunk header',
+      retryable: false,
+      details: {
+        exit_code: 1,
+        stderr_tail: 'parsing...\nfailed\n',
+        tool_error: { code: 'bad_diff', message: 'line 3 is not a hunk header' },
+      },
+    });
+  });
+
+  it('falls back to the last stderr line when the tool printed no error JSON', async () => {
+    const runtime = await setup(printing('', { exitCode: 1, stderr: encode('boom\npanicked at src/main.rs\n') }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result.error?.message).toBe('diff-summary exited with code 1 (stderr: panicked at src/main.rs)');
+    expect(result.error?.details.tool_error).toBeNull();
+  });
+
+  it('reports stdout that is not JSON', async () => {
+    const runtime = await setup(printing('Summary: 3 files changed', { stderr: encode('warn') }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result.error).toMatchObject({
+      code: 'E_UNEXPECTED_EXIT',
+      message: 'diff-summary printed output that is not JSON: Summary: 3 files changed',
+      details: { stdout_head: 'Summary: 3 files changed', stderr_tail: 'warn' },
+    });
+  });
+
+  it('reports output that fails output_schema', async () => {
+    const runtime = await setup(printing('{"files":"three"}'));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result).toMatchObject({ ok: false, output: null, exit_code: 0 });
+    expect(result.error).toMatchObject({
+      code: 'E_UNEXPECTED_EXIT',
+      message: "diff-summary's output does not match its output_schema: /files: must be array",
+      details: { problems: [{ path: '/files', message: 'must be array' }] },
+    });
+  });
+
+  it('maps an executor that throws', async () => {
+    const runtime = await setup(new FakeExecutor(() => { throw new Error('worker died'); }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result).toMatchObject({ ok: false, exit_code: null, tool: 'diff-summary', version: '1.0.0' });
+    expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', message: 'The executor failed: worker died' });
+  });
+
+  it('passes a CorralError from the executor through', async () => {
+    const runtime = await setup(
+      new FakeExecutor(() => { throw new CorralError('E_NETWORK_BLOCKED', 'imports wasi:sockets/tcp'); }),
+    );
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result.error).toEqual({ code: 'E_NETWORK_BLOCKED', message: 'imports wasi:sockets/tcp', details: {}, retryable: false });
+  });
+
+  it('passes an error the executor classified', async () => {
+    const error = { code: 'E_RESOURCE_EXHAUSTED', message: 'timed out after 5000 ms', details: { limit: 'timeout' }, retryable: true } as const;
+    const runtime = await setup(printing('{"files":[', { exitCode: 1, error, stdoutTruncated: true }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result).toMatchObject({ ok: false, error, exit_code: 1, stdout_head: '{"files":[', stdout_truncated: true });
+  });
+
+  it('classifies cut-off stdout as an output cap', async () => {
+    const runtime = await setup(printing('{"files":[', { stdoutTruncated: true }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', retryable: true, details: { limit: 'output' } });
+  });
+
+  it('keeps the first and last KiB without splitting UTF-8 characters', async () => {
+    const big = 'é'.repeat(2000); // 2 bytes each: 1 KiB boundaries land mid-character if uncareful
+    const runtime = await setup(printing(`{"files":[],"pad":"${big}"}`, { stderr: encode(`x${big}`) }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result.ok).toBe(true);
+    expect(result.stdout_head).not.toContain('\uFFFD');
+    expect(result.stderr_tail).not.toContain('\uFFFD');
+    expect(new TextEncoder().encode(result.stdout_head).length).toBeLessThanOrEqual(1024);
+    expect(result.stderr_tail).toBe('é'.repeat(512));
+  });
+
+  it('invokeTool runs a tool the caller holds', async () => {
+    const registry = new Registry();
+    const tool = await registry.register(goodSpec(), MODULE_BYTES);
+    const runtime = new Runtime({ registry, executor: printing('{"files":[1]}'), defaults: { outputLimitBytes: 10 } });
+    const result = await runtime.invokeTool(tool, INPUT);
+    expect(result).toMatchObject({ ok: true, output: { files: [1] } });
+  });
+});

@@ -1,0 +1,164 @@
+/**
+ * Loading tools from disk: a folder holding `tool-spec.json` (plus its wasm),
+ * or a folder of such folders. Node-only; the core registry never touches files.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { CorralError, ErrorCodes, detectWasmKind, parseSpec, type Registry, type Tool } from '@corral/core';
+
+const SPEC_FILE = 'tool-spec.json';
+
+/**
+ * Register every tool in `dir` and its immediate subfolders. One broken tool
+ * does not stop the others: its error is collected and loading goes on.
+ */
+export async function loadToolFolder(
+  registry: Registry,
+  dir: string,
+): Promise<{ loaded: Tool[]; errors: CorralError[] }> {
+  const loaded: Tool[] = [];
+  const errors: CorralError[] = [];
+  let specPaths: string[];
+  try {
+    specPaths = await findSpecs(resolve(dir));
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    const why = missing ? 'does not exist' : `cannot be read (${(err as Error).message})`;
+    errors.push(registrationError(`Tool folder ${dir} ${why}`, { dir }));
+    return { loaded, errors };
+  }
+  for (const specPath of specPaths) {
+    try {
+      loaded.push(await loadToolFiles(registry, specPath));
+    } catch (err) {
+      errors.push(CorralError.is(err) ? err : registrationError(`${specPath}: ${(err as Error).message}`, { source: specPath }));
+    }
+  }
+  return { loaded, errors };
+}
+
+/**
+ * Register one tool from its spec file. The wasm is `wasmPath` when given
+ * (`corral run --wasm FILE --spec FILE`), else the spec's `component`
+ * relative to the spec file. Throws CorralError E_REGISTRATION.
+ */
+export async function loadToolFiles(registry: Registry, specPath: string, wasmPath?: string): Promise<Tool> {
+  const raw = await readSpecJson(specPath);
+  // Validate before touching `component`, so a bad spec reports its own problems.
+  const spec = parseSpec(raw, specPath);
+  const wasmFile = wasmPath ?? resolve(dirname(specPath), spec.component);
+  let wasm: Uint8Array;
+  try {
+    wasm = new Uint8Array(await readFile(wasmFile));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'does not exist' : `cannot be read (${(err as Error).message})`;
+    throw registrationError(`${specPath}: the wasm file ${wasmFile} ${why}`, { source: specPath, path: wasmFile });
+  }
+  detectWasmKind(wasm, wasmFile); // so a bad file is named by its own path
+  return registry.register(raw, wasm, specPath);
+}
+
+/** `dir/tool-spec.json` and `dir/*\/tool-spec.json`, in a stable order. */
+async function findSpecs(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const found: string[] = [];
+  if (entries.some((e) => e.isFile() && e.name === SPEC_FILE)) found.push(join(dir, SPEC_FILE));
+  const subdirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  for (const sub of subdirs) {
+    const candidate = join(dir, sub, SPEC_FILE);
+    // A subfolder without a spec is not a tool; skip it.
+    if (await stat(candidate).then((s) => s.isFile(), () => false)) found.push(candidate);
+  }
+  return found;
+}
+
+async function readSpecJson(specPath: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(specPath, 'utf8');
+  } catch (err) {
+    throw registrationError(`Cannot read tool spec ${specPath}: ${(err as Error).message}`, { source: specPath });
+  }
+  text = text.replace(/^\uFEFF/, ''); // editors on Windows like to add a BOM
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const offset = jsonErrorOffset(text);
+    const at = offset < 0 ? '' : ` at ${lineColumn(text, offset)}`;
+    throw registrationError(`${specPath} is not valid JSON${at}: ${(err as Error).message}`, {
+      source: specPath,
+      ...(offset < 0 ? {} : { offset }),
+    });
+  }
+}
+
+function registrationError(message: string, details: Record<string, unknown>): CorralError {
+  return new CorralError(ErrorCodes.REGISTRATION, message, details);
+}
+
+function lineColumn(text: string, offset: number): string {
+  const before = text.slice(0, offset).split('\n');
+  return `line ${before.length}, column ${before[before.length - 1]!.length + 1}`;
+}
+
+/**
+ * Offset of the first JSON syntax error, or -1. V8's messages only sometimes
+ * carry a position, so find it with a small recursive-descent scan.
+ */
+function jsonErrorOffset(text: string): number {
+  let i = 0;
+  const literal = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null/y;
+  const fail = (): never => {
+    throw i;
+  };
+  const ws = () => {
+    while (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r') i++;
+  };
+  const expect = (c: string) => {
+    ws();
+    if (text[i] !== c) fail();
+    i++;
+  };
+  const string = () => {
+    expect('"');
+    while (i < text.length && text[i] !== '"') {
+      if (text[i]! < ' ') fail();
+      if (text[i] === '\\') {
+        const esc = /^(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/.exec(text.slice(i + 1, i + 6));
+        if (!esc) (i++, fail());
+        i += 1 + esc![0].length;
+      } else i++;
+    }
+    expect('"');
+  };
+  const list = (close: string, item: () => void) => {
+    i++;
+    ws();
+    if (text[i] === close) return void i++;
+    for (;;) {
+      item();
+      ws();
+      if (text[i] === ',') i++;
+      else return expect(close);
+    }
+  };
+  const value = (): void => {
+    ws();
+    if (text[i] === '{') return list('}', () => (string(), expect(':'), value()));
+    if (text[i] === '[') return list(']', value);
+    if (text[i] === '"') return string();
+    literal.lastIndex = i;
+    const m = literal.exec(text);
+    if (!m) fail();
+    i += m![0].length;
+  };
+  try {
+    value();
+    ws();
+    if (i < text.length) fail();
+    return -1;
+  } catch (pos) {
+    return pos as number;
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * The sandbox worker: a worker_threads thread that hosts @corral/wasi.
+ * It transpiles components when asked and runs each call in a fresh instance.
+ * It holds no host capabilities of its own: the shim it loads is the
+ * preview2-shim browser variant (no real stdio, filesystem or process.exit).
+ */
+import { parentPort } from 'node:worker_threads';
+import { expose } from 'comlink';
+import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
+import { CorralError, type CorralErrorJSON, type ExecutionResult } from '@corral/core';
+import { ComponentRunner, loadShim, transpileComponent, type PreparedComponent, type RunRequest } from '@corral/wasi';
+
+// preview2-shim's export map hands Node its node variant; load the browser
+// modules by file URL instead (same package, same version).
+const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
+const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
+const runner = new ComponentRunner(shim);
+
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
+
+function failure(err: unknown): { ok: false; error: CorralErrorJSON } {
+  if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
+  const message = err instanceof Error ? err.message : String(err);
+  return { ok: false, error: new CorralError('E_UNEXPECTED_EXIT', `sandbox worker failed: ${message}`).toJSON() };
+}
+
+const api = {
+  /** Transpile a component (the host caches the result by content hash). */
+  async prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>> {
+    try {
+      return { ok: true, value: await transpileComponent(wasm, toolName) };
+    } catch (err) {
+      return failure(err);
+    }
+  },
+  /** True when this worker already compiled the component with this key. */
+  has(key: string): boolean {
+    return runner.has(key);
+  },
+  async run(key: string, prepared: PreparedComponent | undefined, request: RunRequest): Promise<Outcome<ExecutionResult>> {
+    try {
+      return { ok: true, value: await runner.run(key, prepared, request) };
+    } catch (err) {
+      return failure(err);
+    }
+  },
+};
+
+export type SandboxWorkerApi = typeof api;
+
+if (!parentPort) throw new Error('worker.js must run in a worker thread');
+expose(api, (nodeEndpoint as unknown as (port: unknown) => Parameters<typeof expose>[1])(parentPort));

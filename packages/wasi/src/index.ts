@@ -1,0 +1,4 @@
+export { transpileComponent, PREPARED_FORMAT, assertNoNetworkImports, type PreparedComponent } from './transpile.js';
+export { ComponentRunner, type RunRequest } from './run.js';
+export { loadShim, shimModuleNames, type WasiShim, type ShimModuleName } from './shim.js';
+export { toFileData, fromFileData, type FileDataEntry } from './fs.js';

@@ -1,0 +1,232 @@
+import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionResult, type MountBinding } from '@corral/core';
+import type { PreparedComponent } from './transpile.js';
+import type { WasiShim } from './shim.js';
+import { toFileData } from './fs.js';
+
+/** What one component run needs; the host has already checked it against the spec. */
+export interface RunRequest {
+  toolName: string;
+  stdin: Uint8Array;
+  args: string[];
+  env: Record<string, string>;
+  mounts: MountBinding[];
+  outputLimitBytes: number;
+}
+
+type Instantiate = (
+  getCoreModule: (name: string) => WebAssembly.Module,
+  imports: Record<string, unknown>,
+) => Promise<Record<string, unknown>>;
+
+interface LoadedComponent {
+  instantiate: Instantiate;
+  modules: Map<string, WebAssembly.Module>;
+}
+
+/**
+ * Compiles a prepared component once and runs it many times, each run in a
+ * fresh instance with its own stdio, environment and filesystem.
+ */
+export class ComponentRunner {
+  readonly #shim: WasiShim;
+  readonly #loaded = new Map<string, Promise<LoadedComponent>>();
+
+  constructor(shim: WasiShim) {
+    this.#shim = shim;
+  }
+
+  /** Compile (once per key) the glue and core modules of a prepared component. */
+  load(key: string, prepared: PreparedComponent): Promise<LoadedComponent> {
+    let loaded = this.#loaded.get(key);
+    if (!loaded) {
+      loaded = compile(prepared);
+      loaded.catch(() => this.#loaded.delete(key));
+      this.#loaded.set(key, loaded);
+    }
+    return loaded;
+  }
+
+  has(key: string): boolean {
+    return this.#loaded.has(key);
+  }
+
+  async run(key: string, prepared: PreparedComponent | undefined, request: RunRequest): Promise<ExecutionResult> {
+    const started = performance.now();
+    const cached = this.#loaded.get(key);
+    if (!cached && !prepared) throw new Error(`component ${key} is not loaded`);
+    const component = await (cached ?? this.load(key, prepared!));
+
+    const stdout = new CappedSink(request.outputLimitBytes, 'head');
+    const stderr = new CappedSink(request.outputLimitBytes, 'tail');
+    const { cli, filesystem, io, clocks, random } = this.#shim;
+    let stdinOffset = 0;
+    const stdinBytes = request.stdin;
+    const wasiCli = cli.createCli({
+      stdin: {
+        blockingRead(len: bigint) {
+          if (stdinOffset >= stdinBytes.length) throw { tag: 'closed' };
+          const chunk = stdinBytes.subarray(stdinOffset, stdinOffset + Number(len));
+          stdinOffset += chunk.length;
+          return chunk;
+        },
+      },
+      stdout: { write: (bytes: Uint8Array) => stdout.write(bytes), blockingFlush() {} },
+      stderr: { write: (bytes: Uint8Array) => stderr.write(bytes), blockingFlush() {} },
+      environment: request.env,
+      arguments: request.args,
+      initialCwd: '/',
+    });
+    const preopens: Record<string, ReturnType<typeof toFileData>> = {};
+    for (const mount of request.mounts) preopens[mount.guest] = toFileData(mount.tree ?? {});
+    const wasiFs = filesystem.createFilesystem({ adapter: new filesystem.InMemoryFilesystemAdapter(), preopens });
+
+    const imports: Record<string, unknown> = {
+      'wasi:cli/environment': wasiCli.environment,
+      'wasi:cli/exit': wasiCli.exit,
+      'wasi:cli/stdin': wasiCli.stdin,
+      'wasi:cli/stdout': wasiCli.stdout,
+      'wasi:cli/stderr': wasiCli.stderr,
+      'wasi:cli/terminal-input': wasiCli.terminalInput,
+      'wasi:cli/terminal-output': wasiCli.terminalOutput,
+      'wasi:cli/terminal-stdin': wasiCli.terminalStdin,
+      'wasi:cli/terminal-stdout': wasiCli.terminalStdout,
+      'wasi:cli/terminal-stderr': wasiCli.terminalStderr,
+      'wasi:clocks/monotonic-clock': clocks.monotonicClock,
+      'wasi:clocks/wall-clock': clocks.wallClock,
+      'wasi:filesystem/types': wasiFs.types,
+      'wasi:filesystem/preopens': wasiFs.preopens,
+      'wasi:io/error': io.error,
+      'wasi:io/poll': io.poll,
+      'wasi:io/streams': io.streams,
+      'wasi:random/random': random.random,
+      'wasi:random/insecure': random.insecure,
+      'wasi:random/insecure-seed': random.insecureSeed,
+    };
+
+    let exitCode = 0;
+    let error: CorralErrorJSON | undefined;
+    try {
+      const exports = await component.instantiate((name) => {
+        const module = component.modules.get(name);
+        if (!module) throw new Error(`glue asked for unknown core module ${name}`);
+        return module;
+      }, imports);
+      findRun(exports, request.toolName).run();
+    } catch (err) {
+      const outcome = classify(err, request.toolName, stderr);
+      exitCode = outcome.exitCode;
+      error = outcome.error;
+    } finally {
+      wasiFs.dispose();
+    }
+    return {
+      exitCode,
+      stdout: stdout.bytes(),
+      stderr: stderr.bytes(),
+      ...(error ? { error } : {}),
+      durationMs: performance.now() - started,
+      stdoutTruncated: stdout.truncated,
+      stderrTruncated: stderr.truncated,
+    };
+  }
+}
+
+async function compile(prepared: PreparedComponent): Promise<LoadedComponent> {
+  const modules = new Map<string, WebAssembly.Module>();
+  await Promise.all(
+    Object.entries(prepared.modules).map(async ([name, bytes]) => {
+      modules.set(name, await WebAssembly.compile(bytes as BufferSource));
+    }),
+  );
+  // The glue has no imports of its own, so it loads from a data: URL in any host.
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(prepared.glue);
+  const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
+  return { instantiate: glue.instantiate, modules };
+}
+
+/** The wasi:cli/run export, whatever version suffix the component used. */
+function findRun(exports: Record<string, unknown>, toolName: string): { run(): void } {
+  for (const [name, value] of Object.entries(exports)) {
+    if (name === 'run' || name.startsWith('wasi:cli/run')) return value as { run(): void };
+  }
+  throw new CorralError(
+    ErrorCodes.UNEXPECTED_EXIT,
+    `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
+    { exports: Object.keys(exports) },
+  );
+}
+
+/** Thrown from a stdio sink to unwind the guest when stdout passes its cap. */
+class OutputLimitExceeded extends Error {}
+
+function classify(err: unknown, toolName: string, stderr: CappedSink): { exitCode: number; error?: CorralErrorJSON } {
+  if (isComponentExit(err)) return { exitCode: err.code };
+  if (err instanceof CorralError) return { exitCode: 1, error: err.toJSON() };
+  const limit = err instanceof OutputLimitExceeded ? err : (err as { cause?: unknown } | null)?.cause;
+  if (limit instanceof OutputLimitExceeded) {
+    return {
+      exitCode: 1,
+      error: new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `${toolName} wrote more output than the ${limit.message} limit.`, {
+        resource: 'output',
+      }).toJSON(),
+    };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const trap = err instanceof WebAssembly.RuntimeError || err instanceof RangeError;
+  return {
+    exitCode: 1,
+    error: new CorralError(
+      ErrorCodes.UNEXPECTED_EXIT,
+      trap ? `${toolName} trapped: ${message}` : `${toolName} failed: ${message}`,
+      { trap, reason: message, stderr_tail: new TextDecoder().decode(stderr.bytes().slice(-1024)) },
+    ).toJSON(),
+  };
+}
+
+function isComponentExit(err: unknown): err is { exitError: true; code: number } {
+  return typeof err === 'object' && err !== null && (err as { exitError?: unknown }).exitError === true;
+}
+
+/**
+ * Collects a stdio stream up to a byte cap. stdout keeps its head and stops
+ * the tool when the cap is passed (a cut JSON document is useless); stderr
+ * keeps its tail, the part that explains a failure.
+ */
+class CappedSink {
+  readonly #limit: number;
+  readonly #keep: 'head' | 'tail';
+  #chunks: Uint8Array[] = [];
+  #size = 0;
+  truncated = false;
+
+  constructor(limit: number, keep: 'head' | 'tail') {
+    this.#limit = limit;
+    this.#keep = keep;
+  }
+
+  write(bytes: Uint8Array): void {
+    this.#chunks.push(bytes.slice());
+    this.#size += bytes.length;
+    if (this.#size <= this.#limit) return;
+    this.truncated = true;
+    if (this.#keep === 'head') {
+      this.#chunks = [this.bytes().subarray(0, this.#limit)];
+      this.#size = this.#limit;
+      throw new OutputLimitExceeded(`${this.#limit}-byte`);
+    }
+    this.#chunks = [this.bytes().subarray(this.#size - this.#limit)];
+    this.#size = this.#limit;
+  }
+
+  bytes(): Uint8Array {
+    if (this.#chunks.length === 1) return this.#chunks[0]!;
+    const out = new Uint8Array(this.#size);
+    let offset = 0;
+    for (const chunk of this.#chunks) {
+      out.set(chunk, offset);
+      offset += chunk.length;
+    }
+    this.#chunks = [out];
+    return out;
+  }
+}

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const CLI = join(ROOT, 'packages/node/bin/corral.js');
+const FIXTURES = join(ROOT, 'test/fixtures/tools');
+
+/** Run the real CLI in a child process, as a user would. */
+async function corral(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, [CLI, ...args], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+  );
+}
+
+describe('the corral CLI', () => {
+  it('npm start: summarizes the bundled example diff with the WASI tool', async () => {
+    const { code, stdout } = await corral(['run', 'diff-summary', '--input-file', 'wasm-tools/diff-summary/examples/example.diff.json']);
+    expect(code).toBe(0);
+    const output = JSON.parse(stdout);
+    expect(output.files.length).toBeGreaterThan(0);
+    expect(output.summary).toMatch(/files? changed/);
+  });
+
+  it('lists tools as text and as JSON', async () => {
+    const text = await corral(['tools']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/diff-summary@1\.0\.0/);
+    const json = await corral(['tools', '--json', '--tools', FIXTURES]);
+    const names = JSON.parse(json.stdout).map((t: { name: string }) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['diff-summary', 'echo']));
+  });
+
+  it('--json prints the envelope; exit 1 and a coded sentence when the tool fails', async () => {
+    const ok = await corral(['run', 'diff-summary', '--input', '{"diff":""}', '--json']);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, tool: 'diff-summary', exit_code: 0 });
+    const bad = await corral(['run', 'diff-summary', '--input', '{"diff": 5}']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^corral: .*\/diff.*\(E_INPUT_VALIDATION\)\n$/);
+    const missing = await corral(['run', 'nope', '--input', '{}']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/E_TOOL_NOT_FOUND/);
+  });
+
+  it('exits 2 on misuse, with a sentence that says what to change', async () => {
+    for (const args of [['frobnicate'], ['run'], ['run', 'x', '--bogus'], ['run', '--wasm', 'a.wasm'], ['run', 'x', '--timeout', 'soon']]) {
+      const r = await corral(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^corral: /);
+    }
+    const badJson = await corral(['run', 'diff-summary', '--input', '{not json']);
+    expect(badJson.code).toBe(1);
+    expect(badJson.stderr).toMatch(/not valid JSON.*E_INPUT_VALIDATION/);
+  });
+
+  it('--help works on every command', async () => {
+    for (const cmd of [['--help'], ['tools', '--help'], ['run', '--help'], ['validate', '--help'], ['cache', '--help']]) {
+      const r = await corral(cmd);
+      expect(r.code, cmd.join(' ')).toBe(0);
+      expect(r.stdout).toMatch(/corral/);
+    }
+  });
+
+  it('runs an unregistered tool file with --wasm/--spec', async () => {
+    const r = await corral(['run', '--wasm', join(FIXTURES, 'echo/echo.wasm'), '--spec', join(FIXTURES, 'echo/tool-spec.json'), '--input', '{"a":1}']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ a: 1 });
+  });
+
+  it('validate lists every problem of a bad spec by JSON path', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'corral-spec-'));
+    const path = join(dir, 'tool-spec.json');
+    await writeFile(
+      path,
+      JSON.stringify({ name: 'Bad Name', version: 'one', component: '../x.wasm', input_schema: { type: 'object' }, resources: { memory_mb: -1 } }),
+    );
+    const r = await corral(['validate', path]);
+    expect(r.code).toBe(1);
+    for (const p of ['/name', '/version', '/component', '/resources/memory_mb']) expect(r.stdout).toContain(p);
+    const good = await corral(['validate', join(ROOT, 'wasm-tools/diff-summary/tool-spec.json')]);
+    expect(good.code).toBe(0);
+    expect(good.stdout).toMatch(/valid/);
+  });
+});
