@@ -88,6 +88,15 @@ describe('the runtime, through real worker_threads sandboxes', () => {
     expect(corral.executor.pool.workerCount).toBeLessThanOrEqual(2);
   });
 
+  it('caps wasm memory at resources.memory_mb: a memory bomb gets E_RESOURCE_EXHAUSTED (memory)', async () => {
+    const result = await corral.invoke('memory-bomb', {});
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(result.error?.details.resource).toBe('memory');
+    expect(result.error?.details.peak_bytes).toBeLessThanOrEqual(32 * 2 ** 20);
+    expect(result.stderr_tail).toMatch(/malloc failed after \d+ MiB/);
+    expect((await corral.invoke('echo', { after: 'bomb' })).output).toEqual({ after: 'bomb' });
+  });
+
   it('runs a tool file given directly, and refuses one that is not wasm', async () => {
     const { loadToolFiles, Registry } = await import('@corral/node');
     const tool = await loadToolFiles(new Registry(), join(FIXTURES, 'echo/tool-spec.json'), join(FIXTURES, 'echo/echo.wasm'));

@@ -78,6 +78,8 @@ export interface ExecutionResult {
   /** Set when the tool failed in a way the host classified (trap, timeout, limit, …). */
   error?: import('./errors.js').CorralErrorJSON;
   durationMs: number;
+  /** Largest size any of the tool's wasm memories reached, when the host can tell. */
+  peakMemoryBytes?: number;
   stdoutTruncated?: boolean;
   stderrTruncated?: boolean;
 }

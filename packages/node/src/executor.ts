@@ -5,6 +5,7 @@ import {
   type ExecutionResult,
   type Executor,
   type Tool,
+  specDefaults,
 } from '@corral/core';
 import type { PreparedComponent } from '@corral/wasi';
 import { WorkerPool, type PoolOptions } from './pool.js';
@@ -47,6 +48,7 @@ export class WorkerExecutor implements Executor {
       env: request.env,
       mounts,
       outputLimitBytes: request.outputLimitBytes,
+      memoryLimitBytes: (tool.spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20,
     };
     return this.pool.run(
       async (worker) => {

@@ -2,3 +2,4 @@ export { transpileComponent, PREPARED_FORMAT, assertNoNetworkImports, type Prepa
 export { ComponentRunner, type RunRequest } from './run.js';
 export { loadShim, shimModuleNames, type WasiShim, type ShimModuleName } from './shim.js';
 export { toFileData, fromFileData, type FileDataEntry } from './fs.js';
+export { capMemory, WASM_PAGE_BYTES } from './memory.js';

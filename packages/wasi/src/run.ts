@@ -2,6 +2,7 @@ import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionResult, ty
 import type { PreparedComponent } from './transpile.js';
 import type { WasiShim } from './shim.js';
 import { toFileData } from './fs.js';
+import { capMemory, WASM_PAGE_BYTES } from './memory.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
 export interface RunRequest {
@@ -11,11 +12,14 @@ export interface RunRequest {
   env: Record<string, string>;
   mounts: MountBinding[];
   outputLimitBytes: number;
+  /** Cap on each wasm memory the tool defines (resources.memory_mb). */
+  memoryLimitBytes: number;
 }
 
 type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
   imports: Record<string, unknown>,
+  instantiateCore: (module: WebAssembly.Module, imports?: WebAssembly.Imports) => Promise<WebAssembly.Instance>,
 ) => Promise<Record<string, unknown>>;
 
 interface LoadedComponent {
@@ -29,32 +33,36 @@ interface LoadedComponent {
  */
 export class ComponentRunner {
   readonly #shim: WasiShim;
-  readonly #loaded = new Map<string, Promise<LoadedComponent>>();
+  readonly #prepared = new Map<string, PreparedComponent>();
+  /** Compiled per component and memory cap: the cap is part of the compiled code. */
+  readonly #compiled = new Map<string, Promise<LoadedComponent>>();
 
   constructor(shim: WasiShim) {
     this.#shim = shim;
   }
 
-  /** Compile (once per key) the glue and core modules of a prepared component. */
-  load(key: string, prepared: PreparedComponent): Promise<LoadedComponent> {
-    let loaded = this.#loaded.get(key);
+  /** True when this runner holds the prepared component with this key. */
+  has(key: string): boolean {
+    return this.#prepared.has(key);
+  }
+
+  #load(key: string, maxPages: number, toolName: string): Promise<LoadedComponent> {
+    const compiledKey = `${key}/${maxPages}`;
+    let loaded = this.#compiled.get(compiledKey);
     if (!loaded) {
-      loaded = compile(prepared);
-      loaded.catch(() => this.#loaded.delete(key));
-      this.#loaded.set(key, loaded);
+      loaded = compile(this.#prepared.get(key)!, maxPages, toolName);
+      loaded.catch(() => this.#compiled.delete(compiledKey));
+      this.#compiled.set(compiledKey, loaded);
     }
     return loaded;
   }
 
-  has(key: string): boolean {
-    return this.#loaded.has(key);
-  }
-
   async run(key: string, prepared: PreparedComponent | undefined, request: RunRequest): Promise<ExecutionResult> {
     const started = performance.now();
-    const cached = this.#loaded.get(key);
-    if (!cached && !prepared) throw new Error(`component ${key} is not loaded`);
-    const component = await (cached ?? this.load(key, prepared!));
+    if (prepared) this.#prepared.set(key, prepared);
+    else if (!this.#prepared.has(key)) throw new Error(`component ${key} is not loaded`);
+    const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
+    const component = await this.#load(key, maxPages, request.toolName);
 
     const stdout = new CappedSink(request.outputLimitBytes, 'head');
     const stderr = new CappedSink(request.outputLimitBytes, 'tail');
@@ -103,14 +111,27 @@ export class ComponentRunner {
       'wasi:random/insecure-seed': random.insecureSeed,
     };
 
+    // Keep every memory the component's core instances export, to report the
+    // peak and to recognise a tool that failed because it hit its memory cap.
+    const memories: WebAssembly.Memory[] = [];
+    const instantiateCore = async (module: WebAssembly.Module, coreImports?: WebAssembly.Imports) => {
+      const instance = await WebAssembly.instantiate(module, coreImports);
+      for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value);
+      return instance;
+    };
+
     let exitCode = 0;
     let error: CorralErrorJSON | undefined;
     try {
-      const exports = await component.instantiate((name) => {
-        const module = component.modules.get(name);
-        if (!module) throw new Error(`glue asked for unknown core module ${name}`);
-        return module;
-      }, imports);
+      const exports = await component.instantiate(
+        (name) => {
+          const module = component.modules.get(name);
+          if (!module) throw new Error(`glue asked for unknown core module ${name}`);
+          return module;
+        },
+        imports,
+        instantiateCore,
+      );
       findRun(exports, request.toolName).run();
     } catch (err) {
       const outcome = classify(err, request.toolName, stderr);
@@ -119,7 +140,22 @@ export class ComponentRunner {
     } finally {
       wasiFs.dispose();
     }
+    const peakMemoryBytes = Math.max(0, ...memories.map((m) => m.buffer.byteLength));
+    // A tool that fails with its memory near the cap most likely ran out of
+    // memory, whatever it did next (a NULL from malloc surfaces as a trap or
+    // an exit code). "Near" allows for the block the allocator could not get.
+    const capBytes = maxPages * WASM_PAGE_BYTES;
+    const nearCap = peakMemoryBytes >= capBytes - Math.max(2 * 2 ** 20, capBytes / 8);
+    if ((exitCode !== 0 || error) && nearCap && error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
+      error = new CorralError(
+        ErrorCodes.RESOURCE_EXHAUSTED,
+        `${request.toolName} ran out of memory: it reached its ${Math.round(request.memoryLimitBytes / 2 ** 20)} MB limit (resources.memory_mb).`,
+        { resource: 'memory', limit_bytes: capBytes, peak_bytes: peakMemoryBytes, cause: error?.message ?? `exit code ${exitCode}` },
+      ).toJSON();
+      if (exitCode === 0) exitCode = 1;
+    }
     return {
+      peakMemoryBytes,
       exitCode,
       stdout: stdout.bytes(),
       stderr: stderr.bytes(),
@@ -131,11 +167,11 @@ export class ComponentRunner {
   }
 }
 
-async function compile(prepared: PreparedComponent): Promise<LoadedComponent> {
+async function compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
   const modules = new Map<string, WebAssembly.Module>();
   await Promise.all(
     Object.entries(prepared.modules).map(async ([name, bytes]) => {
-      modules.set(name, await WebAssembly.compile(bytes as BufferSource));
+      modules.set(name, await WebAssembly.compile(capMemory(bytes, maxPages, toolName) as BufferSource));
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.

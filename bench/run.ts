@@ -1,0 +1,125 @@
+/**
+ * `npm run bench`: Corral's per-call costs against baselines measured in the
+ * same run, reported as medians (p99 where it matters) and ratios.
+ * Machines here are shared and noisy: compare ratios, not absolute numbers.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WASI } from 'node:wasi';
+import { Corral, BUNDLED_TOOLS_DIR, ComponentCache } from '@corral/node';
+import { ComponentRunner, loadShim, transpileComponent } from '@corral/wasi';
+import { fmt, median, quantile, sample, table } from './stats.js';
+import { syntheticDiff } from './diffs.js';
+
+const quick = process.argv.includes('--quick');
+const N_SMALL = quick ? 40 : 300;
+const N_LARGE = quick ? 5 : 30;
+const N_COLD = quick ? 2 : 5;
+
+const example = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/examples/example.diff.json'), 'utf8')) as { diff: string };
+const inputs = {
+  small: { diff: example.diff },
+  '1 MB': { diff: syntheticDiff(1024 * 1024) },
+};
+const scratch = mkdtempSync(join(tmpdir(), 'corral-bench-'));
+const rows: string[][] = [];
+const log = (s: string) => process.stderr.write(s + '\n');
+
+// --- cold start, each in a fresh process -------------------------------------
+function coldRuns(cacheDir: () => string, runs: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const json = execFileSync(process.execPath, [new URL('./cold.js', import.meta.url).pathname], {
+      env: { ...process.env, CORRAL_CACHE_DIR: cacheDir() },
+      encoding: 'utf8',
+    });
+    out.push((JSON.parse(json) as { totalMs: number }).totalMs);
+  }
+  return out;
+}
+log('cold starts…');
+const warmCacheDir = join(scratch, 'warm-cache');
+coldRuns(() => warmCacheDir, 1); // fill it
+const coldWarmCache = coldRuns(() => warmCacheDir, N_COLD);
+const coldEmptyCache = coldRuns(() => mkdtempSync(join(scratch, 'empty-cache-')), Math.max(2, N_COLD - 2));
+const nodeStart = await sample(N_COLD, () => execFileSync(process.execPath, ['-e', '0']), 1);
+
+// --- warm calls -----------------------------------------------------------------
+log('warm calls through the worker pool…');
+const corral = await Corral.create({ size: 1, cache: new ComponentCache(join(scratch, 'pool-cache')) });
+const warm: Record<string, number[]> = {};
+for (const [label, input] of Object.entries(inputs)) {
+  warm[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+    const r = await corral.invoke('diff-summary', input);
+    if (!r.ok) throw new Error(JSON.stringify(r.error));
+  });
+}
+await corral.close();
+
+// Baseline 1: the same tool as a preview1 module under node:wasi (fresh instance per call).
+log('baseline: node:wasi…');
+const moduleBytes = readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'));
+const module = await WebAssembly.compile(moduleBytes);
+const nodeWasi: Record<string, number[]> = {};
+for (const [label, input] of Object.entries(inputs)) {
+  const inPath = join(scratch, `in-${label}.json`);
+  const outPath = join(scratch, `out-${label}.json`);
+  writeFileSync(inPath, JSON.stringify(input));
+  nodeWasi[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+    const stdin = openSync(inPath, 'r');
+    const stdout = openSync(outPath, 'w');
+    try {
+      const wasi = new WASI({ version: 'preview1', args: ['diff-summary'], env: { TZ: 'UTC' }, stdin, stdout, returnOnExit: true });
+      const instance = await WebAssembly.instantiate(module, wasi.getImportObject() as WebAssembly.Imports);
+      const code = wasi.start(instance);
+      if (code !== 0) throw new Error(`node:wasi exit ${code}`);
+    } finally {
+      closeSync(stdin);
+      closeSync(stdout);
+    }
+    JSON.parse(readFileSync(outPath, 'utf8'));
+  });
+}
+
+// Baseline 2: the same component in this thread, no worker: what the pool's messaging costs.
+log('baseline: component in-process…');
+const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
+const runner = new ComponentRunner(await loadShim((name) => import(new URL(`${name}.js`, shimDir).href)));
+const prepared = await transpileComponent(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.wasm')), 'diff-summary');
+const inProcess: Record<string, number[]> = {};
+for (const [label, input] of Object.entries(inputs)) {
+  const stdin = new TextEncoder().encode(JSON.stringify(input));
+  inProcess[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+    const r = await runner.run('diff-summary', prepared, {
+      toolName: 'diff-summary',
+      stdin,
+      args: ['diff-summary'],
+      env: { TZ: 'UTC' },
+      mounts: [],
+      outputLimitBytes: 1 << 24,
+      memoryLimitBytes: 128 * 2 ** 20,
+    });
+    if (r.exitCode !== 0) throw new Error('in-process run failed');
+    JSON.parse(new TextDecoder().decode(r.stdout));
+  });
+}
+
+// --- report ---------------------------------------------------------------------
+const nodeStartMs = median(nodeStart);
+rows.push(['cold: new process → first result (warm transpile cache)', fmt(median(coldWarmCache)), '', `node -e 0 alone: ${fmt(nodeStartMs)}`]);
+rows.push(['cold: new process → first result (empty cache, includes jco transpile)', fmt(median(coldEmptyCache)), '', '']);
+for (const label of Object.keys(inputs)) {
+  const c = median(warm[label]!);
+  const w = median(nodeWasi[label]!);
+  const p = median(inProcess[label]!);
+  rows.push([`warm diff-summary, ${label} diff: Corral worker pool`, fmt(c), fmt(quantile(warm[label]!, 0.99)), `${(c / w).toFixed(2)}× node:wasi`]);
+  rows.push([`warm diff-summary, ${label} diff: same component in-process (no worker)`, fmt(p), fmt(quantile(inProcess[label]!, 0.99)), `${(p / w).toFixed(2)}× node:wasi`]);
+  rows.push([`warm diff-summary, ${label} diff: baseline, preview1 module under node:wasi`, fmt(w), fmt(quantile(nodeWasi[label]!, 0.99)), '1.00×']);
+}
+const sizes = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, `${(JSON.stringify(v).length / 1024).toFixed(1)} KiB`]));
+console.log(`\n## npm run bench — ${new Date().toISOString()} — node ${process.version}\n`);
+console.log(`Inputs: small = bundled example (${sizes.small}), 1 MB = synthetic git-style diff (${sizes['1 MB']}). Runs: ${N_SMALL} small, ${N_LARGE} large, ${N_COLD} cold.\n`);
+console.log(table(['measurement', 'median', 'p99', 'ratio'], rows));
+rmSync(scratch, { recursive: true, force: true });
