@@ -100,6 +100,7 @@ for (const [label, input] of Object.entries(inputs)) {
       mounts: [],
       outputLimitBytes: 1 << 24,
       memoryLimitBytes: 128 * 2 ** 20,
+      diskLimitBytes: 0,
     });
     if (r.exitCode !== 0) throw new Error('in-process run failed');
     JSON.parse(new TextDecoder().decode(r.stdout));

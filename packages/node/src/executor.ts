@@ -49,6 +49,7 @@ export class WorkerExecutor implements Executor {
       mounts,
       outputLimitBytes: request.outputLimitBytes,
       memoryLimitBytes: (tool.spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20,
+      diskLimitBytes: (tool.spec.resources?.disk_mb ?? specDefaults.resources.disk_mb) * 2 ** 20,
     };
     return this.pool.run(
       async (worker) => {

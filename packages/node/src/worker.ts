@@ -8,13 +8,14 @@ import { parentPort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { CorralError, type CorralErrorJSON, type ExecutionResult } from '@corral/core';
+import { openHostDirectory } from './host-fs.js';
 import { ComponentRunner, loadShim, transpileComponent, type PreparedComponent, type RunRequest } from '@corral/wasi';
 
 // preview2-shim's export map hands Node its node variant; load the browser
 // modules by file URL instead (same package, same version).
 const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
 const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
-const runner = new ComponentRunner(shim);
+const runner = new ComponentRunner(shim, { openHostDirectory: (path) => openHostDirectory(path, shim.io) });
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
 

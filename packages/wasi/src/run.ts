@@ -1,7 +1,7 @@
 import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionResult, type MountBinding } from '@corral/core';
 import type { PreparedComponent } from './transpile.js';
 import type { WasiShim } from './shim.js';
-import { toFileData } from './fs.js';
+import { callFilesystem, type Descriptor, type HostDirectoryOpener } from './vfs.js';
 import { capMemory, WASM_PAGE_BYTES } from './memory.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
@@ -14,6 +14,13 @@ export interface RunRequest {
   outputLimitBytes: number;
   /** Cap on each wasm memory the tool defines (resources.memory_mb). */
   memoryLimitBytes: number;
+  /** Bytes the call may add to files in writable mounts and /tmp (resources.disk_mb). */
+  diskLimitBytes: number;
+}
+
+export interface RunnerOptions {
+  /** Lets `hostPath` mounts work; hosts without a filesystem leave it out. */
+  openHostDirectory?: HostDirectoryOpener;
 }
 
 type Instantiate = (
@@ -33,12 +40,14 @@ interface LoadedComponent {
  */
 export class ComponentRunner {
   readonly #shim: WasiShim;
+  readonly #openHostDirectory: HostDirectoryOpener | undefined;
   readonly #prepared = new Map<string, PreparedComponent>();
   /** Compiled per component and memory cap: the cap is part of the compiled code. */
   readonly #compiled = new Map<string, Promise<LoadedComponent>>();
 
-  constructor(shim: WasiShim) {
+  constructor(shim: WasiShim, options: RunnerOptions = {}) {
     this.#shim = shim;
+    this.#openHostDirectory = options.openHostDirectory;
   }
 
   /** True when this runner holds the prepared component with this key. */
@@ -84,9 +93,12 @@ export class ComponentRunner {
       arguments: request.args,
       initialCwd: '/',
     });
-    const preopens: Record<string, ReturnType<typeof toFileData>> = {};
-    for (const mount of request.mounts) preopens[mount.guest] = toFileData(mount.tree ?? {});
-    const wasiFs = filesystem.createFilesystem({ adapter: new filesystem.InMemoryFilesystemAdapter(), preopens });
+    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#shim, this.#openHostDirectory);
+    // The descriptors are built already (and guarded); the adapter hands them over as they are.
+    const wasiFs = filesystem.createFilesystem<Descriptor>({
+      adapter: { getRoot: (root) => root },
+      preopens: Object.fromEntries(callFs.preopens.map(([root, guest]) => [guest, root])),
+    });
 
     const imports: Record<string, unknown> = {
       'wasi:cli/environment': wasiCli.environment,
@@ -139,6 +151,15 @@ export class ComponentRunner {
       error = outcome.error;
     } finally {
       wasiFs.dispose();
+    }
+    if (callFs.quota.exceeded) {
+      const limitMb = Math.round(request.diskLimitBytes / 2 ** 20);
+      error = new CorralError(
+        ErrorCodes.RESOURCE_EXHAUSTED,
+        `${request.toolName} tried to write more than its ${limitMb} MB disk quota (resources.disk_mb).`,
+        { resource: 'disk', limit_bytes: request.diskLimitBytes, used_bytes: callFs.quota.usedBytes, cause: error?.message ?? `exit code ${exitCode}` },
+      ).toJSON();
+      if (exitCode === 0) exitCode = 1;
     }
     const peakMemoryBytes = Math.max(0, ...memories.map((m) => m.buffer.byteLength));
     // A tool that fails with its memory near the cap most likely ran out of

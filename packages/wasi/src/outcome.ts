@@ -1,0 +1,163 @@
+/**
+ * How a run ends, the same for every kind of tool Corral runs (wasi:cli
+ * components and preview1 core modules): stdio captured up to a cap, the
+ * way the tool stopped classified (exit, trap, output cap), and the checks
+ * made once it stopped (disk quota, memory near its cap).
+ */
+import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionResult } from '@corral/core';
+import { WASM_PAGE_BYTES } from './memory.js';
+import type { DiskQuota } from './vfs.js';
+import type { RunRequest } from './run.js';
+
+/** Thrown from a stdio sink to unwind the guest when stdout passes its cap. */
+export class OutputLimitExceeded extends Error {}
+
+/**
+ * Thrown by a host's `proc_exit` to unwind the guest. Shaped like
+ * preview2-shim's ComponentExit (`exitError`, `code`), so one check
+ * recognises both.
+ */
+export class ProcExit extends Error {
+  readonly exitError = true;
+  readonly code: number;
+
+  constructor(code: number) {
+    super(`exit ${code}`);
+    this.code = code;
+  }
+}
+
+/** What a run ended with, before the post-run checks. */
+export interface RunEnd {
+  exitCode: number;
+  error?: CorralErrorJSON;
+}
+
+export function classify(err: unknown, toolName: string, stderr: CappedSink): RunEnd {
+  if (isExit(err)) return { exitCode: err.code };
+  if (err instanceof CorralError) return { exitCode: 1, error: err.toJSON() };
+  const limit = err instanceof OutputLimitExceeded ? err : (err as { cause?: unknown } | null)?.cause;
+  if (limit instanceof OutputLimitExceeded) {
+    return {
+      exitCode: 1,
+      error: new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `${toolName} wrote more output than the ${limit.message} limit.`, {
+        resource: 'output',
+      }).toJSON(),
+    };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const trap = err instanceof WebAssembly.RuntimeError || err instanceof RangeError;
+  return {
+    exitCode: 1,
+    error: new CorralError(
+      ErrorCodes.UNEXPECTED_EXIT,
+      trap ? `${toolName} trapped: ${message}` : `${toolName} failed: ${message}`,
+      { trap, reason: message, stderr_tail: new TextDecoder().decode(stderr.bytes().slice(-1024)) },
+    ).toJSON(),
+  };
+}
+
+/** preview2-shim's ComponentExit, or a preview1 host's ProcExit. */
+export function isExit(err: unknown): err is { exitError: true; code: number } {
+  return typeof err === 'object' && err !== null && (err as { exitError?: unknown }).exitError === true;
+}
+
+export interface RunFacts {
+  request: RunRequest;
+  /** performance.now() when the run started. */
+  started: number;
+  stdout: CappedSink;
+  stderr: CappedSink;
+  /** Largest size the tool's memories reached. */
+  peakMemoryBytes: number;
+  /** The memory cap the module was compiled with, in pages. */
+  maxPages: number;
+  /** The call's disk quota, when it had a filesystem. */
+  quota?: DiskQuota;
+}
+
+/**
+ * Apply the post-run checks to how the tool ended and build the result:
+ * a refused write over the disk quota is E_RESOURCE_EXHAUSTED (disk); a
+ * failure with memory near the cap is E_RESOURCE_EXHAUSTED (memory).
+ */
+export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
+  const { request, stdout, stderr, peakMemoryBytes, maxPages, quota } = facts;
+  let { exitCode, error } = end;
+  if (quota?.exceeded) {
+    const limitMb = Math.round(request.diskLimitBytes / 2 ** 20);
+    error = new CorralError(
+      ErrorCodes.RESOURCE_EXHAUSTED,
+      `${request.toolName} tried to write more than its ${limitMb} MB disk quota (resources.disk_mb).`,
+      { resource: 'disk', limit_bytes: request.diskLimitBytes, used_bytes: quota.usedBytes },
+    ).toJSON();
+    if (exitCode === 0) exitCode = 1;
+  }
+  // A tool that fails with its memory near the cap most likely ran out of
+  // memory, whatever it did next (a NULL from malloc surfaces as a trap or
+  // an exit code). "Near" allows for the block the allocator could not get.
+  const capBytes = maxPages * WASM_PAGE_BYTES;
+  const nearCap = peakMemoryBytes >= capBytes - Math.max(2 * 2 ** 20, capBytes / 8);
+  if ((exitCode !== 0 || error) && nearCap && error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
+    error = new CorralError(
+      ErrorCodes.RESOURCE_EXHAUSTED,
+      `${request.toolName} ran out of memory: it reached its ${Math.round(request.memoryLimitBytes / 2 ** 20)} MB limit (resources.memory_mb).`,
+      { resource: 'memory', limit_bytes: capBytes, peak_bytes: peakMemoryBytes, cause: error?.message ?? `exit code ${exitCode}` },
+    ).toJSON();
+    if (exitCode === 0) exitCode = 1;
+  }
+  return {
+    peakMemoryBytes,
+    exitCode,
+    stdout: stdout.bytes(),
+    stderr: stderr.bytes(),
+    ...(error ? { error } : {}),
+    durationMs: performance.now() - facts.started,
+    stdoutTruncated: stdout.truncated,
+    stderrTruncated: stderr.truncated,
+  };
+}
+
+/**
+ * Collects a stdio stream up to a byte cap. stdout keeps its head and stops
+ * the tool when the cap is passed (a cut JSON document is useless); stderr
+ * keeps its tail, the part that explains a failure.
+ */
+export class CappedSink {
+  readonly #limit: number;
+  readonly #keep: 'head' | 'tail';
+  #chunks: Uint8Array[] = [];
+  #size = 0;
+  truncated = false;
+
+  constructor(limit: number, keep: 'head' | 'tail') {
+    this.#limit = limit;
+    this.#keep = keep;
+  }
+
+  write(bytes: Uint8Array): void {
+    this.#chunks.push(bytes.slice());
+    this.#size += bytes.length;
+    if (this.#size <= this.#limit) return;
+    this.truncated = true;
+    if (this.#keep === 'head') {
+      this.#chunks = [this.bytes().subarray(0, this.#limit)];
+      this.#size = this.#limit;
+      throw new OutputLimitExceeded(`${this.#limit}-byte`);
+    }
+    this.#chunks = [this.bytes().subarray(this.#size - this.#limit)];
+    this.#size = this.#limit;
+  }
+
+  bytes(): Uint8Array {
+    if (this.#chunks.length === 1) return this.#chunks[0]!;
+    const out = new Uint8Array(this.#size);
+    let offset = 0;
+    for (const chunk of this.#chunks) {
+      out.set(chunk, offset);
+      offset += chunk.length;
+    }
+    this.#chunks = [out];
+    return out;
+  }
+}

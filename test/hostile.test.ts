@@ -1,0 +1,136 @@
+/**
+ * Tools written to break out, run through the real runtime. Each gets its
+ * exact error code, or is contained (its own report shows every attempt
+ * failed), and nothing outside its mounts is read or changed.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { Corral, ComponentCache } from '@corral/node';
+
+const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
+const SECRET = 'corral-secret-7f3a9c';
+
+let corral: Corral;
+let base: string;
+let workspace: string;
+let outside: string;
+
+/** Every file under `dir` with its size, mode and content, to compare before and after a call. */
+function listing(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      const key = relative(dir, p);
+      if (e.isSymbolicLink()) out[key] = 'link';
+      else if (e.isDirectory()) walk(p);
+      else out[key] = `${statSync(p).mode}:${readFileSync(p, 'utf8')}`;
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+beforeAll(async () => {
+  corral = await Corral.create({ toolDirs: [FIXTURES], size: 2, cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))) });
+});
+afterAll(async () => {
+  await corral?.close();
+  rmSync(base, { recursive: true, force: true });
+});
+
+beforeEach(() => {
+  if (base) rmSync(base, { recursive: true, force: true });
+  base = mkdtempSync(join(tmpdir(), 'corral-hostile-'));
+  workspace = join(base, 'workspace');
+  outside = join(base, 'outside');
+  mkdirSync(workspace);
+  mkdirSync(outside);
+  writeFileSync(join(base, 'outside.txt'), SECRET);
+  writeFileSync(join(outside, 'secret.txt'), SECRET);
+  writeFileSync(join(workspace, 'existing.txt'), 'existing\n');
+  writeFileSync(join(workspace, 'doomed.txt'), 'doomed\n');
+  symlinkSync(outside, join(workspace, 'link-out'));
+  symlinkSync(join(base, 'outside.txt'), join(workspace, 'abs-link'));
+  symlinkSync('../outside.txt', join(workspace, 'dotdot-link'));
+});
+
+type Attempt = { op: string; ok: boolean; errno: number; detail: string };
+
+describe('hostile tools', () => {
+  it('path traversal, absolute paths and symlink escapes all fail, and nothing outside is read', async () => {
+    const before = listing(base);
+    const result = await corral.invoke('escape', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    expect(result.error).toBeNull();
+    const attempts = (result.output as { attempts: Attempt[] }).attempts;
+    expect(attempts.length).toBeGreaterThanOrEqual(12);
+    for (const a of attempts) expect(a, a.op).toMatchObject({ ok: false });
+    expect(JSON.stringify(result)).not.toContain(SECRET);
+    expect(listing(base)).toEqual(before);
+  });
+
+  it('a read mount refuses every write, create, rename and delete; the host folder is unchanged', async () => {
+    const before = listing(base);
+    const result = await corral.invoke('fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] });
+    const attempts = (result.output as { attempts: Attempt[] }).attempts;
+    const onWorkspace = attempts.filter((a) => a.op.includes('/workspace') || a.op.includes('rename'));
+    expect(onWorkspace).toHaveLength(5);
+    for (const a of onWorkspace) expect(a, a.op).toMatchObject({ ok: false });
+    // /tmp is the call's own scratch space and stays writable.
+    expect(attempts.find((a) => a.op === 'write /tmp/scratch.txt')?.ok).toBe(true);
+    expect(listing(base)).toEqual(before);
+  });
+
+  it('a read-write host mount writes to the real folder, and /tmp does not leak into it', async () => {
+    const result = await corral.invoke('fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    const attempts = (result.output as { attempts: Attempt[] }).attempts;
+    for (const a of attempts) expect(a, a.op).toMatchObject({ ok: true });
+    expect(readFileSync(join(workspace, 'new.txt'), 'utf8')).toBe('written by fs-writer\n');
+    expect(readFileSync(join(workspace, 'renamed.txt'), 'utf8')).toBe('existing\nappended\n');
+    expect(() => statSync(join(workspace, 'doomed.txt'))).toThrow();
+    expect(statSync(join(workspace, 'dir')).isDirectory()).toBe(true);
+    expect(readdirSync(base).sort()).toEqual(['outside', 'outside.txt', 'workspace']);
+  });
+
+  it('narrowing a read-write mount to read at call time is honoured; widening is refused', async () => {
+    const before = listing(base);
+    const narrowed = await corral.invoke('fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] });
+    expect((narrowed.output as { attempts: Attempt[] }).attempts[0]?.ok).toBe(false);
+    expect(listing(base)).toEqual(before);
+    const widened = await corral.invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    expect(widened.error?.code).toBe('E_INPUT_VALIDATION');
+    const undeclared = await corral.invoke('escape', {}, { mounts: [{ guest: '/etc', access: 'read', hostPath: outside }] });
+    expect(undeclared.error?.code).toBe('E_INPUT_VALIDATION');
+  });
+
+  it('filling the disk quota is E_RESOURCE_EXHAUSTED (disk)', async () => {
+    const result = await corral.invoke('fill-disk', {});
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(result.error?.details.resource).toBe('disk');
+    expect(result.error?.details.used_bytes).toBeLessThanOrEqual(4 * 2 ** 20);
+    expect(result.stderr_tail).toMatch(/write failed after [0-4] MiB/);
+  });
+
+  it('a stdout flood is cut at the output cap: E_RESOURCE_EXHAUSTED (output)', async () => {
+    const result = await corral.invoke('stdout-flood', {}, { outputLimitBytes: 256 * 1024 });
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(result.error?.details.resource).toBe('output');
+    expect(result.stdout_truncated).toBe(true);
+  });
+
+  it('the environment holds only the variables the spec lists, with caller values, plus TZ=UTC', async () => {
+    process.env.CORRAL_HOST_ONLY = 'must-not-leak';
+    const result = await corral.invoke('env-dump', {}, { env: { LANG: 'C.UTF-8' } });
+    expect(result.output).toEqual({ LANG: 'C.UTF-8', TZ: 'UTC' });
+    const unlisted = await corral.invoke('env-dump', {}, { env: { HOME: '/root' } });
+    expect(unlisted.error?.code).toBe('E_INPUT_VALIDATION');
+  });
+
+  it('deep recursion traps as E_UNEXPECTED_EXIT and the host carries on', async () => {
+    const result = await corral.invoke('deep-recursion', {});
+    expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect((await corral.invoke('echo', { ok: 1 })).output).toEqual({ ok: 1 });
+  });
+});
