@@ -10,9 +10,11 @@ import { join, relative } from 'node:path';
 import { Corral, ComponentCache } from '@corral/node';
 
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
+const NETWORK_FIXTURES = new URL('./fixtures/network/', import.meta.url).pathname;
 const SECRET = 'corral-secret-7f3a9c';
 
 let corral: Corral;
+let rssAtStart = 0;
 let base: string;
 let workspace: string;
 let outside: string;
@@ -34,7 +36,9 @@ function listing(dir: string): Record<string, string> {
 }
 
 beforeAll(async () => {
-  corral = await Corral.create({ toolDirs: [FIXTURES], size: 2, cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))) });
+  corral = await Corral.create({ toolDirs: [FIXTURES, NETWORK_FIXTURES], size: 2, cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))) });
+  await Promise.all([corral.invoke('echo', { warm: 1 }), corral.invoke('echo', { warm: 2 })]);
+  rssAtStart = process.memoryUsage().rss;
 });
 afterAll(async () => {
   await corral?.close();
@@ -128,9 +132,47 @@ describe('hostile tools', () => {
     expect(unlisted.error?.code).toBe('E_INPUT_VALIDATION');
   });
 
+  it.each([
+    ['uses-sockets', 'wasi:sockets/instance-network'],
+    ['uses-http', 'wasi:http/outgoing-handler'],
+  ])('a component importing network interfaces (%s) is refused at load with E_NETWORK_BLOCKED', async (name, iface) => {
+    const result = await corral.invoke(name, {});
+    expect(result.error?.code).toBe('E_NETWORK_BLOCKED');
+    expect(result.error?.message).toContain(iface);
+    expect(result.error?.details.imports).toEqual([iface]);
+    expect(result.exit_code).toBeNull();
+  });
+
   it('deep recursion traps as E_UNEXPECTED_EXIT and the host carries on', async () => {
     const result = await corral.invoke('deep-recursion', {});
     expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
     expect((await corral.invoke('echo', { ok: 1 })).output).toEqual({ ok: 1 });
   });
+
+  // Runs last: the same process, after every hostile tool above.
+  it('afterwards 1,000 ordinary calls succeed, memory settles and does not grow with more calls', async () => {
+    const thousandCalls = async () => {
+      let ok = 0;
+      const caller = async (c: number) => {
+        for (let i = 0; i < 250; i++) {
+          const r = await corral.invoke('echo', { c, i });
+          if (r.ok && (r.output as { i: number }).i === i) ok++;
+        }
+      };
+      await Promise.all([0, 1, 2, 3].map(caller));
+      return ok;
+    };
+    expect(await thousandCalls()).toBe(1000);
+    const rssAfterFirst = process.memoryUsage().rss;
+    expect(await thousandCalls()).toBe(1000);
+    const rssAfterSecond = process.memoryUsage().rss;
+    expect(corral.executor.pool.workerCount).toBeLessThanOrEqual(2);
+    const mb = (n: number) => (n / 2 ** 20).toFixed(1);
+    console.log(
+      `rss: ${mb(rssAtStart)} MB at start, ${mb(rssAfterFirst)} MB after the hostile suite and 1,000 calls, ${mb(rssAfterSecond)} MB after 1,000 more`,
+    );
+    // Replacement workers and their compiled tools cost a fixed amount; calls themselves must not leak.
+    expect((rssAfterFirst - rssAtStart) / 2 ** 20).toBeLessThan(200);
+    expect((rssAfterSecond - rssAfterFirst) / 2 ** 20).toBeLessThan(25);
+  }, 120_000);
 });

@@ -1,5 +1,5 @@
 import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionResult, type MountBinding } from '@corral/core';
-import type { PreparedComponent } from './transpile.js';
+import { assertNoNetworkImports, type PreparedComponent } from './transpile.js';
 import type { WasiShim } from './shim.js';
 import { callFilesystem, type Descriptor, type HostDirectoryOpener } from './vfs.js';
 import { capMemory, WASM_PAGE_BYTES } from './memory.js';
@@ -189,6 +189,8 @@ export class ComponentRunner {
 }
 
 async function compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
+  // Checked here too, not only at transpile time: prepared components also come from caches.
+  assertNoNetworkImports(prepared.imports, toolName);
   const modules = new Map<string, WebAssembly.Module>();
   await Promise.all(
     Object.entries(prepared.modules).map(async ([name, bytes]) => {
