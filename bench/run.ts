@@ -4,12 +4,12 @@
  * Machines here are shared and noisy: compare ratios, not absolute numbers.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { Corral, BUNDLED_TOOLS_DIR, ComponentCache } from '@corral/node';
-import { ComponentRunner, loadShim, transpileComponent } from '@corral/wasi';
+import { ComponentRunner, Preview1Runner, loadShim, transpileComponent } from '@corral/wasi';
 import { fmt, median, quantile, sample, table } from './stats.js';
 import { syntheticDiff } from './diffs.js';
 
@@ -48,13 +48,22 @@ const nodeStart = await sample(N_COLD, () => execFileSync(process.execPath, ['-e
 
 // --- warm calls -----------------------------------------------------------------
 log('warm calls through the worker pool…');
-const corral = await Corral.create({ size: 1, cache: new ComponentCache(join(scratch, 'pool-cache')) });
+// The same tool's preview1 module, registered as diff-summary-p1 (kind "module": no jco).
+const p1Dir = join(scratch, 'p1-tools', 'diff-summary-p1');
+mkdirSync(p1Dir, { recursive: true });
+const p1Spec = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/tool-spec.json'), 'utf8'));
+writeFileSync(join(p1Dir, 'tool-spec.json'), JSON.stringify({ ...p1Spec, name: 'diff-summary-p1', kind: 'module', component: 'diff-summary.module.wasm' }));
+copyFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'), join(p1Dir, 'diff-summary.module.wasm'));
+const corral = await Corral.create({ size: 1, toolDirs: [join(scratch, 'p1-tools')], cache: new ComponentCache(join(scratch, 'pool-cache')) });
 const warm: Record<string, number[]> = {};
+const warmP1: Record<string, number[]> = {};
 for (const [label, input] of Object.entries(inputs)) {
-  warm[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
-    const r = await corral.invoke('diff-summary', input);
-    if (!r.ok) throw new Error(JSON.stringify(r.error));
-  });
+  for (const [tool, into] of [['diff-summary', warm], ['diff-summary-p1', warmP1]] as const) {
+    into[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+      const r = await corral.invoke(tool, input);
+      if (!r.ok) throw new Error(JSON.stringify(r.error));
+    });
+  }
 }
 await corral.close();
 
@@ -107,6 +116,30 @@ for (const [label, input] of Object.entries(inputs)) {
   });
 }
 
+// Baseline 3: the preview1 module in this thread through Corral's own preview1 host.
+log('baseline: preview1 module in-process…');
+const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
+const p1Runner = new Preview1Runner(shim);
+const p1InProcess: Record<string, number[]> = {};
+const p1Bytes = new Uint8Array(moduleBytes);
+for (const [label, input] of Object.entries(inputs)) {
+  const stdin = new TextEncoder().encode(JSON.stringify(input));
+  p1InProcess[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+    const r = await p1Runner.run('diff-summary-p1', p1Bytes, {
+      toolName: 'diff-summary',
+      stdin,
+      args: ['diff-summary'],
+      env: { TZ: 'UTC' },
+      mounts: [],
+      outputLimitBytes: 1 << 24,
+      memoryLimitBytes: 128 * 2 ** 20,
+      diskLimitBytes: 0,
+    });
+    if (r.exitCode !== 0) throw new Error('in-process preview1 run failed');
+    JSON.parse(new TextDecoder().decode(r.stdout));
+  });
+}
+
 // --- report ---------------------------------------------------------------------
 const nodeStartMs = median(nodeStart);
 rows.push(['cold: new process → first result (warm transpile cache)', fmt(median(coldWarmCache)), '', `node -e 0 alone: ${fmt(nodeStartMs)}`]);
@@ -117,6 +150,10 @@ for (const label of Object.keys(inputs)) {
   const p = median(inProcess[label]!);
   rows.push([`warm diff-summary, ${label} diff: Corral worker pool`, fmt(c), fmt(quantile(warm[label]!, 0.99)), `${(c / w).toFixed(2)}× node:wasi`]);
   rows.push([`warm diff-summary, ${label} diff: same component in-process (no worker)`, fmt(p), fmt(quantile(inProcess[label]!, 0.99)), `${(p / w).toFixed(2)}× node:wasi`]);
+  const m = median(warmP1[label]!);
+  const q = median(p1InProcess[label]!);
+  rows.push([`warm diff-summary, ${label} diff: preview1 module, Corral worker pool`, fmt(m), fmt(quantile(warmP1[label]!, 0.99)), `${(m / w).toFixed(2)}× node:wasi`]);
+  rows.push([`warm diff-summary, ${label} diff: preview1 module in-process (Preview1Runner)`, fmt(q), fmt(quantile(p1InProcess[label]!, 0.99)), `${(q / w).toFixed(2)}× node:wasi`]);
   rows.push([`warm diff-summary, ${label} diff: baseline, preview1 module under node:wasi`, fmt(w), fmt(quantile(nodeWasi[label]!, 0.99)), '1.00×']);
 }
 const sizes = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, `${(JSON.stringify(v).length / 1024).toFixed(1)} KiB`]));

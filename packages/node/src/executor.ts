@@ -39,7 +39,9 @@ export class WorkerExecutor implements Executor {
   async execute(request: ExecutionRequest, signal?: AbortSignal): Promise<ExecutionResult> {
     const { tool } = request;
     const key = tool.wasmSha256;
-    const prepared = await this.prepare(tool);
+    // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
+    const kind = tool.spec.kind ?? 'component';
+    const prepared = kind === 'module' ? tool.wasm : await this.prepare(tool);
     const mounts = await resolveHostMounts(request.mounts);
     const runRequest = {
       toolName: tool.spec.name,
@@ -54,7 +56,7 @@ export class WorkerExecutor implements Executor {
     return this.pool.run(
       async (worker) => {
         // Send the transpiled component only to workers that have not compiled it.
-        const outcome = await worker.api.run(key, worker.loaded.has(key) ? undefined : prepared, runRequest);
+        const outcome = await worker.api.run(key, worker.loaded.has(key) ? undefined : prepared, runRequest, kind);
         if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
         worker.loaded.add(key);
         return outcome.value;

@@ -9,13 +9,15 @@ import { expose } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { CorralError, type CorralErrorJSON, type ExecutionResult } from '@corral/core';
 import { openHostDirectory } from './host-fs.js';
-import { ComponentRunner, loadShim, transpileComponent, type PreparedComponent, type RunRequest } from '@corral/wasi';
+import { ComponentRunner, Preview1Runner, loadShim, transpileComponent, type PreparedComponent, type RunRequest } from '@corral/wasi';
 
 // preview2-shim's export map hands Node its node variant; load the browser
 // modules by file URL instead (same package, same version).
 const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
 const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
-const runner = new ComponentRunner(shim, { openHostDirectory: (path) => openHostDirectory(path, shim.io) });
+const runnerOptions = { openHostDirectory: (path: string) => openHostDirectory(path, shim.io) };
+const runner = new ComponentRunner(shim, runnerOptions);
+const preview1 = new Preview1Runner(shim, runnerOptions);
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
 
@@ -34,13 +36,20 @@ const api = {
       return failure(err);
     }
   },
-  /** True when this worker already compiled the component with this key. */
+  /** True when this worker already compiled the component or module with this key. */
   has(key: string): boolean {
-    return runner.has(key);
+    return runner.has(key) || preview1.has(key);
   },
-  async run(key: string, prepared: PreparedComponent | undefined, request: RunRequest): Promise<Outcome<ExecutionResult>> {
+  /** Run a call: a transpiled component, or (kind 'module') a preview1 module's bytes, sent once per worker. */
+  async run(
+    key: string,
+    prepared: PreparedComponent | Uint8Array | undefined,
+    request: RunRequest,
+    kind: 'component' | 'module' = 'component',
+  ): Promise<Outcome<ExecutionResult>> {
     try {
-      return { ok: true, value: await runner.run(key, prepared, request) };
+      if (kind === 'module') return { ok: true, value: await preview1.run(key, prepared as Uint8Array | undefined, request) };
+      return { ok: true, value: await runner.run(key, prepared as PreparedComponent | undefined, request) };
     } catch (err) {
       return failure(err);
     }

@@ -4,3 +4,15 @@ export { loadShim, shimModuleNames, type WasiShim, type ShimModuleName } from '.
 export { toFileData, fromFileData, type FileDataEntry } from './fs.js';
 export { capMemory, WASM_PAGE_BYTES } from './memory.js';
 export { callFilesystem, guard, streamWrites, DiskQuota, type Descriptor, type HostDirectoryOpener, type MountRules, type CallFilesystem } from './vfs.js';
+export {
+  Preview1Runner,
+  Preview1Host,
+  checkPreview1Module,
+  compilePreview1,
+  PREVIEW1_FUNCTIONS,
+  type Preview1HostOptions,
+  type Preview1Function,
+  type Preopens,
+  type ByteSink,
+} from './preview1.js';
+export { CappedSink, ProcExit, OutputLimitExceeded, classify, finishRun, type RunEnd, type RunFacts } from './outcome.js';

@@ -89,7 +89,7 @@ export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
     error = new CorralError(
       ErrorCodes.RESOURCE_EXHAUSTED,
       `${request.toolName} tried to write more than its ${limitMb} MB disk quota (resources.disk_mb).`,
-      { resource: 'disk', limit_bytes: request.diskLimitBytes, used_bytes: quota.usedBytes },
+      { resource: 'disk', limit_bytes: request.diskLimitBytes, used_bytes: quota.usedBytes, cause: error?.message ?? `exit code ${exitCode}` },
     ).toJSON();
     if (exitCode === 0) exitCode = 1;
   }

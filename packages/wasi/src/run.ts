@@ -3,6 +3,7 @@ import { assertNoNetworkImports, type PreparedComponent } from './transpile.js';
 import type { WasiShim } from './shim.js';
 import { callFilesystem, type Descriptor, type HostDirectoryOpener } from './vfs.js';
 import { capMemory, WASM_PAGE_BYTES } from './memory.js';
+import { CappedSink, classify, finishRun } from './outcome.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
 export interface RunRequest {
@@ -152,39 +153,18 @@ export class ComponentRunner {
     } finally {
       wasiFs.dispose();
     }
-    if (callFs.quota.exceeded) {
-      const limitMb = Math.round(request.diskLimitBytes / 2 ** 20);
-      error = new CorralError(
-        ErrorCodes.RESOURCE_EXHAUSTED,
-        `${request.toolName} tried to write more than its ${limitMb} MB disk quota (resources.disk_mb).`,
-        { resource: 'disk', limit_bytes: request.diskLimitBytes, used_bytes: callFs.quota.usedBytes, cause: error?.message ?? `exit code ${exitCode}` },
-      ).toJSON();
-      if (exitCode === 0) exitCode = 1;
-    }
-    const peakMemoryBytes = Math.max(0, ...memories.map((m) => m.buffer.byteLength));
-    // A tool that fails with its memory near the cap most likely ran out of
-    // memory, whatever it did next (a NULL from malloc surfaces as a trap or
-    // an exit code). "Near" allows for the block the allocator could not get.
-    const capBytes = maxPages * WASM_PAGE_BYTES;
-    const nearCap = peakMemoryBytes >= capBytes - Math.max(2 * 2 ** 20, capBytes / 8);
-    if ((exitCode !== 0 || error) && nearCap && error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
-      error = new CorralError(
-        ErrorCodes.RESOURCE_EXHAUSTED,
-        `${request.toolName} ran out of memory: it reached its ${Math.round(request.memoryLimitBytes / 2 ** 20)} MB limit (resources.memory_mb).`,
-        { resource: 'memory', limit_bytes: capBytes, peak_bytes: peakMemoryBytes, cause: error?.message ?? `exit code ${exitCode}` },
-      ).toJSON();
-      if (exitCode === 0) exitCode = 1;
-    }
-    return {
-      peakMemoryBytes,
-      exitCode,
-      stdout: stdout.bytes(),
-      stderr: stderr.bytes(),
-      ...(error ? { error } : {}),
-      durationMs: performance.now() - started,
-      stdoutTruncated: stdout.truncated,
-      stderrTruncated: stderr.truncated,
-    };
+    return finishRun(
+      { exitCode, ...(error ? { error } : {}) },
+      {
+        request,
+        started,
+        stdout,
+        stderr,
+        peakMemoryBytes: Math.max(0, ...memories.map((m) => m.buffer.byteLength)),
+        maxPages,
+        quota: callFs.quota,
+      },
+    );
   }
 }
 
@@ -213,79 +193,4 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
     { exports: Object.keys(exports) },
   );
-}
-
-/** Thrown from a stdio sink to unwind the guest when stdout passes its cap. */
-class OutputLimitExceeded extends Error {}
-
-function classify(err: unknown, toolName: string, stderr: CappedSink): { exitCode: number; error?: CorralErrorJSON } {
-  if (isComponentExit(err)) return { exitCode: err.code };
-  if (err instanceof CorralError) return { exitCode: 1, error: err.toJSON() };
-  const limit = err instanceof OutputLimitExceeded ? err : (err as { cause?: unknown } | null)?.cause;
-  if (limit instanceof OutputLimitExceeded) {
-    return {
-      exitCode: 1,
-      error: new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `${toolName} wrote more output than the ${limit.message} limit.`, {
-        resource: 'output',
-      }).toJSON(),
-    };
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  const trap = err instanceof WebAssembly.RuntimeError || err instanceof RangeError;
-  return {
-    exitCode: 1,
-    error: new CorralError(
-      ErrorCodes.UNEXPECTED_EXIT,
-      trap ? `${toolName} trapped: ${message}` : `${toolName} failed: ${message}`,
-      { trap, reason: message, stderr_tail: new TextDecoder().decode(stderr.bytes().slice(-1024)) },
-    ).toJSON(),
-  };
-}
-
-function isComponentExit(err: unknown): err is { exitError: true; code: number } {
-  return typeof err === 'object' && err !== null && (err as { exitError?: unknown }).exitError === true;
-}
-
-/**
- * Collects a stdio stream up to a byte cap. stdout keeps its head and stops
- * the tool when the cap is passed (a cut JSON document is useless); stderr
- * keeps its tail, the part that explains a failure.
- */
-class CappedSink {
-  readonly #limit: number;
-  readonly #keep: 'head' | 'tail';
-  #chunks: Uint8Array[] = [];
-  #size = 0;
-  truncated = false;
-
-  constructor(limit: number, keep: 'head' | 'tail') {
-    this.#limit = limit;
-    this.#keep = keep;
-  }
-
-  write(bytes: Uint8Array): void {
-    this.#chunks.push(bytes.slice());
-    this.#size += bytes.length;
-    if (this.#size <= this.#limit) return;
-    this.truncated = true;
-    if (this.#keep === 'head') {
-      this.#chunks = [this.bytes().subarray(0, this.#limit)];
-      this.#size = this.#limit;
-      throw new OutputLimitExceeded(`${this.#limit}-byte`);
-    }
-    this.#chunks = [this.bytes().subarray(this.#size - this.#limit)];
-    this.#size = this.#limit;
-  }
-
-  bytes(): Uint8Array {
-    if (this.#chunks.length === 1) return this.#chunks[0]!;
-    const out = new Uint8Array(this.#size);
-    let offset = 0;
-    for (const chunk of this.#chunks) {
-      out.set(chunk, offset);
-      offset += chunk.length;
-    }
-    this.#chunks = [out];
-    return out;
-  }
 }
