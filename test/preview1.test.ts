@@ -137,10 +137,24 @@ describe('preview1 modules answer exactly like their components', () => {
     const differs = Object.keys(m).filter((k) => JSON.stringify(m[k]) !== JSON.stringify(c[k]));
     // argv[0] is the tool's name; the clock moves. Where they differ on
     // purpose: preview1 refuses an absolute path itself (ENOTCAPABLE, the
-    // component sees ENOENT), and refuses a write through an fd opened
-    // O_RDONLY (EBADF; the component path lets it through).
-    expect(differs.filter((k) => k !== 'realtime_s').sort()).toEqual(['argv0', 'raw_absolute', 'write_on_read_only_fd']);
+    // component sees ENOENT). Both refuse a write through an fd opened
+    // O_RDONLY with EBADF (the filesystem guard enforces it for components).
+    expect(differs.filter((k) => k !== 'realtime_s').sort()).toEqual(['argv0', 'raw_absolute']);
     expect(m).toMatchObject({ raw_absolute: 76, write_on_read_only_fd: 8, raw_dotdot: 63, workspace_create: 69, listing_tmp_d: '.,..,b.txt,link' });
+    expect(c.write_on_read_only_fd).toBe(8);
+  });
+
+  it('a component that sleeps does not take its worker down (regression: a disposed pollable rejected later)', async () => {
+    // One worker, so the call after the sleep lands on the same worker.
+    const solo = await Corral.create({ bundled: false, toolDirs: [P1_FIXTURES], size: 1, store: false, cache: new ComponentCache(join(scratch, 'cache')) });
+    try {
+      const slept = await solo.invoke('probe-component', {}, { mounts: [{ guest: '/workspace', access: 'read', tree: {} }] });
+      expect(slept.error).toBeNull();
+      const after = await solo.invoke('p1-echo', { after: 'sleep' });
+      expect(after.output).toEqual({ after: 'sleep' });
+    } finally {
+      await solo.close();
+    }
   });
 
   it('the probe sleeps for real through poll_oneoff', async () => {

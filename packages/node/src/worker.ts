@@ -19,6 +19,12 @@ const runnerOptions = { openHostDirectory: (path: string) => openHostDirectory(p
 const runner = new ComponentRunner(shim, runnerOptions);
 const preview1 = new Preview1Runner(shim, runnerOptions);
 
+// preview2-shim's browser pollables can reject after the call that made them
+// is over (a timer a component slept on, disposed when the call ended). Such
+// a rejection belongs to no call, and must not stop the worker and with it
+// the next call; a real failure of a call surfaces through that call.
+process.on('unhandledRejection', () => {});
+
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
 
 function failure(err: unknown): { ok: false; error: CorralErrorJSON } {

@@ -82,8 +82,13 @@ function inner(descriptor: Descriptor): Descriptor {
   return guarded.get(descriptor) ?? descriptor;
 }
 
-export function guard(descriptor: Descriptor, rules: MountRules): Descriptor {
-  const wrapped = new GuardedDescriptor(descriptor, rules) as unknown as Descriptor;
+/**
+ * Guard a descriptor. `openedForWrite` is false for a file the guest opened
+ * without write access: the backends ignore open flags, so the guard makes
+ * writes through such a descriptor fail as POSIX does (EBADF).
+ */
+export function guard(descriptor: Descriptor, rules: MountRules, openedForWrite = true): Descriptor {
+  const wrapped = new GuardedDescriptor(descriptor, rules, openedForWrite) as unknown as Descriptor;
   guarded.set(wrapped, descriptor);
   return wrapped;
 }
@@ -91,14 +96,23 @@ export function guard(descriptor: Descriptor, rules: MountRules): Descriptor {
 class GuardedDescriptor {
   readonly #inner: Descriptor;
   readonly #rules: MountRules;
+  readonly #openedForWrite: boolean;
 
-  constructor(descriptor: Descriptor, rules: MountRules) {
+  constructor(descriptor: Descriptor, rules: MountRules, openedForWrite: boolean) {
     this.#inner = descriptor;
     this.#rules = rules;
+    this.#openedForWrite = openedForWrite;
   }
 
+  /** Changes to the tree below this descriptor (create, rename, delete, …). */
   #writable(): void {
     if (this.#rules.readOnly) throw 'read-only';
+  }
+
+  /** Changes to this file's contents, size or times. */
+  #contentWritable(): void {
+    this.#writable();
+    if (!this.#openedForWrite) throw 'bad-descriptor';
   }
 
   #size(): number {
@@ -122,7 +136,8 @@ class GuardedDescriptor {
 
   getFlags() {
     const flags = this.#inner.getFlags();
-    return this.#rules.readOnly ? { ...flags, write: false, mutateDirectory: false } : flags;
+    if (this.#rules.readOnly) return { ...flags, write: false, mutateDirectory: false };
+    return this.#openedForWrite ? flags : { ...flags, write: false };
   }
 
   // --- writes: refused on read mounts, growth charged to the quota ------------
@@ -130,17 +145,17 @@ class GuardedDescriptor {
     if (this.#rules.readOnly && (openFlags.create || openFlags.truncate || flags.write || flags.mutateDirectory)) {
       throw 'read-only';
     }
-    return guard(this.#inner.openAt(pathFlags, path, openFlags, flags), this.#rules);
+    return guard(this.#inner.openAt(pathFlags, path, openFlags, flags), this.#rules, !!flags.write);
   }
 
   write(buffer: Uint8Array, offset: bigint): bigint {
-    this.#writable();
+    this.#contentWritable();
     this.#rules.quota.charge(Number(offset) + buffer.byteLength - this.#size());
     return this.#inner.write(buffer, offset);
   }
 
   writeViaStream(offset: bigint) {
-    this.#writable();
+    this.#contentWritable();
     let position = offset;
     // Our own stream over positional writes, so every byte passes the quota.
     return streamWrites(this.#rules.io, (bytes) => {
@@ -150,17 +165,17 @@ class GuardedDescriptor {
   }
 
   appendViaStream() {
-    this.#writable();
+    this.#contentWritable();
     return streamWrites(this.#rules.io, (bytes) => void this.write(bytes, BigInt(this.#size())));
   }
 
   setSize(size: bigint) {
-    this.#writable();
+    this.#contentWritable();
     this.#rules.quota.charge(Number(size) - this.#size());
     return this.#inner.setSize(size);
   }
 
-  setTimes(...a: Args<'setTimes'>) { this.#writable(); return this.#inner.setTimes(...a); }
+  setTimes(...a: Args<'setTimes'>) { this.#contentWritable(); return this.#inner.setTimes(...a); }
   setTimesAt(...a: Args<'setTimesAt'>) { this.#writable(); return this.#inner.setTimesAt(...a); }
   createDirectoryAt(...a: Args<'createDirectoryAt'>) { this.#writable(); return this.#inner.createDirectoryAt(...a); }
   removeDirectoryAt(...a: Args<'removeDirectoryAt'>) { this.#writable(); return this.#inner.removeDirectoryAt(...a); }
