@@ -17,6 +17,8 @@ export const ErrorCodes = {
   UNEXPECTED_EXIT: 'E_UNEXPECTED_EXIT',
   /** A tool could not be registered: bad tool-spec.json or bad wasm. */
   REGISTRATION: 'E_REGISTRATION',
+  /** A snapshot store could not be opened or written (damaged, foreign, newer, read-only, full). */
+  STORE: 'E_STORE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -28,6 +30,7 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   E_NETWORK_BLOCKED: false,
   E_UNEXPECTED_EXIT: false,
   E_REGISTRATION: false,
+  E_STORE: false,
 };
 
 export interface CorralErrorJSON {

@@ -6,3 +6,6 @@ export { isSafeGuestPath, type Problem } from './schema.js';
 export { detectWasmKind, sha256Hex, type WasmKind } from './wasm.js';
 export { Registry, parseToolRef } from './registry.js';
 export { Runtime, type InvokeOptions, type RuntimeOptions } from './invoke.js';
+export { type DecisionInput } from './invoke.js';
+export * from './snapshot.js';
+export { MemoryStore } from './memory-store.js';

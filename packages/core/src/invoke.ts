@@ -8,7 +8,8 @@ import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON } from
 import { parseToolRef, type Registry } from './registry.js';
 import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
 import { specDefaults } from './spec.js';
-import type { ExecutionRequest, ExecutionResult, Executor, InvokeResult, MountBinding, Tool } from './types.js';
+import { nowNs, sha256, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
+import type { ExecutionRequest, ExecutionResult, Executor, InvokeResult, MountBinding, SnapshotRef, Tool } from './types.js';
 
 export interface InvokeOptions {
   /** Host folders or in-memory trees bound to mounts the spec declares. */
@@ -21,12 +22,33 @@ export interface InvokeOptions {
   outputLimitBytes?: number;
   /** Extra argv after the tool name. */
   args?: string[];
+  /** Link this call's snapshot to a decision (from `Runtime.recordDecision`). */
+  decisionId?: string;
+  /** Keep the input itself in the snapshot (its hash is always kept). Defaults to the runtime's `recordInputs`. */
+  recordInput?: boolean;
 }
 
 export interface RuntimeOptions {
   registry: Registry;
   executor: Executor;
   defaults?: { outputLimitBytes?: number };
+  /**
+   * Where execution snapshots go. When set, every call writes an intent
+   * record durably before the tool runs and a result record before
+   * `invoke` returns.
+   */
+  store?: Store;
+  /** Keep inputs in snapshots unless a call says otherwise. Default true. */
+  recordInputs?: boolean;
+}
+
+/** What `Runtime.recordDecision` takes: the prompt is hashed, not kept. */
+export interface DecisionInput {
+  prompt: string | Uint8Array;
+  /** The model's raw output. */
+  output: string;
+  model?: string;
+  runId?: string;
 }
 
 /** Bytes of stdout/stderr kept in the envelope (head of stdout, tail of stderr). */
@@ -45,7 +67,9 @@ const decoder = new TextDecoder();
 export class Runtime {
   readonly registry: Registry;
   readonly executor: Executor;
+  readonly store: Store | undefined;
   readonly #outputLimitBytes: number;
+  readonly #recordInputs: boolean;
   /** Compiled schemas per tool build (name@version+sha): ajv compiles are costly. */
   readonly #validators = new Map<string, Validators>();
 
@@ -53,41 +77,64 @@ export class Runtime {
     this.registry = options.registry;
     this.executor = options.executor;
     this.#outputLimitBytes = options.defaults?.outputLimitBytes ?? 1024 * 1024;
+    this.store = options.store;
+    this.#recordInputs = options.recordInputs ?? true;
   }
 
   /** Run a tool by reference ('name' or 'name@range'). */
-  async invoke(ref: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
-    const started = performance.now();
-    let tool: Tool;
-    try {
-      tool = this.registry.resolve(ref);
-    } catch (err) {
-      return envelope(started, parseToolRef(ref).name, null, undefined, null, toErrorJSON(err));
-    }
-    return this.#run(tool, input, opts, started);
+  invoke(ref: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
+    return this.#run(() => this.registry.resolve(ref), parseToolRef(ref).name, input, opts);
   }
 
   /** Run a tool the caller already holds (skips resolution). */
   invokeTool(tool: Tool, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
-    return this.#run(tool, input, opts, performance.now());
+    return this.#run(() => tool, tool.spec.name, input, opts);
+  }
+
+  /**
+   * Record what a model decided, durably, and return the snapshot; pass its
+   * `id` as `decisionId` to the calls it causes. Without a store the
+   * snapshot is returned but kept nowhere. Throws E_STORE when it cannot be
+   * written (unlike `invoke`, recording is this call's whole purpose).
+   */
+  async recordDecision(decision: DecisionInput): Promise<DecisionSnapshot> {
+    const snapshot: DecisionSnapshot = {
+      id: crypto.randomUUID(),
+      time_ns: nowNs(),
+      prompt_sha256: await sha256(decision.prompt),
+      output: decision.output,
+      model: decision.model ?? null,
+      run_id: decision.runId ?? null,
+    };
+    await this.store?.recordDecision(snapshot);
+    return snapshot;
   }
 
   async close(): Promise<void> {
     await this.executor.close?.();
   }
 
-  async #run(tool: Tool, input: unknown, opts: InvokeOptions, started: number): Promise<InvokeResult> {
-    const { name, version } = tool.spec;
+  async #run(resolve: () => Tool, name: string, input: unknown, opts: InvokeOptions): Promise<InvokeResult> {
+    const started = performance.now();
+    const recorder = this.store ? new Recorder(this.store, name, input, opts, opts.recordInput ?? this.#recordInputs) : undefined;
+    let tool: Tool | undefined;
     let result: ExecutionResult | undefined;
+    let output: unknown = null;
+    let error: CorralErrorJSON | null = null;
     try {
+      tool = resolve();
       const validators = this.#validatorsFor(tool);
       const request = this.#prepare(tool, validators, input, opts);
+      // The intent is durable before the tool runs, so a crash mid-call reads back as interrupted.
+      await recorder?.begin(tool, request.stdin);
       result = await this.#execute(request);
-      const output = interpret(tool, validators, request, result);
-      return envelope(started, name, version, result, output, null);
+      output = interpret(tool, validators, request, result);
     } catch (err) {
-      return envelope(started, name, version, result, null, toErrorJSON(err));
+      error = toErrorJSON(err);
     }
+    const env = envelope(started, tool?.spec.name ?? name, tool?.spec.version ?? null, result, error ? null : output, error);
+    if (recorder) env.snapshot = await recorder.finish(tool, result, env);
+    return env;
   }
 
   #validatorsFor(tool: Tool): Validators {
@@ -340,6 +387,82 @@ function tail(bytes: Uint8Array): string {
   let start = Math.max(0, bytes.length - ENVELOPE_BYTES);
   while (start > 0 && start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
   return decoder.decode(bytes.subarray(start));
+}
+
+/**
+ * Writes one call's execution snapshot: the intent before the tool runs,
+ * the outcome after. A store failure is reported in the envelope's
+ * `snapshot.error`, never thrown, so the call's result is never lost.
+ * Calls refused before running (unknown tool, bad input) get both records
+ * at the end, so audits see what was attempted too.
+ */
+class Recorder {
+  readonly id = crypto.randomUUID();
+  readonly #intentNs = nowNs();
+  #began = false;
+  #error: string | undefined;
+
+  constructor(
+    readonly store: Store,
+    /** The name asked for: the only name an unresolved tool has. */
+    readonly name: string,
+    readonly input: unknown,
+    readonly opts: InvokeOptions,
+    readonly recordInput: boolean,
+  ) {}
+
+  async begin(tool: Tool | undefined, stdin?: Uint8Array): Promise<void> {
+    this.#began = true;
+    // What the tool receives on stdin is the input's JSON text; refused input may not be JSON at all.
+    const json = stdin ? decoder.decode(stdin) : jsonText(this.input);
+    const intent: ExecutionIntent = {
+      id: this.id,
+      decision_id: this.opts.decisionId ?? null,
+      tool: tool?.spec.name ?? this.name,
+      version: tool?.spec.version ?? null,
+      wasm_sha256: tool?.wasmSha256 ?? null,
+      input_sha256: json === null ? null : await sha256(stdin ?? json),
+      input_json: this.recordInput ? json : null,
+      intent_ns: this.#intentNs,
+    };
+    try {
+      await this.store.beginExecution(intent);
+    } catch (err) {
+      this.#error = `the snapshot's intent could not be written: ${errorText(err)}`;
+    }
+  }
+
+  async finish(tool: Tool | undefined, result: ExecutionResult | undefined, env: InvokeResult): Promise<SnapshotRef> {
+    if (!this.#began) await this.begin(tool);
+    if (this.#error) return { id: this.id, error: this.#error };
+    try {
+      await this.store.finishExecution(this.id, {
+        result_ns: nowNs(),
+        exit_code: result?.exitCode ?? null,
+        error_code: env.error?.code ?? null,
+        error_message: env.error?.message ?? null,
+        stdout_sha256: result ? await sha256(result.stdout) : null,
+        stdout_head: result ? head(result.stdout) : '',
+        stdout_tail: result ? tail(result.stdout) : '',
+        stderr_head: result ? head(result.stderr) : '',
+        stderr_tail: env.stderr_tail,
+        duration_ms: env.duration_ms,
+        peak_memory_bytes: result?.peakMemoryBytes ?? null,
+      });
+      return { id: this.id };
+    } catch (err) {
+      return { id: this.id, error: `the snapshot's result could not be written (it reads back as interrupted): ${errorText(err)}` };
+    }
+  }
+}
+
+/** The JSON text of a value, or null when JSON cannot carry it. */
+function jsonText(value: unknown): string | null {
+  try {
+    return JSON.stringify(value) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 function envelope(

@@ -103,4 +103,16 @@ export interface InvokeResult<O = unknown> {
   stderr_tail: string;
   stdout_truncated: boolean;
   stderr_truncated: boolean;
+  /**
+   * Present when the runtime has a snapshot store: the execution snapshot's
+   * id, and `error` when it could not be written durably. The result above
+   * is still the call's real result; only the record of it is missing.
+   */
+  snapshot?: SnapshotRef;
+}
+
+export interface SnapshotRef {
+  id: string;
+  /** Why the snapshot (its intent, or its result) could not be written. */
+  error?: string;
 }

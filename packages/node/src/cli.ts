@@ -5,15 +5,16 @@ import { CorralError, ErrorCodes, Registry, validateSpec, type InvokeResult, typ
 import { Corral } from './corral.js';
 import { loadToolFiles } from './tool-folder.js';
 import { parseMountFlag } from './mounts.js';
+import { replayCommand, snapshotsCommand } from './cli-snapshots.js';
 
 /** Exit statuses: the tool ran and succeeded, the tool failed, the command was misused. */
-const EXIT_OK = 0;
-const EXIT_TOOL_FAILED = 1;
-const EXIT_USAGE = 2;
+export const EXIT_OK = 0;
+export const EXIT_TOOL_FAILED = 1;
+export const EXIT_USAGE = 2;
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
-const HELP: Record<string, string> = {
+export const HELP: Record<string, string> = {
   main: `corral — run sandboxed WASI tools for AI agents
 
 Usage:
@@ -22,6 +23,8 @@ Usage:
   corral run --wasm FILE --spec FILE [options] run a tool file that is not registered
   corral validate SPEC                         check a tool-spec.json
   corral cache clear                           drop transpiled components
+  corral snapshots list|show|export|prune      read back or trim recorded calls
+  corral replay ID                             re-run a recorded call and compare
 
 Run 'corral COMMAND --help' for a command's options.`,
   tools: `corral tools [--json] [--tools DIR]
@@ -44,6 +47,10 @@ tool's input_schema; the tool's JSON output is printed.
   --tools DIR           also load tools from DIR (repeatable)
   --wasm FILE --spec FILE
                         run this tool file instead of a registered tool
+  --store PATH          record the call's snapshot in this SQLite file
+                        (default: $CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db,
+                        else ~/.local/share/corral/snapshots.db)
+  --no-store            record nothing
 
 Exit status: 0 the tool succeeded, 1 the tool failed, 2 the command was misused.`,
   validate: `corral validate SPEC
@@ -52,6 +59,30 @@ Check a tool-spec.json against Corral's tool contract and list every problem.`,
   cache: `corral cache clear
 
 Delete the transpiled components Corral keeps in its cache folder.`,
+  snapshots: `corral snapshots list [--tool NAME] [--since WHEN] [--error CODE] [--decision ID]
+                      [--status ok|failed|interrupted] [--limit N] [--json]
+corral snapshots show ID [--json]
+corral snapshots export [--format jsonl] [--output FILE]
+corral snapshots prune (--older-than DURATION | --keep N) [--archive FILE]
+
+Every call is recorded: an intent before the tool runs, a result after it.
+A call with an intent and no result is 'interrupted' (the process stopped
+mid-call, or the call is still running).
+  list      newest first (50 unless --limit; 0 for all). WHEN is a duration
+            back from now (2h, 7d) or a date (2026-11-29T09:00Z)
+  show      one execution or decision, in full
+  export    every record as JSON lines: decisions, then executions, oldest first
+  prune     write the records it removes to an archive (JSONL, default beside
+            the store in archive/) and only then delete them; prints the path.
+            DURATION: 90s, 15m, 36h, 30d, 2w
+  --store PATH   the store to read (default as for corral run)`,
+  replay: `corral replay ID [--tools DIR] [--mount HOST:GUEST[:ro|rw]] [--env NAME=VALUE] [--json] [--store PATH]
+
+Run the tool version an execution snapshot recorded on its recorded input,
+and compare stdout (SHA-256), exit code and error code with the record.
+The wasm's SHA-256 says whether the tool's artifact changed since.
+Mounts and environment values are not recorded: give them again.
+Exit status: 0 identical, 1 different (or the call cannot be replayed), 2 misuse.`,
 };
 
 export async function main(argv: string[], io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
@@ -73,8 +104,12 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         return await validateCommand(rest, print);
       case 'cache':
         return await cacheCommand(rest, print);
+      case 'snapshots':
+        return await snapshotsCommand(rest, print);
+      case 'replay':
+        return await replayCommand(rest, print);
       default:
-        throw new UsageError(`unknown command '${command}'. Commands: tools, run, validate, cache.`);
+        throw new UsageError(`unknown command '${command}'. Commands: tools, run, validate, cache, snapshots, replay.`);
     }
   } catch (err) {
     if (err instanceof UsageError) {
@@ -101,7 +136,7 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[]
 async function toolsCommand(args: string[], print: (s: string) => void): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, tools: { type: 'string', multiple: true } }, false);
   if (values.help) return print(HELP.tools!), EXIT_OK;
-  const corral = await Corral.create({ toolDirs: values.tools ?? [] });
+  const corral = await Corral.create({ toolDirs: values.tools ?? [], store: false });
   try {
     const tools = corral.registry.list();
     if (values.json) {
@@ -145,17 +180,19 @@ async function runCommand(args: string[], print: (s: string) => void, stdin: Nod
       tools: { type: 'string', multiple: true },
       wasm: { type: 'string' },
       spec: { type: 'string' },
+      store: { type: 'string' },
+      'no-store': { type: 'boolean' },
     },
     true,
   );
   if (values.help) return print(HELP.run!), EXIT_OK;
+  if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   const direct = values.wasm !== undefined || values.spec !== undefined;
   if (direct && (values.wasm === undefined || values.spec === undefined)) throw new UsageError('--wasm and --spec go together.');
   if (direct && positionals.length > 0) throw new UsageError('give either a tool NAME or --wasm/--spec, not both.');
   if (!direct && positionals.length !== 1) throw new UsageError('name one tool to run, e.g. corral run diff-summary --input-file diff.json');
   if (values.input !== undefined && values['input-file'] !== undefined) throw new UsageError('give --input or --input-file, not both.');
 
-  const input = await readInput(values.input, values['input-file'], stdin);
   const mounts: MountBinding[] = (values.mount ?? []).map((flag) => parseMountFlag(flag));
   const env = Object.fromEntries(
     (values.env ?? []).map((pair) => {
@@ -170,7 +207,10 @@ async function runCommand(args: string[], print: (s: string) => void, stdin: Nod
     if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new UsageError(`bad --timeout ${values.timeout}: expected milliseconds, e.g. 5000.`);
   }
 
-  const corral = await Corral.create({ toolDirs: values.tools ?? [], bundled: !direct, size: 1 });
+  // Every flag is checked before the input is read: stdin may never end.
+  const input = await readInput(values.input, values['input-file'], stdin);
+  const store = values['no-store'] ? false : values.store;
+  const corral = await Corral.create({ toolDirs: values.tools ?? [], bundled: !direct, size: 1, ...(store !== undefined ? { store } : {}) });
   try {
     const options = { mounts, env, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
     let result: InvokeResult;
@@ -188,6 +228,8 @@ async function runCommand(args: string[], print: (s: string) => void, stdin: Nod
       const err = result.error!;
       process.stderr.write(`corral: ${err.message} (${err.code})\n`);
     }
+    // Never a silent drop: the result stands, but say that its record is missing.
+    if (result.snapshot?.error) process.stderr.write(`corral: warning: snapshot ${result.snapshot.id} not saved: ${result.snapshot.error}\n`);
     return result.ok ? EXIT_OK : EXIT_TOOL_FAILED;
   } finally {
     await corral.close();

@@ -6,3 +6,4 @@ export { parseMountFlag, resolveHostMounts } from './mounts.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
 export { main } from './cli.js';
 export * from '@corral/core';
+export { SqliteStore, defaultStorePath, SCHEMA_VERSION, APPLICATION_ID, type SqliteStoreOptions } from './store-sqlite.js';

@@ -1,0 +1,110 @@
+/**
+ * A Store that keeps everything in memory: for tests, for hosts without
+ * storage, and as the reference the other adapters are checked against.
+ * Nothing survives the process; "durable" here means "acknowledged".
+ */
+import {
+  checkPruneOptions,
+  decisionSnapshot,
+  executionSnapshot,
+  matchesFilter,
+  newestFirst,
+  NO_OUTCOME,
+  selectPruned,
+  storeError,
+  type DecisionSnapshot,
+  type ExecutionFilter,
+  type ExecutionIntent,
+  type ExecutionOutcome,
+  type ExecutionSnapshot,
+  type Nullable,
+  type PruneOptions,
+  type SnapshotRecord,
+  type Store,
+} from './snapshot.js';
+
+type Row = ExecutionIntent & Nullable<ExecutionOutcome>;
+
+export class MemoryStore implements Store {
+  readonly location: string;
+  readonly #decisions = new Map<string, DecisionSnapshot>();
+  readonly #executions = new Map<string, Row>();
+  #closed = false;
+
+  constructor(location = 'memory') {
+    this.location = location;
+  }
+
+  async recordDecision(decision: DecisionSnapshot): Promise<void> {
+    this.#open();
+    if (this.#decisions.has(decision.id)) throw storeError(this.location, `a decision with id ${decision.id} already exists`);
+    this.#decisions.set(decision.id, decisionSnapshot(decision));
+  }
+
+  async beginExecution(intent: ExecutionIntent): Promise<void> {
+    this.#open();
+    if (this.#executions.has(intent.id)) throw storeError(this.location, `an execution with id ${intent.id} already exists`);
+    this.#executions.set(intent.id, { ...intent, ...NO_OUTCOME });
+  }
+
+  async finishExecution(id: string, outcome: ExecutionOutcome): Promise<void> {
+    this.#open();
+    const row = this.#executions.get(id);
+    if (!row) throw storeError(this.location, `no execution with id ${id} to finish`);
+    if (row.result_ns !== null) throw storeError(this.location, `execution ${id} already has a result`);
+    this.#executions.set(id, { ...row, ...outcome });
+  }
+
+  async getExecution(id: string): Promise<ExecutionSnapshot | null> {
+    this.#open();
+    const row = this.#executions.get(id);
+    return row ? snapshotOf(row) : null;
+  }
+
+  async getDecision(id: string): Promise<DecisionSnapshot | null> {
+    this.#open();
+    const d = this.#decisions.get(id);
+    return d ? decisionSnapshot(d) : null;
+  }
+
+  async listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionSnapshot[]> {
+    this.#open();
+    const found = [...this.#executions.values()].map(snapshotOf).filter((e) => matchesFilter(e, filter));
+    found.sort(newestFirst);
+    return filter.limit === undefined ? found : found.slice(0, filter.limit);
+  }
+
+  async *export(): AsyncIterable<SnapshotRecord> {
+    this.#open();
+    const decisions = [...this.#decisions.values()].sort((a, b) =>
+      newestFirst({ intent_ns: b.time_ns, id: b.id }, { intent_ns: a.time_ns, id: a.id }),
+    );
+    for (const d of decisions) yield { kind: 'decision', ...{ ...d } };
+    const executions = [...this.#executions.values()].map(snapshotOf).sort((a, b) => newestFirst(b, a));
+    for (const e of executions) yield { kind: 'execution', ...e };
+  }
+
+  async prune(options: PruneOptions): Promise<SnapshotRecord[]> {
+    this.#open();
+    checkPruneOptions(options);
+    const gone = selectPruned([...this.#executions.values()], [...this.#decisions.values()], options);
+    const records: SnapshotRecord[] = [];
+    for await (const r of this.export()) if ((r.kind === 'decision' ? gone.decisions : gone.executions).has(r.id)) records.push(r);
+    if (records.length > 0) await options.archive?.(records);
+    for (const id of gone.executions) this.#executions.delete(id);
+    for (const id of gone.decisions) this.#decisions.delete(id);
+    return records;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  #open(): void {
+    if (this.#closed) throw storeError(this.location, 'is closed');
+  }
+}
+
+function snapshotOf(row: Row): ExecutionSnapshot {
+  return executionSnapshot(row);
+}

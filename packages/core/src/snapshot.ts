@@ -1,0 +1,298 @@
+/**
+ * Snapshots: what the model decided, what ran, and with what result, kept
+ * durably so the answers survive a crash. This file is the model and the
+ * `Store` interface every adapter implements (SQLite in Node, IndexedDB in
+ * browsers, `MemoryStore` for tests); it is host-agnostic.
+ *
+ * Records use snake_case like the result envelope, because they are data
+ * people read (`corral snapshots show`, JSONL exports), not API objects.
+ */
+import { CorralError, ErrorCodes } from './errors.js';
+
+/**
+ * UTC nanoseconds since the Unix epoch, as a decimal string. A JS number
+ * cannot hold it exactly and a bigint does not survive JSON or structured
+ * clone everywhere; a string does. Compare with `BigInt(a) < BigInt(b)`.
+ */
+export type Nanos = string;
+
+/** One model decision: the prompt's hash and the model's raw answer. */
+export interface DecisionSnapshot {
+  id: string;
+  time_ns: Nanos;
+  /** Lower-case hex SHA-256 of the prompt (UTF-8); the prompt itself is not kept. */
+  prompt_sha256: string;
+  /** The model's raw output, exactly as received. */
+  output: string;
+  model: string | null;
+  run_id: string | null;
+}
+
+export type ExecutionStatus = 'ok' | 'failed' | 'interrupted';
+
+/** What is known before a call runs. Written durably before the executor starts. */
+export interface ExecutionIntent {
+  id: string;
+  /** The decision that caused this call, when the caller linked one. */
+  decision_id: string | null;
+  tool: string;
+  /** Null when the tool could not be resolved. */
+  version: string | null;
+  /** SHA-256 of the wasm that ran: replay compares it to tell a changed artifact. */
+  wasm_sha256: string | null;
+  /** SHA-256 of the exact stdin bytes (the input as JSON text); null if the input is not JSON at all. */
+  input_sha256: string | null;
+  /** The input as the JSON text the tool received; null when the caller opted out. */
+  input_json: string | null;
+  intent_ns: Nanos;
+}
+
+/** What is known after a call ends. Written when it returns. */
+export interface ExecutionOutcome {
+  result_ns: Nanos;
+  /** Null when the tool never ran (refused input) or was stopped (timeout). */
+  exit_code: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  /** SHA-256 of the whole captured stdout: replay compares outputs with it. */
+  stdout_sha256: string | null;
+  /** First and last 1 KiB of stdout and of stderr (UTF-8, not cut mid-character). */
+  stdout_head: string;
+  stdout_tail: string;
+  stderr_head: string;
+  stderr_tail: string;
+  duration_ms: number;
+  peak_memory_bytes: number | null;
+}
+
+export type Nullable<T> = { [K in keyof T]: T[K] | null };
+
+/** An execution as read back: intent, outcome (null fields when interrupted), and status. */
+export type ExecutionSnapshot = ExecutionIntent & Nullable<ExecutionOutcome> & { status: ExecutionStatus };
+
+/** One line of an export or a prune archive. */
+export type SnapshotRecord = ({ kind: 'decision' } & DecisionSnapshot) | ({ kind: 'execution' } & ExecutionSnapshot);
+
+export interface ExecutionFilter {
+  tool?: string;
+  /** Only executions whose intent is at or after this time. */
+  since?: Nanos | bigint;
+  errorCode?: string;
+  decisionId?: string;
+  status?: ExecutionStatus;
+  /** At most this many, newest first. */
+  limit?: number;
+}
+
+export interface PruneOptions {
+  /** Remove records from before this time. */
+  olderThan?: Nanos | bigint;
+  /** Keep only the newest N executions (and the newest N decisions). */
+  keep?: number;
+  /**
+   * Called with every record about to be removed, before anything is
+   * deleted; if it throws, nothing is. Write an archive here.
+   */
+  archive?: (records: SnapshotRecord[]) => Promise<void> | void;
+}
+
+/**
+ * Where snapshots live. Every write resolves only once it is durable, and
+ * rejects with a CorralError E_STORE when it cannot be made so. Reads
+ * return copies. Adapters share one conformance suite (test/store-conformance.ts).
+ *
+ * Order: listings are newest first (by intent time, then id); `export`
+ * yields decisions then executions, each oldest first.
+ * Prune never leaves an execution pointing at a removed decision: a decision
+ * still referenced by a kept execution is kept.
+ */
+export interface Store {
+  /** Where it is, for messages (a file path, a database name). */
+  readonly location: string;
+  recordDecision(decision: DecisionSnapshot): Promise<void>;
+  /** Refuses an id that exists. */
+  beginExecution(intent: ExecutionIntent): Promise<void>;
+  /** Refuses an unknown id and one that already has an outcome. */
+  finishExecution(id: string, outcome: ExecutionOutcome): Promise<void>;
+  getExecution(id: string): Promise<ExecutionSnapshot | null>;
+  getDecision(id: string): Promise<DecisionSnapshot | null>;
+  listExecutions(filter?: ExecutionFilter): Promise<ExecutionSnapshot[]>;
+  export(): AsyncIterable<SnapshotRecord>;
+  /** Removes what the options select and returns it. */
+  prune(options: PruneOptions): Promise<SnapshotRecord[]>;
+  close(): Promise<void>;
+}
+
+// Wall-clock origin in whole microseconds plus a monotonic offset in
+// nanoseconds: sub-millisecond precision without float rounding, and times
+// taken in one process never go backwards.
+const ORIGIN_NS = BigInt(Math.round(performance.timeOrigin * 1000)) * 1000n;
+
+/** The current UTC time in nanoseconds since the epoch. */
+export function nowNs(): Nanos {
+  return (ORIGIN_NS + BigInt(Math.round(performance.now() * 1e6))).toString();
+}
+
+/** Nanos for a Date (or milliseconds since the epoch). */
+export function nsFromDate(date: Date | number): Nanos {
+  return (BigInt(Math.round(typeof date === 'number' ? date : date.getTime())) * 1_000_000n).toString();
+}
+
+/** An ISO-8601 UTC string with nanoseconds, e.g. 2026-11-29T09:47:06.123456789Z. */
+export function isoFromNs(ns: Nanos | bigint): string {
+  const n = BigInt(ns);
+  const ms = n / 1_000_000n;
+  const iso = new Date(Number(ms)).toISOString(); // ...:06.123Z
+  const subMs = (n % 1_000_000n).toString().padStart(6, '0');
+  return `${iso.slice(0, -1)}${subMs}Z`;
+}
+
+const encoder = new TextEncoder();
+
+/** Lower-case hex SHA-256 of text (as UTF-8) or bytes, through WebCrypto. */
+export async function sha256(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === 'string' ? encoder.encode(data) : data;
+  const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** The status an execution reads back as: no outcome means it never finished. */
+export function statusOf(record: { result_ns: Nanos | null; error_code: string | null }): ExecutionStatus {
+  if (record.result_ns === null) return 'interrupted';
+  return record.error_code === null ? 'ok' : 'failed';
+}
+
+/** A decision with exactly its own fields, in a fixed order. */
+export function decisionSnapshot(d: DecisionSnapshot): DecisionSnapshot {
+  return { id: d.id, time_ns: d.time_ns, prompt_sha256: d.prompt_sha256, output: d.output, model: d.model, run_id: d.run_id };
+}
+
+/**
+ * An execution snapshot with its fields in one fixed order (status first),
+ * so `show` and exports read the same whichever adapter produced them.
+ */
+export function executionSnapshot(row: ExecutionIntent & Nullable<ExecutionOutcome>): ExecutionSnapshot {
+  return {
+    id: row.id,
+    status: statusOf(row),
+    tool: row.tool,
+    version: row.version,
+    decision_id: row.decision_id,
+    intent_ns: row.intent_ns,
+    result_ns: row.result_ns,
+    duration_ms: row.duration_ms,
+    exit_code: row.exit_code,
+    error_code: row.error_code,
+    error_message: row.error_message,
+    wasm_sha256: row.wasm_sha256,
+    input_sha256: row.input_sha256,
+    input_json: row.input_json,
+    stdout_sha256: row.stdout_sha256,
+    stdout_head: row.stdout_head,
+    stdout_tail: row.stdout_tail,
+    stderr_head: row.stderr_head,
+    stderr_tail: row.stderr_tail,
+    peak_memory_bytes: row.peak_memory_bytes,
+  };
+}
+
+/** The outcome fields of an execution that has none (interrupted). */
+export const NO_OUTCOME: Nullable<ExecutionOutcome> = {
+  result_ns: null,
+  exit_code: null,
+  error_code: null,
+  error_message: null,
+  stdout_sha256: null,
+  stdout_head: null,
+  stdout_tail: null,
+  stderr_head: null,
+  stderr_tail: null,
+  duration_ms: null,
+  peak_memory_bytes: null,
+};
+
+/** A CorralError E_STORE naming the store, for adapters. */
+export function storeError(location: string, message: string, details: Record<string, unknown> = {}): CorralError {
+  return new CorralError(ErrorCodes.STORE, `Snapshot store ${location}: ${message}`, { store: location, ...details });
+}
+
+/** True when an execution passes a filter (for adapters that filter in JS). */
+export function matchesFilter(e: ExecutionSnapshot, f: ExecutionFilter): boolean {
+  return (
+    (f.tool === undefined || e.tool === f.tool) &&
+    (f.since === undefined || BigInt(e.intent_ns) >= BigInt(f.since)) &&
+    (f.errorCode === undefined || e.error_code === f.errorCode) &&
+    (f.decisionId === undefined || e.decision_id === f.decisionId) &&
+    (f.status === undefined || e.status === f.status)
+  );
+}
+
+/** Newest first: by intent time, then id, so equal times still sort the same everywhere. */
+export function newestFirst(a: { intent_ns: Nanos; id: string }, b: { intent_ns: Nanos; id: string }): number {
+  const d = BigInt(b.intent_ns) - BigInt(a.intent_ns);
+  return d !== 0n ? (d > 0n ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/**
+ * Which records a prune removes, given everything in a store. Adapters may
+ * select in their own query language but must match this (the conformance
+ * suite checks the behaviour).
+ */
+export function selectPruned(
+  executions: { id: string; intent_ns: Nanos; decision_id: string | null }[],
+  decisions: { id: string; time_ns: Nanos }[],
+  options: PruneOptions,
+): { executions: Set<string>; decisions: Set<string> } {
+  const cutoff = options.olderThan === undefined ? undefined : BigInt(options.olderThan);
+  const drop = <T extends { id: string }>(items: T[], time: (t: T) => Nanos): Set<string> => {
+    const sorted = [...items].sort((a, b) => newestFirst({ intent_ns: time(a), id: a.id }, { intent_ns: time(b), id: b.id }));
+    return new Set(
+      sorted
+        .filter((t, i) => (cutoff !== undefined && BigInt(time(t)) < cutoff) || (options.keep !== undefined && i >= options.keep))
+        .map((t) => t.id),
+    );
+  };
+  const goneExecutions = drop(executions, (e) => e.intent_ns);
+  const referenced = new Set(executions.filter((e) => !goneExecutions.has(e.id)).map((e) => e.decision_id));
+  const goneDecisions = new Set([...drop(decisions, (d) => d.time_ns)].filter((id) => !referenced.has(id)));
+  return { executions: goneExecutions, decisions: goneDecisions };
+}
+
+/** Check prune options up front, so a typo cannot remove everything. */
+export function checkPruneOptions(options: PruneOptions): void {
+  const { olderThan, keep } = options;
+  if (olderThan === undefined && keep === undefined) {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'prune needs olderThan or keep; refusing to guess what to remove');
+  }
+  if (keep !== undefined && !(Number.isInteger(keep) && keep >= 0)) {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: keep must be a whole number ≥ 0 (got ${keep})`);
+  }
+  if (olderThan !== undefined && !/^\d+$/.test(String(olderThan))) {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: olderThan must be nanoseconds since the epoch (got ${String(olderThan)})`);
+  }
+}
+
+/**
+ * Stands in for a store that could not be opened because nothing can be
+ * written there (a read-only file or folder, a full disk). Every operation
+ * rejects with the reason, so each call's envelope says its snapshot was
+ * not written, instead of the runtime refusing to run tools at all.
+ */
+export class UnavailableStore implements Store {
+  constructor(
+    readonly location: string,
+    readonly reason: CorralError,
+  ) {}
+  #fail = (): Promise<never> => Promise.reject(this.reason);
+  recordDecision = this.#fail;
+  beginExecution = this.#fail;
+  finishExecution = this.#fail;
+  getExecution = this.#fail;
+  getDecision = this.#fail;
+  listExecutions = this.#fail;
+  prune = this.#fail;
+  async *export(): AsyncIterable<SnapshotRecord> {
+    throw this.reason;
+  }
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,566 @@
+/**
+ * The Node snapshot store: one SQLite file (better-sqlite3), WAL journal,
+ * `synchronous=FULL` so a commit is on disk before a write resolves.
+ *
+ * Writes are group-committed: every write issued in the same event-loop turn
+ * goes into one transaction, and each promise resolves only after that
+ * transaction's COMMIT (an fsync of the WAL) returned. Concurrent calls
+ * share fsyncs; nothing is acknowledged before it is durable.
+ *
+ * Commits and SQLite's automatic WAL checkpoints run on the caller's thread.
+ * A writer thread and a background checkpointer were tried: they lowered
+ * the tail of NORMAL commits but not of FULL ones (the fsync itself is the
+ * tail on these disks), so the simple design stays.
+ */
+import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  CorralError,
+  checkPruneOptions,
+  decisionSnapshot,
+  executionSnapshot,
+  storeError,
+  type DecisionSnapshot,
+  type ExecutionFilter,
+  type ExecutionIntent,
+  type ExecutionOutcome,
+  type ExecutionSnapshot,
+  type PruneOptions,
+  type SnapshotRecord,
+  type Store,
+} from '@corral/core';
+
+/** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
+export const SCHEMA_VERSION = 1;
+/** PRAGMA application_id of Corral stores ("CRRL"), to tell them from other SQLite files. */
+export const APPLICATION_ID = 0x4352524c;
+
+/** Migration N takes a store from user_version N to N+1. Append, never edit. */
+const MIGRATIONS: string[] = [
+  `CREATE TABLE decisions (
+     id            TEXT PRIMARY KEY,
+     time_ns       INTEGER NOT NULL,
+     prompt_sha256 TEXT NOT NULL,
+     output        TEXT NOT NULL,
+     model         TEXT,
+     run_id        TEXT
+   ) STRICT;
+   CREATE INDEX decisions_by_time ON decisions (time_ns, id);
+   CREATE TABLE executions (
+     id                TEXT PRIMARY KEY,
+     decision_id       TEXT,
+     tool              TEXT NOT NULL,
+     version           TEXT,
+     wasm_sha256       TEXT,
+     input_sha256      TEXT,
+     input_json        TEXT,
+     intent_ns         INTEGER NOT NULL,
+     -- NULL until the call ends: a row without a result reads as 'interrupted'.
+     result_ns         INTEGER,
+     exit_code         INTEGER,
+     error_code        TEXT,
+     error_message     TEXT,
+     stdout_sha256     TEXT,
+     stdout_head       TEXT,
+     stdout_tail       TEXT,
+     stderr_head       TEXT,
+     stderr_tail       TEXT,
+     duration_ms       REAL,
+     peak_memory_bytes INTEGER
+   ) STRICT;
+   CREATE INDEX executions_by_time ON executions (intent_ns, id);
+   CREATE INDEX executions_by_tool ON executions (tool, intent_ns);
+   CREATE INDEX executions_by_decision ON executions (decision_id) WHERE decision_id IS NOT NULL;`,
+];
+
+/** $CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db. */
+export function defaultStorePath(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.CORRAL_STORE) return env.CORRAL_STORE;
+  return join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'corral', 'snapshots.db');
+}
+
+export interface SqliteStoreOptions {
+  /** `FULL` (default) fsyncs every commit; `NORMAL` is for the benchmark baseline only: it can lose acknowledged writes on power loss. */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** Open without writing anything (the file must exist); writes then fail with E_STORE. */
+  readonly?: boolean;
+}
+
+interface PendingWrite {
+  ops: WriteOp[];
+  resolve: (result: WriteResult) => void;
+  reject: (err: unknown) => void;
+}
+
+type Row = Record<string, string | number | bigint | null>;
+
+const SQLITE_MAGIC = 'SQLite format 3\0';
+
+export class SqliteStore implements Store {
+  readonly location: string;
+  readonly #db: Database.Database;
+  /** Writes waiting for the next group commit. */
+  #queue: PendingWrite[] = [];
+  #scheduled = false;
+  #closed = false;
+  readonly #statements = new Map<string, Database.Statement>();
+  readonly #writeStatements = new Map<string, Database.Statement>();
+
+  private constructor(location: string, db: Database.Database) {
+    this.location = location;
+    this.#db = db;
+  }
+
+  /**
+   * Open (or create) the store at `path`. Refuses, with E_STORE and without
+   * writing a byte, a file that is not SQLite, an SQLite file that is not a
+   * Corral store, and a store from a newer Corral. When the place cannot be
+   * written at all (read-only, full disk, a file where the folder should be)
+   * the E_STORE error has `details.unwritable: true`, so a host can keep
+   * running calls and report each snapshot as not written (see Corral.create).
+   */
+  static async open(path: string = defaultStorePath(), options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    const location = resolve(path);
+    checkMagic(location);
+    const unwritable = (what: string, err: unknown) =>
+      storeError(location, `${what}: ${describe(err)}`, { sqlite_code: codeOf(err), unwritable: true });
+    if (!options.readonly) {
+      try {
+        mkdirSync(dirname(location), { recursive: true });
+      } catch (err) {
+        throw unwritable(`its folder ${dirname(location)} cannot be created`, err);
+      }
+    }
+    let db: Database.Database;
+    try {
+      db = new Database(location, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    } catch (err) {
+      throw unwritable('cannot be opened', err);
+    }
+    try {
+      const store = new SqliteStore(location, db);
+      store.#setUp(options);
+      return store;
+    } catch (err) {
+      db.close();
+      if (err instanceof CorralError) throw err;
+      if (isWriteProblem(err)) throw unwritable('cannot be opened', err);
+      throw storeError(location, describe(err), { sqlite_code: codeOf(err) });
+    }
+  }
+
+  #setUp(options: SqliteStoreOptions): void {
+    const db = this.#db;
+    const appId = db.pragma('application_id', { simple: true }) as number;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const tables = (db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name);
+    const fresh = appId === 0 && version === 0 && tables.length === 0;
+    if (!fresh && appId !== APPLICATION_ID) {
+      throw storeError(
+        this.location,
+        `is an SQLite database but not a Corral snapshot store (application_id ${appId}, tables: ${tables.join(', ') || 'none'}); ` +
+          'Corral will not write to it. Choose another file with --store or CORRAL_STORE',
+        { application_id: appId, tables },
+      );
+    }
+    if (version > SCHEMA_VERSION) {
+      throw storeError(
+        this.location,
+        `was written by a newer Corral (schema version ${version}; this Corral understands up to ${SCHEMA_VERSION}). ` +
+          'Upgrade Corral to use it, or choose another file with --store or CORRAL_STORE',
+        { schema_version: version, supported_version: SCHEMA_VERSION },
+      );
+    }
+    // Not persistent: a connection opened without it runs at the default, so set it every time.
+    db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    if (options.readonly) {
+      if (version < SCHEMA_VERSION) throw storeError(this.location, `has schema version ${version}; open it writable once to upgrade it`);
+      return;
+    }
+    try {
+      db.pragma('journal_mode = WAL');
+      this.#migrate(version);
+    } catch (err) {
+      // A read-only or full disk: reading still works, every write will say why it failed.
+      if (!isWriteProblem(err)) throw err;
+      if (version < SCHEMA_VERSION) throw err;
+    }
+  }
+
+  #migrate(from: number): void {
+    if (from === SCHEMA_VERSION) return;
+    // IMMEDIATE takes the write lock first, so two processes cannot both migrate.
+    this.#db.transaction(() => {
+      const current = this.#db.pragma('user_version', { simple: true }) as number;
+      for (let v = current; v < SCHEMA_VERSION; v++) this.#db.exec(MIGRATIONS[v]!);
+      this.#db.pragma(`application_id = ${APPLICATION_ID}`);
+      this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    }).immediate();
+  }
+
+  /** `PRAGMA synchronous` as SQLite reports it (2 = FULL), for tests. */
+  get synchronous(): number {
+    return this.#db.pragma('synchronous', { simple: true }) as number;
+  }
+
+  /** `PRAGMA integrity_check`: ['ok'] for a sound file. */
+  async integrityCheck(): Promise<string[]> {
+    return this.#read(() => (this.#db.pragma('integrity_check') as { integrity_check: string }[]).map((r) => r.integrity_check));
+  }
+
+  async recordDecision(d: DecisionSnapshot): Promise<void> {
+    const sql = 'INSERT INTO decisions (id, time_ns, prompt_sha256, output, model, run_id) VALUES (?, ?, ?, ?, ?, ?)';
+    const result = await this.#write([{ sql, params: [d.id, nanos(d.time_ns), d.prompt_sha256, d.output, d.model ?? null, d.run_id ?? null] }]);
+    if (!result.ok) throw this.#refused(result, `a decision with id ${d.id} already exists`);
+  }
+
+  async beginExecution(i: ExecutionIntent): Promise<void> {
+    const sql = `INSERT INTO executions (id, decision_id, tool, version, wasm_sha256, input_sha256, input_json, intent_ns)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
+    const params = [i.id, i.decision_id ?? null, i.tool, i.version ?? null, i.wasm_sha256 ?? null, i.input_sha256 ?? null, i.input_json ?? null, nanos(i.intent_ns)];
+    const result = await this.#write([{ sql, params }]);
+    if (!result.ok) throw this.#refused(result, `an execution with id ${i.id} already exists`);
+  }
+
+  async finishExecution(id: string, o: ExecutionOutcome): Promise<void> {
+    const sql = `UPDATE executions SET result_ns = ?, exit_code = ?, error_code = ?, error_message = ?, stdout_sha256 = ?,
+                   stdout_head = ?, stdout_tail = ?, stderr_head = ?, stderr_tail = ?, duration_ms = ?, peak_memory_bytes = ?
+                 WHERE id = ? AND result_ns IS NULL`;
+    const params = [
+      nanos(o.result_ns), o.exit_code ?? null, o.error_code ?? null, o.error_message ?? null, o.stdout_sha256 ?? null,
+      o.stdout_head, o.stdout_tail, o.stderr_head, o.stderr_tail, o.duration_ms, o.peak_memory_bytes ?? null, id,
+    ];
+    const result = await this.#write([{ sql, params, probe: { sql: 'SELECT 1 FROM executions WHERE id = ?', params: [id] } }]);
+    if (!result.ok) throw this.#refused(result);
+    if (result.changes === 0) {
+      throw storeError(this.location, result.found ? `execution ${id} already has a result` : `no execution with id ${id} to finish`);
+    }
+  }
+
+  async getExecution(id: string): Promise<ExecutionSnapshot | null> {
+    const row = await this.#read(() => this.#stmt('SELECT * FROM executions WHERE id = ?').get(id) as Row | undefined);
+    return row ? toExecution(row) : null;
+  }
+
+  async getDecision(id: string): Promise<DecisionSnapshot | null> {
+    const row = await this.#read(() => this.#stmt('SELECT * FROM decisions WHERE id = ?').get(id) as Row | undefined);
+    return row ? toDecision(row) : null;
+  }
+
+  async listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionSnapshot[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (sql: string, value: unknown) => (where.push(sql), params.push(value));
+    if (filter.tool !== undefined) add('tool = ?', filter.tool);
+    if (filter.since !== undefined) add('intent_ns >= ?', bounded(nanos(filter.since)));
+    if (filter.errorCode !== undefined) add('error_code = ?', filter.errorCode);
+    if (filter.decisionId !== undefined) add('decision_id = ?', filter.decisionId);
+    if (filter.status === 'interrupted') where.push('result_ns IS NULL');
+    if (filter.status === 'ok') where.push('result_ns IS NOT NULL AND error_code IS NULL');
+    if (filter.status === 'failed') where.push('result_ns IS NOT NULL AND error_code IS NOT NULL');
+    const sql =
+      `SELECT * FROM executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY intent_ns DESC, id DESC` +
+      (filter.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(filter.limit))}` : '');
+    return this.#read(() => (this.#stmt(sql).all(...params) as Row[]).map(toExecution));
+  }
+
+  /**
+   * Decisions then executions, oldest first, read a page at a time so the
+   * connection stays free for writes between pages.
+   */
+  async *export(): AsyncIterable<SnapshotRecord> {
+    const PAGE = 500;
+    for (const kind of ['decision', 'execution'] as const) {
+      const [table, time] = kind === 'decision' ? ['decisions', 'time_ns'] : ['executions', 'intent_ns'];
+      let after: [bigint, string] = [-1n, ''];
+      for (;;) {
+        const rows = await this.#read(
+          () => this.#stmt(`SELECT * FROM ${table} WHERE (${time}, id) > (?, ?) ORDER BY ${time}, id LIMIT ${PAGE}`).all(...after) as Row[],
+        );
+        for (const row of rows) yield kind === 'decision' ? { kind, ...toDecision(row) } : { kind, ...toExecution(row) };
+        if (rows.length < PAGE) break;
+        const last = rows[rows.length - 1]!;
+        after = [last[time] as bigint, last.id as string];
+      }
+    }
+  }
+
+  async prune(options: PruneOptions): Promise<SnapshotRecord[]> {
+    checkPruneOptions(options);
+    const cutoff = options.olderThan === undefined ? undefined : bounded(nanos(options.olderThan));
+    // Select in SQL; see selectPruned in core for the rules this mirrors.
+    // checkPruneOptions vouched for both numbers, so they can be spelled into the SQL.
+    const pick = (table: string, time: string, extra = '', ...params: unknown[]): string[] => {
+      const parts: string[] = [];
+      if (cutoff !== undefined) parts.push(`SELECT id FROM ${table} WHERE ${time} < ${cutoff}`);
+      if (options.keep !== undefined) parts.push(`SELECT id FROM (SELECT id FROM ${table} ORDER BY ${time} DESC, id DESC LIMIT -1 OFFSET ${options.keep})`);
+      const sql = `SELECT id FROM (${parts.join(' UNION ')}) ${extra}`;
+      return (this.#stmt(sql).all(...params) as { id: string }[]).map((r) => r.id);
+    };
+    const { executions, decisions } = await this.#read(() => {
+      const executions = pick('executions', 'intent_ns');
+      // A decision that a kept execution points to stays.
+      const decisions = pick(
+        'decisions',
+        'time_ns',
+        `WHERE id NOT IN (SELECT decision_id FROM executions WHERE decision_id IS NOT NULL
+                          AND id NOT IN (SELECT value FROM json_each(?)))`,
+        JSON.stringify(executions),
+      );
+      return { executions, decisions };
+    });
+    const records: SnapshotRecord[] = [];
+    const rowsOf = (table: string, ids: string[]) =>
+      this.#read(() => this.#stmt(`SELECT * FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Row[]);
+    for (const row of await rowsOf('decisions', decisions)) records.push({ kind: 'decision', ...toDecision(row) });
+    for (const row of await rowsOf('executions', executions)) records.push({ kind: 'execution', ...toExecution(row) });
+    records.sort((a, b) => (a.kind !== b.kind ? (a.kind === 'decision' ? -1 : 1) : Number(BigInt(timeOf(a)) - BigInt(timeOf(b)))));
+    if (records.length === 0) return records;
+    // The archive is written before anything is deleted; if it fails, nothing is.
+    await options.archive?.(records);
+    const deleted = await this.#write([
+      { sql: 'DELETE FROM executions WHERE id IN (SELECT value FROM json_each(?))', params: [JSON.stringify(executions)] },
+      { sql: 'DELETE FROM decisions WHERE id IN (SELECT value FROM json_each(?))', params: [JSON.stringify(decisions)] },
+    ]);
+    if (!deleted.ok) throw this.#refused(deleted);
+    return records;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#flush();
+    // The last connection to close checkpoints and removes the WAL.
+    this.#db.close();
+  }
+
+  // --- plumbing -----------------------------------------------------------------
+
+  #stmt(sql: string): Database.Statement {
+    let s = this.#statements.get(sql);
+    if (!s) {
+      // Integers come back as bigint so nanosecond times stay exact; toExecution converts the rest.
+      s = this.#db.prepare(sql);
+      if (s.reader) s.safeIntegers(true);
+      this.#statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /** A write that failed on its own: a duplicate id, or what SQLite said. */
+  #refused(result: Extract<WriteResult, { ok: false }>, duplicate?: string): CorralError {
+    if (duplicate && result.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return storeError(this.location, duplicate);
+    return this.#error(result);
+  }
+
+  /**
+   * Queue a write for the next group commit; resolves with its result once
+   * it is durable, rejects when the commit itself failed (read-only, disk
+   * full, I/O error).
+   */
+  #write(ops: WriteOp[]): Promise<WriteResult> {
+    if (this.#closed) return Promise.reject(storeError(this.location, 'is closed'));
+    return new Promise<WriteResult>((resolve, reject) => {
+      this.#queue.push({ ops, resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  /** Commit every queued write in one transaction. */
+  #flush(): void {
+    this.#scheduled = false;
+    const batch = this.#queue;
+    if (batch.length === 0) return;
+    this.#queue = [];
+    let results: WriteResult[];
+    try {
+      results = commitBatch(this.#db, batch.map((w) => w.ops), this.#writeStatements);
+    } catch (err) {
+      const error = this.#error(err);
+      for (const w of batch) w.reject(error);
+      return;
+    }
+    batch.forEach((w, i) => w.resolve(results[i]!));
+  }
+
+  /** Run a read after committing queued writes, so a caller reads what it wrote. */
+  async #read<T>(fn: () => T): Promise<T> {
+    if (this.#closed) throw storeError(this.location, 'is closed');
+    this.#flush();
+    try {
+      return fn();
+    } catch (err) {
+      throw this.#error(err);
+    }
+  }
+
+  #error(err: unknown): CorralError {
+    if (err instanceof CorralError) return err;
+    return storeError(this.location, describe(err), { sqlite_code: codeOf(err) });
+  }
+}
+
+/** One SQL statement of a write. */
+interface WriteOp {
+  sql: string;
+  params: unknown[];
+  /** When the statement changes no row, run this and report whether it found one ("unknown id" vs "already done"). */
+  probe?: { sql: string; params: unknown[] };
+}
+
+/** How one write (a list of ops that succeed or fail together) went. */
+type WriteResult = { ok: true; changes: number; found?: boolean } | { ok: false; code?: string; message: string };
+
+/**
+ * One group commit: every queued write in one transaction, each in a
+ * savepoint of its own so a refused write (a duplicate id) fails alone.
+ */
+function commitBatch(db: Database.Database, writes: WriteOp[][], statements: Map<string, Database.Statement>): WriteResult[] {
+  const stmt = (sql: string) => {
+    let s = statements.get(sql);
+    if (!s) statements.set(sql, (s = db.prepare(sql)));
+    return s;
+  };
+  // A nested better-sqlite3 transaction is a SAVEPOINT: it rolls back alone when it throws.
+  const one = db.transaction((ops: WriteOp[]): WriteResult => {
+    let changes = 0;
+    let found: boolean | undefined;
+    for (const op of ops) {
+      const n = stmt(op.sql).run(...op.params).changes;
+      changes += n;
+      if (n === 0 && op.probe) found = stmt(op.probe.sql).get(...op.probe.params) !== undefined;
+    }
+    return found === undefined ? { ok: true, changes } : { ok: true, changes, found };
+  });
+  const results: WriteResult[] = [];
+  db.transaction(() => {
+    for (const ops of writes) {
+      try {
+        results.push(one(ops));
+      } catch (err) {
+        // Statement errors leave the transaction open; I/O errors may have rolled it all back.
+        if (!db.inTransaction) throw err;
+        const e = err as { code?: string; message?: string };
+        results.push({ ok: false, ...(e.code ? { code: e.code } : {}), message: e.message ?? String(err) });
+      }
+    }
+  }).immediate(); // IMMEDIATE: wait for another process's write lock up front (busy_timeout), not fail mid-way.
+  // COMMIT has returned: with synchronous=FULL the WAL is fsynced.
+  return results;
+}
+
+/** Refuse a non-empty file that is not SQLite before SQLite opens (or ever writes) it. */
+function checkMagic(location: string): void {
+  let size: number;
+  try {
+    size = statSync(location).size;
+  } catch {
+    return; // missing: it will be created
+  }
+  if (size === 0) return;
+  const head = Buffer.alloc(16);
+  let fd: number;
+  try {
+    fd = openSync(location, 'r');
+  } catch (err) {
+    throw storeError(location, `cannot be read: ${describe(err)}`);
+  }
+  try {
+    readSync(fd, head, 0, 16, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (head.toString('latin1') !== SQLITE_MAGIC) {
+    throw storeError(
+      location,
+      `is not an SQLite database (it may be damaged, or another kind of file); Corral will not touch it. ` +
+        'Move it away or choose another file with --store or CORRAL_STORE',
+      { size },
+    );
+  }
+}
+
+function toExecution(r: Row): ExecutionSnapshot {
+  const str = (v: unknown) => (v === null ? null : String(v));
+  const num = (v: unknown) => (v === null ? null : Number(v));
+  return executionSnapshot({
+    id: r.id as string,
+    decision_id: str(r.decision_id),
+    tool: r.tool as string,
+    version: str(r.version),
+    wasm_sha256: str(r.wasm_sha256),
+    input_sha256: str(r.input_sha256),
+    input_json: str(r.input_json),
+    intent_ns: String(r.intent_ns),
+    result_ns: str(r.result_ns),
+    exit_code: num(r.exit_code),
+    error_code: str(r.error_code),
+    error_message: str(r.error_message),
+    stdout_sha256: str(r.stdout_sha256),
+    stdout_head: str(r.stdout_head),
+    stdout_tail: str(r.stdout_tail),
+    stderr_head: str(r.stderr_head),
+    stderr_tail: str(r.stderr_tail),
+    duration_ms: num(r.duration_ms),
+    peak_memory_bytes: num(r.peak_memory_bytes),
+  });
+}
+
+function toDecision(r: Row): DecisionSnapshot {
+  return decisionSnapshot({
+    id: r.id as string,
+    time_ns: String(r.time_ns),
+    prompt_sha256: r.prompt_sha256 as string,
+    output: r.output as string,
+    model: r.model === null ? null : String(r.model),
+    run_id: r.run_id === null ? null : String(r.run_id),
+  });
+}
+
+function timeOf(r: SnapshotRecord): string {
+  return r.kind === 'decision' ? r.time_ns : r.intent_ns;
+}
+
+/** Nanos as an SQLite integer, refusing anything that is not a whole number. */
+function nanos(value: string | bigint): bigint {
+  if (typeof value === 'bigint') return value;
+  if (!/^\d+$/.test(value)) throw new TypeError(`a time must be whole nanoseconds as a decimal string (got ${JSON.stringify(value)})`);
+  return BigInt(value);
+}
+
+/** SQLite integers stop at 2^63-1 ns (the year 2262); a bound past that means "everything". */
+function bounded(ns: bigint): bigint {
+  const max = 2n ** 63n - 1n;
+  return ns > max ? max : ns;
+}
+
+function codeOf(err: unknown): string | undefined {
+  return (err as { code?: string } | null)?.code;
+}
+
+/** Errors that mean "cannot write here", as opposed to "this is not our file". */
+function isWriteProblem(err: unknown): boolean {
+  const code = codeOf(err) ?? '';
+  return (
+    code.startsWith('SQLITE_READONLY') || code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CANTOPEN') ||
+    ['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST'].includes(code)
+  );
+}
+
+/** A sentence for an SQLite or file-system error. */
+function describe(err: unknown): string {
+  const code = codeOf(err) ?? '';
+  const message = typeof (err as { message?: unknown } | null)?.message === 'string' ? (err as { message: string }).message : String(err);
+  if (code.startsWith('SQLITE_READONLY')) return `is read-only (${message})`;
+  if (code === 'SQLITE_FULL') return `the disk is full (${message})`;
+  if (code.startsWith('SQLITE_IOERR')) return `an I/O error (${code}: ${message})`;
+  if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') return `is damaged (${message}); move it away or choose another file`;
+  if (code.startsWith('SQLITE_BUSY')) return `stayed locked by another process (${message})`;
+  if (code === 'EEXIST' || code === 'ENOTDIR') return `a file is in the way (${message})`;
+  return message;
+}

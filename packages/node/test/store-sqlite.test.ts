@@ -1,0 +1,57 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { SqliteStore, type Store } from '@corral/node';
+import { describeStoreConformance } from '../../../test/store-conformance.js';
+
+describeStoreConformance('SqliteStore', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-store-'));
+  const path = join(dir, 'snapshots.db');
+  let store: Store = await SqliteStore.open(path);
+  return {
+    store,
+    reopen: async () => {
+      await store.close();
+      return (store = await SqliteStore.open(path));
+    },
+    cleanup: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('SqliteStore shared by processes', () => {
+  it('three processes writing one new store at once lose nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-store-shared-'));
+    const path = join(dir, 'snapshots.db');
+    // Each opens the (not yet existing) store, then records 150 invocations on 3 lanes.
+    const script = `
+      import { SqliteStore, nowNs } from '@corral/node';
+      const store = await SqliteStore.open(${JSON.stringify(path)});
+      await Promise.all([0, 1, 2].map(async () => {
+        for (let i = 0; i < 50; i++) {
+          const id = crypto.randomUUID();
+          await store.beginExecution({ id, decision_id: null, tool: 'p' + process.pid, version: '1.0.0', wasm_sha256: null,
+            input_sha256: null, input_json: '{}', intent_ns: nowNs() });
+          await store.finishExecution(id, { result_ns: nowNs(), exit_code: 0, error_code: null, error_message: null,
+            stdout_sha256: null, stdout_head: '', stdout_tail: '', stderr_head: '', stderr_tail: '', duration_ms: 1, peak_memory_bytes: null });
+        }
+      }));
+      await store.close();`;
+    const ROOT = new URL('../../..', import.meta.url).pathname;
+    const run = () => promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+    await Promise.all([run(), run(), run()]);
+    const store = await SqliteStore.open(path);
+    const all = await store.listExecutions();
+    expect(all).toHaveLength(450);
+    expect(new Set(all.map((e) => e.tool)).size).toBe(3);
+    expect(all.every((e) => e.status === 'ok')).toBe(true);
+    expect(await store.integrityCheck()).toEqual(['ok']);
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,303 @@
+/**
+ * The behaviour every snapshot Store adapter must have, as one vitest suite.
+ * Each adapter's test file calls `describeStoreConformance` with a factory.
+ *
+ * Host-agnostic on purpose (no node:*, no DOM): the browser project runs the
+ * same suite against IndexedDB in Chromium.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DecisionSnapshot, ExecutionIntent, ExecutionOutcome, SnapshotRecord, Store } from '@corral/core';
+
+export interface StoreHarness {
+  store: Store;
+  /** Close the store and open the same storage again (persistent adapters only). */
+  reopen?: () => Promise<Store>;
+  cleanup: () => Promise<void>;
+}
+
+/** Times in nanoseconds past 2^53, so an adapter that goes through a JS number fails. */
+const T0 = 1_764_409_626_123_456_789n;
+const at = (offsetNs: number | bigint) => (T0 + BigInt(offsetNs)).toString();
+
+let serial = 0;
+const uid = (prefix: string) => `${prefix}-${(serial++).toString().padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
+
+export function intent(over: Partial<ExecutionIntent> = {}): ExecutionIntent {
+  return {
+    id: uid('exec'),
+    decision_id: null,
+    tool: 'diff-summary',
+    version: '1.0.0',
+    wasm_sha256: 'a'.repeat(64),
+    input_sha256: 'b'.repeat(64),
+    input_json: '{"diff":"--- a\\n+++ b\\n"}',
+    intent_ns: at(0),
+    ...over,
+  };
+}
+
+export function outcome(over: Partial<ExecutionOutcome> = {}): ExecutionOutcome {
+  return {
+    result_ns: at(5_000_001),
+    exit_code: 0,
+    error_code: null,
+    error_message: null,
+    stdout_sha256: 'c'.repeat(64),
+    stdout_head: '{"files":[]}',
+    stdout_tail: '{"files":[]}',
+    stderr_head: '',
+    stderr_tail: '',
+    duration_ms: 5.25,
+    peak_memory_bytes: 1_179_648,
+    ...over,
+  };
+}
+
+export function decision(over: Partial<DecisionSnapshot> = {}): DecisionSnapshot {
+  return {
+    id: uid('dec'),
+    time_ns: at(0),
+    prompt_sha256: 'd'.repeat(64),
+    output: '{"tool":"diff-summary","arguments":{"diff":"…"}}',
+    model: 'test-model',
+    run_id: 'run-1',
+    ...over,
+  };
+}
+
+const NO_OUTCOME = {
+  result_ns: null,
+  exit_code: null,
+  error_code: null,
+  error_message: null,
+  stdout_sha256: null,
+  stdout_head: null,
+  stdout_tail: null,
+  stderr_head: null,
+  stderr_tail: null,
+  duration_ms: null,
+  peak_memory_bytes: null,
+};
+
+async function collect(iterable: AsyncIterable<SnapshotRecord>): Promise<SnapshotRecord[]> {
+  const out: SnapshotRecord[] = [];
+  for await (const r of iterable) out.push(r);
+  return out;
+}
+
+export function describeStoreConformance(name: string, makeStore: () => Promise<StoreHarness>): void {
+  describe(`Store conformance: ${name}`, () => {
+    let harness: StoreHarness | undefined;
+    const open = async () => (harness = await makeStore());
+    afterEach(async () => {
+      await harness?.cleanup();
+      harness = undefined;
+    });
+
+    it('records and reads back a decision exactly', async () => {
+      const { store } = await open();
+      const d = decision({ output: 'raw output with “unicode”, a NUL \u0000 and\nnewlines', model: null, run_id: null });
+      await store.recordDecision(d);
+      expect(await store.getDecision(d.id)).toEqual(d);
+      expect(await store.getDecision('no-such-id')).toBeNull();
+      await expect(store.recordDecision({ ...d, output: 'other' })).rejects.toMatchObject({ code: 'E_STORE' });
+      expect((await store.getDecision(d.id))?.output).toBe(d.output);
+    });
+
+    it('an intent without a result reads back as interrupted', async () => {
+      const { store } = await open();
+      const i = intent({ input_json: null, decision_id: 'dec-x' });
+      await store.beginExecution(i);
+      expect(await store.getExecution(i.id)).toEqual({ ...i, ...NO_OUTCOME, status: 'interrupted' });
+      expect(await store.getExecution('no-such-id')).toBeNull();
+    });
+
+    it('a finished execution reads back with every field exact, ok or failed', async () => {
+      const { store } = await open();
+      const ok = intent();
+      const okOutcome = outcome({ stdout_head: 'é'.repeat(512), stdout_tail: '…\u0000', stderr_head: 'warn\n', stderr_tail: 'warn\n' });
+      const bad = intent({ version: null, wasm_sha256: null, input_sha256: null, tool: 'nope' });
+      const badOutcome = outcome({ exit_code: null, error_code: 'E_TOOL_NOT_FOUND', error_message: 'No tool named nope', stdout_sha256: null, peak_memory_bytes: null, duration_ms: 0 });
+      await store.beginExecution(ok);
+      await store.finishExecution(ok.id, okOutcome);
+      await store.beginExecution(bad);
+      await store.finishExecution(bad.id, badOutcome);
+      expect(await store.getExecution(ok.id)).toEqual({ ...ok, ...okOutcome, status: 'ok' });
+      expect(await store.getExecution(bad.id)).toEqual({ ...bad, ...badOutcome, status: 'failed' });
+    });
+
+    it('refuses a duplicate intent, an unknown id and a second result, keeping what was there', async () => {
+      const { store } = await open();
+      const i = intent();
+      await store.beginExecution(i);
+      await expect(store.beginExecution({ ...i, tool: 'other' })).rejects.toMatchObject({ code: 'E_STORE' });
+      await expect(store.finishExecution('no-such-id', outcome())).rejects.toMatchObject({ code: 'E_STORE', message: /no-such-id/ });
+      await store.finishExecution(i.id, outcome());
+      await expect(store.finishExecution(i.id, outcome({ exit_code: 9 }))).rejects.toMatchObject({ code: 'E_STORE', message: /already/ });
+      expect(await store.getExecution(i.id)).toMatchObject({ tool: 'diff-summary', exit_code: 0, status: 'ok' });
+    });
+
+    it('a refused write does not take concurrent writes down with it', async () => {
+      const { store } = await open();
+      const first = intent();
+      await store.beginExecution(first);
+      const others = [intent(), intent()];
+      const settled = await Promise.allSettled([
+        store.beginExecution(others[0]!),
+        store.beginExecution(first), // duplicate
+        store.finishExecution('no-such-id', outcome()),
+        store.beginExecution(others[1]!),
+      ]);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+      for (const o of others) expect(await store.getExecution(o.id)).not.toBeNull();
+    });
+
+    it('keeps every write of many concurrent calls', async () => {
+      const { store } = await open();
+      const intents = Array.from({ length: 200 }, (_, n) => intent({ intent_ns: at(n) }));
+      await Promise.all(intents.map(async (i, n) => {
+        await store.beginExecution(i);
+        if (n % 3 !== 0) await store.finishExecution(i.id, outcome({ exit_code: n }));
+      }));
+      const all = await store.listExecutions();
+      expect(all).toHaveLength(200);
+      expect(all.filter((e) => e.status === 'interrupted')).toHaveLength(67);
+      expect((await store.getExecution(intents[5]!.id))?.exit_code).toBe(5);
+    });
+
+    it('lists newest first and filters by tool, time, error, decision and status', async () => {
+      const { store } = await open();
+      const dec = decision();
+      await store.recordDecision(dec);
+      const a = intent({ tool: 'diff-summary', intent_ns: at(1), decision_id: dec.id });
+      const b = intent({ tool: 'file-stats', intent_ns: at(2) });
+      const c = intent({ tool: 'diff-summary', intent_ns: at(3), decision_id: dec.id });
+      const d = intent({ tool: 'diff-summary', intent_ns: at(3) }); // same time as c: ties break on id
+      for (const x of [a, b, c, d]) await store.beginExecution(x);
+      await store.finishExecution(a.id, outcome());
+      await store.finishExecution(b.id, outcome({ error_code: 'E_UNEXPECTED_EXIT', exit_code: 1 }));
+      await store.finishExecution(d.id, outcome({ error_code: 'E_INPUT_VALIDATION', exit_code: null }));
+      const ids = async (filter?: Parameters<Store['listExecutions']>[0]) => (await store.listExecutions(filter)).map((e) => e.id);
+      const tie = [c, d].sort((x, y) => (x.id < y.id ? 1 : -1)).map((x) => x.id);
+      expect(await ids()).toEqual([...tie, b.id, a.id]);
+      expect(await ids({ tool: 'diff-summary' })).toEqual([...tie, a.id]);
+      expect(await ids({ since: at(2) })).toEqual([...tie, b.id]);
+      expect(await ids({ since: T0 + 3n })).toEqual(tie); // a bigint works too
+      expect(await ids({ since: '99999999999999999999' })).toEqual([]); // past what a 64-bit integer holds
+      expect(await ids({ errorCode: 'E_UNEXPECTED_EXIT' })).toEqual([b.id]);
+      expect(await ids({ decisionId: dec.id })).toEqual([c.id, a.id]);
+      expect(await ids({ status: 'interrupted' })).toEqual([c.id]);
+      expect(await ids({ status: 'failed' })).toEqual(tie.filter((id) => id === d.id).concat(b.id));
+      expect(await ids({ status: 'ok' })).toEqual([a.id]);
+      expect(await ids({ tool: 'diff-summary', status: 'ok', since: at(1) })).toEqual([a.id]);
+      expect(await ids({ limit: 2 })).toEqual(tie);
+      expect(await ids({ tool: 'nothing' })).toEqual([]);
+    });
+
+    it('exports decisions then executions, oldest first, across many pages', async () => {
+      const { store } = await open();
+      const decisions = [decision({ time_ns: at(20) }), decision({ time_ns: at(10) })];
+      for (const d of decisions) await store.recordDecision(d);
+      const intents = Array.from({ length: 1203 }, (_, n) => intent({ intent_ns: at(1203 - n) }));
+      await Promise.all(intents.map((i) => store.beginExecution(i)));
+      await store.finishExecution(intents[0]!.id, outcome());
+      const records = await collect(store.export());
+      expect(records.map((r) => r.kind)).toEqual([...decisions.map(() => 'decision'), ...intents.map(() => 'execution')]);
+      expect(records.slice(0, 2)).toEqual([{ kind: 'decision', ...decisions[1] }, { kind: 'decision', ...decisions[0] }]);
+      const executions = records.slice(2);
+      expect(executions.map((r) => r.id)).toEqual([...intents].reverse().map((i) => i.id));
+      expect(executions.at(-1)).toEqual({ kind: 'execution', ...intents[0], ...outcome(), status: 'ok' });
+    });
+
+    it('prunes by age: archive first, then delete; decisions a kept call points to stay', async () => {
+      const { store } = await open();
+      const oldDecision = decision({ time_ns: at(1) });
+      const oldLinked = decision({ time_ns: at(2) });
+      const newDecision = decision({ time_ns: at(100) });
+      for (const d of [oldDecision, oldLinked, newDecision]) await store.recordDecision(d);
+      const old1 = intent({ intent_ns: at(3) });
+      const old2 = intent({ intent_ns: at(4), decision_id: oldDecision.id });
+      const kept = intent({ intent_ns: at(50), decision_id: oldLinked.id });
+      for (const i of [old1, old2, kept]) await store.beginExecution(i);
+      await store.finishExecution(old1.id, outcome());
+
+      let archived: SnapshotRecord[] = [];
+      const removed = await store.prune({
+        olderThan: at(10),
+        archive: async (records) => {
+          // Nothing is gone yet while the archive is written.
+          expect(await store.getExecution(old1.id)).not.toBeNull();
+          archived = records;
+        },
+      });
+      expect(removed).toEqual(archived);
+      expect(removed.map((r) => `${r.kind}:${r.id}`)).toEqual([`decision:${oldDecision.id}`, `execution:${old1.id}`, `execution:${old2.id}`]);
+      expect(removed[1]).toMatchObject({ status: 'ok', exit_code: 0 });
+      expect(await store.getExecution(old1.id)).toBeNull();
+      expect(await store.getExecution(old2.id)).toBeNull();
+      expect(await store.getDecision(oldDecision.id)).toBeNull();
+      expect(await store.getDecision(oldLinked.id)).not.toBeNull(); // kept.decision_id points to it
+      expect(await store.getDecision(newDecision.id)).not.toBeNull();
+      expect((await store.listExecutions()).map((e) => e.id)).toEqual([kept.id]);
+      expect(await store.prune({ olderThan: at(10), archive: () => { throw new Error('not called for nothing'); } })).toEqual([]);
+    });
+
+    it('prunes to the newest N', async () => {
+      const { store } = await open();
+      const intents = Array.from({ length: 10 }, (_, n) => intent({ intent_ns: at(n) }));
+      for (const i of intents) await store.beginExecution(i);
+      const decisions = Array.from({ length: 4 }, (_, n) => decision({ time_ns: at(n) }));
+      for (const d of decisions) await store.recordDecision(d);
+      const removed = await store.prune({ keep: 3 });
+      expect(removed.filter((r) => r.kind === 'execution').map((r) => r.id)).toEqual(intents.slice(0, 7).map((i) => i.id));
+      expect(removed.filter((r) => r.kind === 'decision').map((r) => r.id)).toEqual([decisions[0]!.id]);
+      expect((await store.listExecutions()).map((e) => e.id)).toEqual(intents.slice(7).reverse().map((i) => i.id));
+      expect(await store.prune({ keep: 0 })).toHaveLength(6);
+      expect(await collect(store.export())).toEqual([]);
+    });
+
+    it('deletes nothing when the archive fails, and refuses a prune that says nothing', async () => {
+      const { store } = await open();
+      const i = intent({ intent_ns: at(1) });
+      await store.beginExecution(i);
+      await expect(store.prune({ keep: 0, archive: () => Promise.reject(new Error('disk full')) })).rejects.toThrow('disk full');
+      expect(await store.getExecution(i.id)).not.toBeNull();
+      await expect(store.prune({})).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION' });
+      await expect(store.prune({ keep: -1 })).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION' });
+      expect(await store.getExecution(i.id)).not.toBeNull();
+    });
+
+    it('refuses work after close', async () => {
+      const { store } = await open();
+      const i = intent();
+      await store.beginExecution(i);
+      await store.close();
+      await expect(store.beginExecution(intent())).rejects.toMatchObject({ code: 'E_STORE' });
+      await expect(store.getExecution(i.id)).rejects.toMatchObject({ code: 'E_STORE' });
+      await store.close(); // twice is fine
+    });
+
+    it('keeps everything acknowledged across a reopen, and a write still in flight at close', async (ctx) => {
+      const h = await open();
+      if (!h.reopen) return ctx.skip();
+      const d = decision();
+      const done = intent({ intent_ns: at(1), decision_id: d.id });
+      const open1 = intent({ intent_ns: at(2) });
+      await h.store.recordDecision(d);
+      await h.store.beginExecution(done);
+      await h.store.finishExecution(done.id, outcome());
+      await h.store.beginExecution(open1);
+      const late = intent({ intent_ns: at(3) });
+      const lateWrite = h.store.beginExecution(late); // not awaited before reopen closes the store
+      const store = await h.reopen();
+      await lateWrite;
+      expect(await store.getDecision(d.id)).toEqual(d);
+      expect(await store.getExecution(done.id)).toEqual({ ...done, ...outcome(), status: 'ok' });
+      expect(await store.getExecution(open1.id)).toMatchObject({ status: 'interrupted', result_ns: null });
+      expect(await store.getExecution(late.id)).toMatchObject({ status: 'interrupted' });
+      // A result may still arrive for an interrupted call after a restart.
+      await store.finishExecution(open1.id, outcome());
+      expect((await store.getExecution(open1.id))?.status).toBe('ok');
+    });
+  });
+}
