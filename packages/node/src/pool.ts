@@ -140,6 +140,11 @@ export class WorkerPool {
   #dispatch(): void {
     while (this.#queue.length > 0) {
       let worker = this.#idle.pop();
+      // An idle worker can die without a task (a spare that failed to boot): drop it.
+      while (worker && !worker.alive) {
+        this.#all.delete(worker);
+        worker = this.#idle.pop();
+      }
       if (!worker && this.#all.size < this.size) {
         worker = new SandboxWorker(this.#options);
         this.#all.add(worker);
@@ -188,6 +193,12 @@ export class WorkerPool {
     } else {
       this.#all.delete(worker);
       if (worker.alive) void worker.terminate();
+      // Start the replacement now, so its boot overlaps whatever the caller does next.
+      if (!this.#closed) {
+        const spare = new SandboxWorker(this.#options);
+        this.#all.add(spare);
+        this.#idle.push(spare);
+      }
     }
     this.#dispatch();
   }

@@ -7,7 +7,8 @@
 import { parentPort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
-import { CorralError, type CorralErrorJSON, type ExecutionResult } from '@corral/core';
+import { CorralError, type CorralErrorJSON } from '@corral/core/errors';
+import type { ExecutionResult } from '@corral/core';
 import { openHostDirectory } from './host-fs.js';
 import { ComponentRunner, Preview1Runner, loadShim, transpileComponent, type PreparedComponent, type RunRequest } from '@corral/wasi';
 

@@ -7,7 +7,7 @@
  * the cap then fails inside the tool (malloc returns NULL) instead of
  * exhausting the host.
  */
-import { CorralError, ErrorCodes } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 
 export const WASM_PAGE_BYTES = 65536;
 

@@ -4,7 +4,8 @@
  * way the tool stopped classified (exit, trap, output cap), and the checks
  * made once it stopped (disk quota, memory near its cap).
  */
-import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionResult } from '@corral/core';
+import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
+import type { ExecutionResult } from '@corral/core';
 import { WASM_PAGE_BYTES } from './memory.js';
 import type { DiskQuota } from './vfs.js';
 import type { RunRequest } from './run.js';

@@ -19,7 +19,8 @@
  * Layouts and numbers below are from the preview1 witx
  * (WebAssembly/WASI legacy/preview1/docs.md); comments quote it.
  */
-import { CorralError, ErrorCodes, type ExecutionResult } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import type { ExecutionResult } from '@corral/core';
 import type { RunRequest, RunnerOptions } from './run.js';
 import type { WasiShim } from './shim.js';
 import { capMemory, WASM_PAGE_BYTES } from './memory.js';

@@ -1,4 +1,5 @@
-import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionResult, type MountBinding } from '@corral/core';
+import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
+import type { ExecutionResult, MountBinding } from '@corral/core';
 import { assertNoNetworkImports, type PreparedComponent } from './transpile.js';
 import type { WasiShim } from './shim.js';
 import { callFilesystem, type Descriptor, type HostDirectoryOpener } from './vfs.js';

@@ -1,4 +1,4 @@
-import { CorralError, ErrorCodes } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 
 /**
  * A component turned into something a JS engine can instantiate: jco's glue
