@@ -1,4 +1,40 @@
-import { defineConfig } from 'vitest/config';
+import { readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { playwright } from '@vitest/browser-playwright';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+// Debian's chromium (apt), never a browser downloaded by playwright; these flags work on these machines.
+const CHROMIUM = process.env.CORRAL_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+// A profile on disk, because an incognito context keeps IndexedDB in memory and
+// durability would go untested; a fresh one per run, because two runs sharing
+// a profile (concurrent `npm test`s) would fight over its lock. Chromium
+// creates it, so a run without the browser project leaves nothing behind.
+const chromiumProfile = join(tmpdir(), `corral-vitest-chromium-${process.pid}-${Date.now()}`);
+process.once('exit', () => rmSync(chromiumProfile, { recursive: true, force: true }));
+
+// Every preview2-shim browser module, pre-bundled up front: one discovered
+// mid-run makes vite reload the page under a running test.
+const shimDir = fileURLToPath(new URL('node_modules/@bytecodealliance/preview2-shim/dist/browser', import.meta.url));
+const shimModules = readdirSync(shimDir)
+  .filter((f) => f.endsWith('.js'))
+  .map((f) => `@bytecodealliance/preview2-shim/${f.slice(0, -3)}`);
+
+// Tests never touch the user's own snapshot store or transpile cache: each
+// run gets its own, and so do the CLI processes the tests start.
+const testState = join(tmpdir(), `corral-test-state-${process.pid}-${Date.now()}`);
+process.once('exit', () => rmSync(testState, { recursive: true, force: true }));
 
 // Tests import the packages by name, so they exercise the built output
 // (`npm test` builds first), exactly what a user of the packages runs.
@@ -10,8 +46,32 @@ export default defineConfig({
           name: 'node',
           environment: 'node',
           include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, '**/*.browser.test.ts'],
+          env: { CORRAL_STORE: join(testState, 'snapshots.db'), CORRAL_CACHE_DIR: join(testState, 'cache') },
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        optimizeDeps: {
+          include: [...shimModules, 'idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver'],
+        },
+        test: {
+          name: 'browser',
+          include: ['**/*.browser.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          browser: {
+            enabled: true,
+            headless: true,
+            provider: playwright({
+              launchOptions: { executablePath: CHROMIUM, args: CHROMIUM_FLAGS },
+              // Only honoured when files run one at a time.
+              persistentContext: chromiumProfile,
+            }),
+            fileParallelism: false,
+            instances: [{ browser: 'chromium' }],
+          },
         },
       },
     ],

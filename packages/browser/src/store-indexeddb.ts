@@ -1,0 +1,427 @@
+/**
+ * The browser snapshot store: one IndexedDB database, through `idb`.
+ *
+ * Writes are group-committed like the SQLite store's: one readwrite
+ * transaction at a time, opened with `durability: 'strict'` (the browser
+ * flushes it to disk before reporting it complete; 'default' lets a browser
+ * acknowledge before that), carrying every write issued while the previous
+ * one committed; each promise resolves only once its transaction completed.
+ * In Chromium most of a commit's cost is per request, not per transaction,
+ * but sixteen writes in one transaction still cost a fifth of sixteen
+ * transactions.
+ *
+ * A transaction created later sees every transaction created before it
+ * (IndexedDB orders overlapping transactions by creation), so a read only
+ * waits for writes that are still queued, not for those already started.
+ */
+import { openDB, type DBSchema, type IDBPDatabase, type IDBPTransaction } from 'idb';
+import {
+  CorralError,
+  checkPruneOptions,
+  decisionSnapshot,
+  executionSnapshot,
+  matchesFilter,
+  NO_OUTCOME,
+  selectPruned,
+  storeError,
+  type DecisionSnapshot,
+  type ExecutionFilter,
+  type ExecutionIntent,
+  type ExecutionOutcome,
+  type ExecutionSnapshot,
+  type Nanos,
+  type PruneOptions,
+  type SnapshotRecord,
+  type Store,
+} from '@corral/core';
+
+/** The schema this code writes: IndexedDB's version number. A database from a newer Corral is refused. */
+export const SCHEMA_VERSION = 1;
+/** Kept in the `meta` store under 'format', to tell a Corral database from another app's of the same name. */
+const FORMAT = 'corral-snapshots';
+
+/** Nanos zero-padded to a fixed width, so string order is time order (index keys cannot be bigints). */
+type SortKey = string;
+const SORT_WIDTH = 32;
+
+type DecisionRow = DecisionSnapshot & { t: SortKey };
+type ExecutionRow = ExecutionSnapshot & { t: SortKey };
+
+interface Schema extends DBSchema {
+  meta: { key: string; value: string };
+  decisions: { key: string; value: DecisionRow; indexes: { by_time: [SortKey, string] } };
+  executions: {
+    key: string;
+    value: ExecutionRow;
+    // Rows whose decision_id is null are left out of by_decision (a null is not a valid key).
+    indexes: { by_time: [SortKey, string]; by_tool: [string, SortKey, string]; by_decision: [string, SortKey, string] };
+  };
+}
+
+type Db = IDBPDatabase<Schema>;
+type UpgradeTx = IDBPTransaction<Schema, ('meta' | 'decisions' | 'executions')[], 'versionchange'>;
+
+/** Migration N takes a database from version N to N+1. Append, never edit. */
+const MIGRATIONS: ((db: Db, tx: UpgradeTx) => void)[] = [
+  (db, tx) => {
+    db.createObjectStore('meta');
+    quiet(tx.objectStore('meta').put(FORMAT, 'format'));
+    db.createObjectStore('decisions', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+    const executions = db.createObjectStore('executions', { keyPath: 'id' });
+    executions.createIndex('by_time', ['t', 'id']);
+    executions.createIndex('by_tool', ['tool', 't', 'id']);
+    executions.createIndex('by_decision', ['decision_id', 't', 'id']);
+  },
+];
+
+export interface IndexedDbStoreOptions {
+  /** 'strict' (default) waits for the disk; 'relaxed' is for the benchmark baseline only: it can lose acknowledged writes. */
+  durability?: 'strict' | 'relaxed';
+}
+
+type WriteOp =
+  | { kind: 'decision'; decision: DecisionSnapshot }
+  | { kind: 'begin'; intent: ExecutionIntent }
+  | { kind: 'finish'; id: string; outcome: ExecutionOutcome };
+
+interface PendingWrite {
+  op: WriteOp;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** Rows per read transaction while exporting: a transaction cannot stay open while the consumer awaits. */
+const EXPORT_PAGE = 500;
+
+export class IndexedDbStore implements Store {
+  readonly location: string;
+  readonly #db: Db;
+  readonly #durability: 'strict' | 'relaxed';
+  #queue: PendingWrite[] = [];
+  /** One write transaction at a time: writes that arrive while it commits share the next one. */
+  #committing = false;
+  /** Why the store no longer works ('is closed', or what the browser did); undefined while open. */
+  #closed: string | undefined;
+  /** Settles after the latest write: close, and reads behind queued writes, wait for it. */
+  #lastWrite: Promise<unknown> = Promise.resolve();
+
+  private constructor(location: string, db: Db, durability: 'strict' | 'relaxed') {
+    this.location = location;
+    this.#db = db;
+    this.#durability = durability;
+  }
+
+  /**
+   * Open (or create) the database `name` of this origin. Refuses, with
+   * E_STORE and without changing it, a database that another app keeps
+   * under that name and one written by a newer Corral. When IndexedDB is
+   * unavailable or refuses to open (a private window, storage blocked) the
+   * error has `details.unwritable: true`, as the SQLite store's does.
+   */
+  static async open(name = 'corral-snapshots', options: IndexedDbStoreOptions = {}): Promise<IndexedDbStore> {
+    const location = `IndexedDB database "${name}"`;
+    if (typeof indexedDB === 'undefined') {
+      throw storeError(location, 'cannot be opened: IndexedDB is not available here', { unwritable: true });
+    }
+    let foreign: string[] | undefined;
+    let store: IndexedDbStore | undefined;
+    let db: Db;
+    try {
+      db = await openDB<Schema>(name, SCHEMA_VERSION, {
+        upgrade(db, oldVersion, _newVersion, tx) {
+          // An older database that is not ours: leave it exactly as it was.
+          if (oldVersion > 0 && !db.objectStoreNames.contains('meta')) {
+            foreign = [...db.objectStoreNames];
+            return tx.abort();
+          }
+          for (let v = oldVersion; v < SCHEMA_VERSION; v++) MIGRATIONS[v]!(db, tx);
+        },
+        blocking(_current, next) {
+          // Another tab upgrades or deletes the database: step aside rather than stall it.
+          const why = next === null ? 'it is being deleted' : `a newer Corral (schema version ${next}) is opening it`;
+          if (store) store.#shut(`was closed because ${why}`);
+        },
+        terminated() {
+          if (store) store.#shut('was closed by the browser (its storage was cleared or failed)');
+        },
+      });
+    } catch (err) {
+      if (foreign) throw foreignError(location, foreign);
+      if ((err as DOMException | null)?.name === 'VersionError') throw await newerError(name, location);
+      throw storeError(location, `cannot be opened: ${describe(err)}`, { unwritable: true });
+    }
+    const ours = db.objectStoreNames.contains('meta') && (await db.get('meta', 'format').catch(() => undefined)) === FORMAT;
+    if (!ours) {
+      db.close();
+      throw foreignError(location, [...db.objectStoreNames]);
+    }
+    return (store = new IndexedDbStore(location, db, options.durability ?? 'strict'));
+  }
+
+  recordDecision(decision: DecisionSnapshot): Promise<void> {
+    return this.#write({ kind: 'decision', decision });
+  }
+
+  beginExecution(intent: ExecutionIntent): Promise<void> {
+    return this.#write({ kind: 'begin', intent });
+  }
+
+  finishExecution(id: string, outcome: ExecutionOutcome): Promise<void> {
+    return this.#write({ kind: 'finish', id, outcome });
+  }
+
+  async getExecution(id: string): Promise<ExecutionSnapshot | null> {
+    const row = await this.#read(() => this.#db.get('executions', id));
+    return row ? executionSnapshot(row) : null;
+  }
+
+  async getDecision(id: string): Promise<DecisionSnapshot | null> {
+    const row = await this.#read(() => this.#db.get('decisions', id));
+    return row ? decisionSnapshot(row) : null;
+  }
+
+  async listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionSnapshot[]> {
+    const limit = filter.limit ?? Infinity;
+    return this.#read(async () => {
+      const since = filter.since === undefined ? sortKey(0n) : sortKey(filter.since, true);
+      // Narrow with the best index, newest first; matchesFilter checks the rest.
+      const index = this.#db.transaction('executions').store.index(
+        filter.decisionId !== undefined ? 'by_decision' : filter.tool !== undefined ? 'by_tool' : 'by_time',
+      );
+      const prefix = filter.decisionId !== undefined ? [filter.decisionId] : filter.tool !== undefined ? [filter.tool] : [];
+      // An array key sorts after every string, so [...prefix, []] bounds every row of the prefix.
+      const range = IDBKeyRange.bound([...prefix, since], [...prefix, []]);
+      const found: ExecutionSnapshot[] = [];
+      for (let cursor = await index.openCursor(range, 'prev'); cursor && found.length < limit; cursor = await cursor.continue()) {
+        const e = executionSnapshot(cursor.value);
+        if (matchesFilter(e, filter)) found.push(e);
+      }
+      return found;
+    });
+  }
+
+  async *export(): AsyncIterable<SnapshotRecord> {
+    for await (const row of this.#scan('decisions')) yield { kind: 'decision', ...decisionSnapshot(row as DecisionRow) };
+    for await (const row of this.#scan('executions')) yield { kind: 'execution', ...executionSnapshot(row as ExecutionRow) };
+  }
+
+  async prune(options: PruneOptions): Promise<SnapshotRecord[]> {
+    checkPruneOptions(options);
+    const [executions, decisions] = await this.#read(() => {
+      const tx = this.#db.transaction(['executions', 'decisions']);
+      return Promise.all([tx.objectStore('executions').getAll(), tx.objectStore('decisions').getAll()]);
+    });
+    const gone = selectPruned(executions, decisions, options);
+    const oldestFirst = (a: { t: SortKey; id: string }, b: { t: SortKey; id: string }) =>
+      a.t < b.t ? -1 : a.t > b.t ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    const records: SnapshotRecord[] = [
+      ...decisions.filter((d) => gone.decisions.has(d.id)).sort(oldestFirst).map((d) => ({ kind: 'decision' as const, ...decisionSnapshot(d) })),
+      ...executions.filter((e) => gone.executions.has(e.id)).sort(oldestFirst).map((e) => ({ kind: 'execution' as const, ...executionSnapshot(e) })),
+    ];
+    if (records.length === 0) return records;
+    // The archive is written before anything is deleted; if it fails, nothing is.
+    await options.archive?.(records);
+    this.#open();
+    const done = (async () => {
+      const tx = this.#db.transaction(['decisions', 'executions'], 'readwrite', { durability: this.#durability });
+      for (const id of gone.executions) quiet(tx.objectStore('executions').delete(id));
+      for (const id of gone.decisions) quiet(tx.objectStore('decisions').delete(id));
+      await tx.done;
+    })().catch((err) => Promise.reject(this.#error(err)));
+    this.#lastWrite = Promise.all([this.#lastWrite, done.catch(() => undefined)]);
+    await done;
+    return records;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = 'is closed';
+    // A write issued before close still lands.
+    await this.#lastWrite;
+    this.#db.close();
+  }
+
+  // --- plumbing -----------------------------------------------------------------
+
+  #write(op: WriteOp): Promise<void> {
+    try {
+      this.#open();
+      // Check times now, so a bad one fails its own write and not the batch.
+      if (op.kind === 'decision') sortKey(op.decision.time_ns);
+      if (op.kind === 'begin') sortKey(op.intent.intent_ns);
+      if (op.kind === 'finish') sortKey(op.outcome.result_ns);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const promise = new Promise<void>((resolve, reject) => {
+      this.#queue.push({ op, resolve, reject });
+      // Everything issued before the microtask runs shares one transaction.
+      if (this.#queue.length === 1) queueMicrotask(() => this.#flush());
+    });
+    this.#lastWrite = promise.catch(() => undefined);
+    return promise;
+  }
+
+  /** Start committing the queued writes, unless a commit is running: then they go when it ends. */
+  #flush(): void {
+    if (this.#committing || this.#queue.length === 0) return;
+    const batch = this.#queue;
+    this.#queue = [];
+    this.#committing = true;
+    void this.#commit(batch).finally(() => {
+      this.#committing = false;
+      this.#flush();
+    });
+  }
+
+  /** Commit a batch in one transaction; each write settles when it is on disk, or refused. */
+  async #commit(batch: PendingWrite[]): Promise<void> {
+    try {
+      const tx = this.#db.transaction(['decisions', 'executions'], 'readwrite', { durability: this.#durability });
+      const refusals = await this.#apply(tx, batch.map((w) => w.op));
+      batch.forEach((w, i) => (refusals[i] ? w.reject(storeError(this.location, refusals[i])) : w.resolve()));
+    } catch (err) {
+      const error = this.#error(err);
+      for (const w of batch) w.reject(error);
+    }
+  }
+
+  /**
+   * Read every row the batch touches at once, apply the writes in order in
+   * memory (so a refused one, even a duplicate within the batch, never
+   * aborts the others), put what changed, and wait for the commit.
+   * Returns, per write, why it was refused, or undefined.
+   */
+  async #apply(tx: IDBPTransaction<Schema, ('decisions' | 'executions')[], 'readwrite'>, ops: WriteOp[]): Promise<(string | undefined)[]> {
+    const decisions = tx.objectStore('decisions');
+    const executions = tx.objectStore('executions');
+    const decisionIds = [...new Set(ops.flatMap((op) => (op.kind === 'decision' ? [op.decision.id] : [])))];
+    const executionIds = [...new Set(ops.flatMap((op) => (op.kind === 'begin' ? [op.intent.id] : op.kind === 'finish' ? [op.id] : [])))];
+    const [dRows, eRows] = await Promise.all([
+      Promise.all(decisionIds.map((id) => decisions.getKey(id))),
+      Promise.all(executionIds.map((id) => executions.get(id))),
+    ]);
+    const decided = new Set(decisionIds.filter((_, i) => dRows[i] !== undefined));
+    const rows = new Map(executionIds.map((id, i) => [id, eRows[i]]));
+    const changed = new Set<string>();
+    const refusals = ops.map((op): string | undefined => {
+      if (op.kind === 'decision') {
+        const d = op.decision;
+        if (decided.has(d.id)) return `a decision with id ${d.id} already exists`;
+        decided.add(d.id);
+        quiet(decisions.add({ ...decisionSnapshot(d), t: sortKey(d.time_ns) }));
+      } else if (op.kind === 'begin') {
+        const i = op.intent;
+        if (rows.get(i.id)) return `an execution with id ${i.id} already exists`;
+        rows.set(i.id, { ...executionSnapshot({ ...i, ...NO_OUTCOME }), t: sortKey(i.intent_ns) });
+        changed.add(i.id);
+      } else {
+        const row = rows.get(op.id);
+        if (!row) return `no execution with id ${op.id} to finish`;
+        if (row.result_ns !== null) return `execution ${op.id} already has a result`;
+        rows.set(op.id, { ...executionSnapshot({ ...row, ...op.outcome }), t: row.t });
+        changed.add(op.id);
+      }
+      return undefined;
+    });
+    for (const id of changed) quiet(executions.put(rows.get(id)!));
+    await tx.done;
+    return refusals;
+  }
+
+  /** Run a read after every write issued before it, so a caller reads what it wrote. */
+  async #read<T>(fn: () => Promise<T>): Promise<T> {
+    this.#open();
+    this.#flush();
+    // Started writes are ordered before this read by IndexedDB; queued ones are not yet.
+    if (this.#queue.length > 0) await this.#lastWrite;
+    try {
+      return await fn();
+    } catch (err) {
+      throw this.#error(err);
+    }
+  }
+
+  /** Every row of a store, oldest first, a page per transaction. */
+  async *#scan(name: 'decisions' | 'executions'): AsyncIterable<DecisionRow | ExecutionRow> {
+    let range: IDBKeyRange | undefined;
+    for (;;) {
+      const page: (DecisionRow | ExecutionRow)[] = await this.#read(() => this.#db.getAllFromIndex(name, 'by_time', range, EXPORT_PAGE));
+      yield* page;
+      const last = page.at(-1);
+      if (page.length < EXPORT_PAGE || !last) return;
+      range = IDBKeyRange.lowerBound([last.t, last.id], true);
+    }
+  }
+
+  #open(): void {
+    if (this.#closed) throw storeError(this.location, this.#closed);
+  }
+
+  #shut(reason: string): void {
+    if (this.#closed) return;
+    this.#closed = reason;
+    this.#db.close();
+    const error = storeError(this.location, reason);
+    for (const w of this.#queue.splice(0)) w.reject(error);
+  }
+
+  #error(err: unknown): CorralError {
+    if (err instanceof CorralError) return err;
+    const name = (err as DOMException | null)?.name;
+    // The connection went away under the call: say why, not what IndexedDB called it.
+    if (this.#closed && name === 'InvalidStateError') return storeError(this.location, this.#closed);
+    return storeError(this.location, describe(err), { dom_error: name, unwritable: name === 'QuotaExceededError' || undefined });
+  }
+}
+
+/** A request whose failure aborts its transaction: `tx.done` reports it, so its own promise is left quiet. */
+function quiet(request: Promise<unknown>): void {
+  request.catch(() => undefined);
+}
+
+/** The fixed-width key of a time; `lenient` clamps a bound past the width instead of refusing it. */
+function sortKey(ns: Nanos | bigint, lenient = false): SortKey {
+  const s = String(ns);
+  if (!/^\d+$/.test(s)) throw new TypeError(`a time must be whole nanoseconds as a decimal string (got ${JSON.stringify(ns)})`);
+  if (s.length > SORT_WIDTH) {
+    if (lenient) return '9'.repeat(SORT_WIDTH);
+    throw new TypeError(`a time must be under 10^${SORT_WIDTH} ns (got ${s})`);
+  }
+  return s.padStart(SORT_WIDTH, '0');
+}
+
+function foreignError(location: string, objectStores: string[]): CorralError {
+  return storeError(
+    location,
+    `holds something other than Corral snapshots (object stores: ${objectStores.join(', ') || 'none'}); ` +
+      'Corral will not write to it. Open the store under another name',
+    { object_stores: objectStores },
+  );
+}
+
+/** The error for a database whose version is past ours: newer Corral, or not Corral at all. */
+async function newerError(name: string, location: string): Promise<CorralError> {
+  // Opening without a version opens it as it is; were it deleted meanwhile, aborting the upgrade creates nothing.
+  const db = await openDB(name, undefined, { upgrade: (_db, _old, _new, tx) => tx.abort() }).catch(() => undefined);
+  const version = db?.version;
+  const objectStores = db ? [...db.objectStoreNames] : [];
+  db?.close();
+  if (db && !objectStores.includes('meta')) return foreignError(location, objectStores);
+  return storeError(
+    location,
+    `was written by a newer Corral (schema version ${version ?? 'unknown'}; this Corral understands up to ${SCHEMA_VERSION}). ` +
+      'Upgrade Corral to use it, or open the store under another name',
+    { schema_version: version, supported_version: SCHEMA_VERSION },
+  );
+}
+
+/** A sentence for an IndexedDB failure. */
+function describe(err: unknown): string {
+  const name = (err as DOMException | null)?.name ?? '';
+  const message = err instanceof Error ? err.message : String(err);
+  if (name === 'QuotaExceededError') return `the browser's storage quota for this site is used up (${message})`;
+  if (name === 'InvalidStateError') return `the connection is closed (${message})`;
+  if (name === 'UnknownError') return `the browser could not read or write its storage (${message})`;
+  return name ? `${name}: ${message}` : message;
+}

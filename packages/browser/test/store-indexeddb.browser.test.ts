@@ -1,0 +1,85 @@
+/**
+ * IndexedDbStore in real Chromium (the vitest `browser` project): the shared
+ * Store conformance suite, then what only this adapter has to get right.
+ */
+import { deleteDB, openDB } from 'idb';
+import { describe, expect, it } from 'vitest';
+import { IndexedDbStore, SCHEMA_VERSION } from '@corral/browser';
+import { describeStoreConformance, intent, outcome } from '../../../test/store-conformance.js';
+
+let serial = 0;
+const freshName = () => `corral-test-${Date.now()}-${serial++}`;
+
+describeStoreConformance('IndexedDbStore in Chromium', async () => {
+  const name = freshName();
+  let store = await IndexedDbStore.open(name);
+  return {
+    store,
+    reopen: async () => {
+      await store.close();
+      store = await IndexedDbStore.open(name);
+      return store;
+    },
+    cleanup: async () => {
+      await store.close();
+      await deleteDB(name);
+    },
+  };
+});
+
+describe('IndexedDbStore', () => {
+  it('refuses a database of the same name that another app keeps, and leaves it alone', async () => {
+    const name = freshName();
+    const other = await openDB(name, 1, { upgrade: (db) => void db.createObjectStore('todos') });
+    await other.put('todos', 'milk', 'first');
+    other.close();
+    await expect(IndexedDbStore.open(name)).rejects.toMatchObject({ code: 'E_STORE', message: /not Corral|other than Corral.*todos/ });
+    const again = await openDB(name);
+    expect([...again.objectStoreNames]).toEqual(['todos']);
+    expect(await again.get('todos', 'first')).toBe('milk');
+    again.close();
+    await deleteDB(name);
+  });
+
+  it('refuses a database from a newer Corral, naming both versions, without touching it', async () => {
+    const name = freshName();
+    const store = await IndexedDbStore.open(name);
+    const i = intent();
+    await store.beginExecution(i);
+    await store.close();
+    // What a future Corral would leave: our stores, one version up.
+    const future = await openDB(name, SCHEMA_VERSION + 1, { upgrade: (db) => void db.createObjectStore('future') });
+    future.close();
+    await expect(IndexedDbStore.open(name)).rejects.toMatchObject({
+      code: 'E_STORE',
+      message: new RegExp(`newer Corral \\(schema version ${SCHEMA_VERSION + 1}; .*up to ${SCHEMA_VERSION}\\)`),
+      details: { schema_version: SCHEMA_VERSION + 1, supported_version: SCHEMA_VERSION },
+    });
+    const raw = await openDB(name);
+    expect(raw.version).toBe(SCHEMA_VERSION + 1);
+    expect((await raw.get('executions', i.id))?.id).toBe(i.id);
+    raw.close();
+    await deleteDB(name);
+  });
+
+  it('steps aside when the database is deleted or upgraded elsewhere, failing later calls with E_STORE', async () => {
+    const name = freshName();
+    const store = await IndexedDbStore.open(name);
+    await store.beginExecution(intent());
+    await deleteDB(name); // would wait forever if the store kept its connection open
+    await expect(store.beginExecution(intent())).rejects.toMatchObject({ code: 'E_STORE', message: /newer Corral|closed/ });
+    await store.close();
+  });
+
+  it('rejects a time that is not whole nanoseconds, alone, without failing the writes beside it', async () => {
+    const name = freshName();
+    const store = await IndexedDbStore.open(name);
+    const good = intent();
+    const settled = await Promise.allSettled([store.beginExecution({ ...intent(), intent_ns: '1.5e18' }), store.beginExecution(good)]);
+    expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled']);
+    await store.finishExecution(good.id, outcome());
+    expect((await store.getExecution(good.id))?.status).toBe('ok');
+    await store.close();
+    await deleteDB(name);
+  });
+});
