@@ -10,7 +10,11 @@ import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { Corral, BUNDLED_TOOLS_DIR, ComponentCache } from '@corral/node';
 import { ComponentRunner, Preview1Runner, loadShim, transpileComponent } from '@corral/wasi';
+import { availableParallelism } from 'node:os';
 import { fmt, median, quantile, sample, table } from './stats.js';
+import { benchOverhead } from './overhead.js';
+import { benchSnapshots } from './snapshots.js';
+import { benchIndexedDb } from './indexeddb.js';
 import { syntheticDiff } from './diffs.js';
 
 const quick = process.argv.includes('--quick');
@@ -32,7 +36,7 @@ function coldRuns(cacheDir: () => string, runs: number): number[] {
   const out: number[] = [];
   for (let i = 0; i < runs; i++) {
     const json = execFileSync(process.execPath, [new URL('./cold.js', import.meta.url).pathname], {
-      env: { ...process.env, CORRAL_CACHE_DIR: cacheDir() },
+      env: { ...process.env, CORRAL_CACHE_DIR: cacheDir(), CORRAL_STORE: join(scratch, 'cold-store.db') },
       encoding: 'utf8',
     });
     out.push((JSON.parse(json) as { totalMs: number }).totalMs);
@@ -54,7 +58,7 @@ mkdirSync(p1Dir, { recursive: true });
 const p1Spec = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/tool-spec.json'), 'utf8'));
 writeFileSync(join(p1Dir, 'tool-spec.json'), JSON.stringify({ ...p1Spec, name: 'diff-summary-p1', kind: 'module', component: 'diff-summary.module.wasm' }));
 copyFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'), join(p1Dir, 'diff-summary.module.wasm'));
-const corral = await Corral.create({ size: 1, toolDirs: [join(scratch, 'p1-tools')], cache: new ComponentCache(join(scratch, 'pool-cache')) });
+const corral = await Corral.create({ size: 1, store: false, toolDirs: [join(scratch, 'p1-tools')], cache: new ComponentCache(join(scratch, 'pool-cache')) });
 const warm: Record<string, number[]> = {};
 const warmP1: Record<string, number[]> = {};
 for (const [label, input] of Object.entries(inputs)) {
@@ -66,6 +70,15 @@ for (const [label, input] of Object.entries(inputs)) {
   }
 }
 await corral.close();
+
+// The same small call with every execution recorded durably in a SQLite store.
+log('warm calls with the SQLite snapshot store…');
+const recorded = await Corral.create({ size: 1, store: join(scratch, 'snapshots.db'), cache: new ComponentCache(join(scratch, 'pool-cache')) });
+const warmRecorded = await sample(N_SMALL, async () => {
+  const r = await recorded.invoke('diff-summary', inputs.small);
+  if (!r.ok || r.snapshot?.error) throw new Error(JSON.stringify(r.error ?? r.snapshot));
+});
+await recorded.close();
 
 // Baseline 1: the same tool as a preview1 module under node:wasi (fresh instance per call).
 log('baseline: node:wasi…');
@@ -156,8 +169,34 @@ for (const label of Object.keys(inputs)) {
   rows.push([`warm diff-summary, ${label} diff: preview1 module in-process (Preview1Runner)`, fmt(q), fmt(quantile(p1InProcess[label]!, 0.99)), `${(q / w).toFixed(2)}× node:wasi`]);
   rows.push([`warm diff-summary, ${label} diff: baseline, preview1 module under node:wasi`, fmt(w), fmt(quantile(nodeWasi[label]!, 0.99)), '1.00×']);
 }
+rows.push([
+  'warm diff-summary, small diff: Corral worker pool, every call recorded in SQLite (synchronous=FULL)',
+  fmt(median(warmRecorded)),
+  fmt(quantile(warmRecorded, 0.99)),
+  `+${fmt(median(warmRecorded) - median(warm.small!))} for the snapshot`,
+]);
 const sizes = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, `${(JSON.stringify(v).length / 1024).toFixed(1)} KiB`]));
-console.log(`\n## npm run bench — ${new Date().toISOString()} — node ${process.version}\n`);
-console.log(`Inputs: small = bundled example (${sizes.small}), 1 MB = synthetic git-style diff (${sizes['1 MB']}). Runs: ${N_SMALL} small, ${N_LARGE} large, ${N_COLD} cold.\n`);
-console.log(table(['measurement', 'median', 'p99', 'ratio'], rows));
+const sections: Array<[title: string, note: string, rows: () => Promise<string[][]> | string[][]]> = [
+  [
+    'diff-summary per call',
+    `Inputs: small = bundled example (${sizes.small}), 1 MB = synthetic git-style diff (${sizes['1 MB']}). Runs: ${N_SMALL} small, ${N_LARGE} large, ${N_COLD} cold.`,
+    () => rows,
+  ],
+  ['Sandbox overhead (a tool that does nothing)', `Runs: ${N_SMALL} per row; recovery and throughput as noted.`, () => benchOverhead(N_SMALL)],
+  ['Snapshot writes (SQLite)', 'An invocation record is an intent plus its result: two durable writes.', () => benchSnapshots({ quick })],
+  ['Snapshot writes (IndexedDB in Chromium)', 'Debian chromium, headless, a fresh profile.', () => benchIndexedDb({ quick })],
+];
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+console.log(`\n# npm run bench — ${new Date().toISOString()} — node ${process.version}, ${availableParallelism()} cores`);
+for (const [title, note, make] of sections) {
+  if (only && !title.toLowerCase().includes(only.toLowerCase())) continue;
+  log(`${title}…`);
+  let body: string;
+  try {
+    body = table(['measurement', 'median', 'p99', 'ratio'], await make());
+  } catch (err) {
+    body = `not measured: ${(err as Error).message}`;
+  }
+  console.log(`\n## ${title}\n\n${note}\n\n${body}`);
+}
 rmSync(scratch, { recursive: true, force: true });

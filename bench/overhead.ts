@@ -1,0 +1,140 @@
+/**
+ * Sandbox overhead (issue 3): what a call costs when the tool itself does
+ * nothing — a trivial component and a trivial preview1 module (both `echo`
+ * of `{}`) through the worker pool — plus pool throughput, the time to get a
+ * working worker back after a timeout, and the same trivial module under
+ * other hosts in the same run: node:wasi, @wasmer/sdk, and a native process.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WASI } from 'node:wasi';
+import { Corral, ComponentCache } from '@corral/node';
+import { fmt, median, quantile, sample } from './stats.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const COMPONENT_TOOLS = join(ROOT, 'test/fixtures/tools');
+const PREVIEW1_TOOLS = join(ROOT, 'test/fixtures/preview1');
+const P1_ECHO = join(PREVIEW1_TOOLS, 'echo/p1-echo.wasm');
+const ECHO_SOURCE = join(ROOT, 'test/fixtures/tools/echo/main.c');
+
+export async function benchOverhead(runs: number): Promise<string[][]> {
+  const scratch = mkdtempSync(join(tmpdir(), 'corral-bench-overhead-'));
+  const rows: string[][] = [];
+  const input = {};
+  try {
+    const corral = await Corral.create({
+      bundled: false,
+      toolDirs: [COMPONENT_TOOLS, PREVIEW1_TOOLS],
+      size: 2,
+      store: false,
+      cache: new ComponentCache(join(scratch, 'cache')),
+    });
+    const call = async (tool: string) => {
+      const r = await corral.invoke(tool, input);
+      if (!r.ok) throw new Error(`${tool}: ${JSON.stringify(r.error)}`);
+    };
+    const component = await sample(runs, () => call('echo'));
+    const preview1 = await sample(runs, () => call('p1-echo'));
+
+    // Throughput: 8 callers keep both workers busy.
+    const throughput = async (tool: string, total: number) => {
+      // Warm both workers first, so compiling the tool is not counted.
+      await Promise.all(Array.from({ length: 8 }, () => call(tool)));
+      let next = 0;
+      const t = performance.now();
+      await Promise.all(Array.from({ length: 8 }, async () => { while (next++ < total) await call(tool); }));
+      return total / ((performance.now() - t) / 1000);
+    };
+    const componentRate = await throughput('echo', runs * 2);
+    const preview1Rate = await throughput('p1-echo', runs * 2);
+
+    // Recovery: a call killed by its timeout, then the next call on a fresh worker.
+    const recovery: number[] = [];
+    const solo = await Corral.create({ bundled: false, toolDirs: [PREVIEW1_TOOLS], size: 1, store: false });
+    await solo.invoke('p1-echo', input);
+    for (let i = 0; i < Math.max(5, runs / 20); i++) {
+      await solo.invoke('p1-spin', {}, { timeoutMs: 50 });
+      const t = performance.now();
+      const r = await solo.invoke('p1-echo', input);
+      if (!r.ok) throw new Error('no recovery');
+      recovery.push(performance.now() - t);
+    }
+    await solo.close();
+    await corral.close();
+
+    // Baselines: the same preview1 module under node:wasi, @wasmer/sdk, and a native build spawned per call.
+    const module = await WebAssembly.compile(readFileSync(P1_ECHO));
+    const inPath = join(scratch, 'in.json');
+    const outPath = join(scratch, 'out.json');
+    writeFileSync(inPath, JSON.stringify(input));
+    const nodeWasi = await sample(runs, async () => {
+      const stdin = openSync(inPath, 'r');
+      const stdout = openSync(outPath, 'w');
+      try {
+        const wasi = new WASI({ version: 'preview1', args: ['echo'], env: {}, stdin, stdout, returnOnExit: true });
+        const instance = await WebAssembly.instantiate(module, wasi.getImportObject() as WebAssembly.Imports);
+        if (wasi.start(instance) !== 0) throw new Error('node:wasi echo failed');
+      } finally {
+        closeSync(stdin);
+        closeSync(stdout);
+      }
+    });
+    const wasmer = await wasmerBaseline(readFileSync(P1_ECHO), runs);
+    const native = nativeBaseline(scratch, runs);
+
+    const c = median(component);
+    const row = (what: string, samples: number[] | undefined, note = '') =>
+      rows.push([what, samples ? fmt(median(samples)) : 'n/a', samples ? fmt(quantile(samples, 0.99)) : '', samples && !note ? `${(median(samples) / c).toFixed(2)}× component` : note]);
+    row('trivial component (echo {}) through the pool', component, '1.00×');
+    row('trivial preview1 module (echo {}) through the pool', preview1);
+    rows.push(['pool throughput, 2 workers, 8 callers: component', `${componentRate.toFixed(0)} calls/s`, '', '']);
+    rows.push(['pool throughput, 2 workers, 8 callers: preview1 module', `${preview1Rate.toFixed(0)} calls/s`, '', '']);
+    row('first call after a timeout killed the only worker (recovery)', recovery, 'includes starting a worker');
+    row('baseline: the preview1 module under node:wasi (in-process, fresh instance)', nodeWasi);
+    row('baseline: the preview1 module under @wasmer/sdk (runWasix)', wasmer.samples, wasmer.note);
+    row('baseline: native build of the same C, one process per call', native.samples, native.note);
+    return rows;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+async function wasmerBaseline(moduleBytes: Uint8Array, runs: number): Promise<{ samples?: number[]; note: string }> {
+  let wasmer: import('@wasmer/sdk/node').Wasmer | undefined;
+  try {
+    const { Wasmer } = await import('@wasmer/sdk/node');
+    wasmer = new Wasmer();
+    // A package made from the raw module, and one sandbox reused for every call (its cheapest path).
+    const pkg = await wasmer.packages.load(moduleBytes);
+    const sandbox = await wasmer.sandboxes.create({ packages: [pkg] });
+    const samples = await sample(runs, async () => {
+      const output = await sandbox.command(pkg).run({ stdin: '{}' });
+      if (output.text().trim() !== '{}') throw new Error('@wasmer/sdk echo returned something else');
+    });
+    await sandbox.close();
+    return { samples, note: '' };
+  } catch (err) {
+    return { note: `not measured: ${(err as Error).message.split('\n')[0]}` };
+  } finally {
+    await wasmer?.close().catch(() => {});
+  }
+}
+
+function nativeBaseline(scratch: string, runs: number): { samples?: number[]; note: string } {
+  const binary = join(scratch, 'echo-native');
+  try {
+    execFileSync('cc', ['-O2', '-o', binary, ECHO_SOURCE], { stdio: 'ignore' });
+  } catch {
+    return { note: 'not measured: no C compiler (cc)' };
+  }
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    const r = spawnSync(binary, [], { input: '{}' });
+    samples.push(performance.now() - t);
+    if (r.status !== 0) throw new Error('native echo failed');
+  }
+  return { samples, note: '' };
+}
