@@ -26,12 +26,18 @@ export interface InvokeOptions {
   decisionId?: string;
   /** Keep the input itself in the snapshot (its hash is always kept). Defaults to the runtime's `recordInputs`. */
   recordInput?: boolean;
+  /** Cancels the call: a queued call is dropped, a running one's worker is stopped. */
+  signal?: AbortSignal;
 }
 
 export interface RuntimeOptions {
   registry: Registry;
   executor: Executor;
-  defaults?: { outputLimitBytes?: number };
+  defaults?: {
+    outputLimitBytes?: number;
+    /** Largest input accepted, as UTF-8 JSON bytes. Default 64 MiB. */
+    maxInputBytes?: number;
+  };
   /**
    * Where execution snapshots go. When set, every call writes an intent
    * record durably before the tool runs and a result record before
@@ -69,6 +75,7 @@ export class Runtime {
   readonly executor: Executor;
   readonly store: Store | undefined;
   readonly #outputLimitBytes: number;
+  readonly #maxInputBytes: number;
   readonly #recordInputs: boolean;
   /** Compiled schemas per tool build (name@version+sha): ajv compiles are costly. */
   readonly #validators = new Map<string, Validators>();
@@ -77,6 +84,7 @@ export class Runtime {
     this.registry = options.registry;
     this.executor = options.executor;
     this.#outputLimitBytes = options.defaults?.outputLimitBytes ?? 1024 * 1024;
+    this.#maxInputBytes = options.defaults?.maxInputBytes ?? 64 * 1024 * 1024;
     this.store = options.store;
     this.#recordInputs = options.recordInputs ?? true;
   }
@@ -168,6 +176,15 @@ export class Runtime {
     if (notJson.length > 0) {
       throw inputError(`Input for ${spec.name} is not JSON data: ${listed(notJson)}`, { problems: notJson });
     }
+    // Measured before the schema runs: validating a huge input is itself costly.
+    const stdin = encoder.encode(JSON.stringify(input));
+    if (stdin.length > this.#maxInputBytes) {
+      const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+      throw inputError(`Input for ${spec.name} is ${mib(stdin.length)} of JSON; the limit is ${mib(this.#maxInputBytes)} (maxInputBytes)`, {
+        input_bytes: stdin.length,
+        max_input_bytes: this.#maxInputBytes,
+      });
+    }
     // The schema may use format "path" (see schema.ts), so traversal is refused here too.
     if (!validators.input(input)) {
       const problems = toProblems(validators.input.errors);
@@ -196,12 +213,13 @@ export class Runtime {
 
     return {
       tool,
-      stdin: encoder.encode(JSON.stringify(input)),
+      stdin,
       args: [spec.name, ...(opts.args ?? [])],
       env: { ...env, TZ: 'UTC' },
       mounts,
       timeoutMs,
       outputLimitBytes,
+      ...(opts.signal ? { signal: opts.signal } : {}),
     };
   }
 
@@ -396,6 +414,8 @@ function tail(bytes: Uint8Array): string {
  * Calls refused before running (unknown tool, bad input) get both records
  * at the end, so audits see what was attempted too.
  */
+const REFUSED_INPUT_KEPT_CHARS = 64 * 1024;
+
 class Recorder {
   readonly id = crypto.randomUUID();
   readonly #intentNs = nowNs();
@@ -411,10 +431,13 @@ class Recorder {
     readonly recordInput: boolean,
   ) {}
 
-  async begin(tool: Tool | undefined, stdin?: Uint8Array): Promise<void> {
+  /** `refused`: the call never ran, so its input is audit data, not something to replay. */
+  async begin(tool: Tool | undefined, stdin?: Uint8Array, refused = false): Promise<void> {
     this.#began = true;
     // What the tool receives on stdin is the input's JSON text; refused input may not be JSON at all.
     const json = stdin ? decoder.decode(stdin) : jsonText(this.input);
+    // A refused input can be anything, a 1 GB one included: keep its hash, and its text only when small.
+    const keepText = this.recordInput && json !== null && (!refused || json.length <= REFUSED_INPUT_KEPT_CHARS);
     const intent: ExecutionIntent = {
       id: this.id,
       decision_id: this.opts.decisionId ?? null,
@@ -422,7 +445,7 @@ class Recorder {
       version: tool?.spec.version ?? null,
       wasm_sha256: tool?.wasmSha256 ?? null,
       input_sha256: json === null ? null : await sha256(stdin ?? json),
-      input_json: this.recordInput ? json : null,
+      input_json: keepText ? json : null,
       intent_ns: this.#intentNs,
     };
     try {
@@ -433,7 +456,7 @@ class Recorder {
   }
 
   async finish(tool: Tool | undefined, result: ExecutionResult | undefined, env: InvokeResult): Promise<SnapshotRef> {
-    if (!this.#began) await this.begin(tool);
+    if (!this.#began) await this.begin(tool, undefined, true);
     if (this.#error) return { id: this.id, error: this.#error };
     try {
       await this.store.finishExecution(this.id, {

@@ -68,6 +68,8 @@ export interface ExecutionRequest {
   timeoutMs: number;
   /** Bytes kept of each of stdout and stderr before the stream is cut. */
   outputLimitBytes: number;
+  /** Cancels the call; the executor stops the tool. */
+  signal?: AbortSignal;
 }
 
 /** What an executor reports back. It never throws for tool failures. */

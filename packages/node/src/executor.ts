@@ -36,7 +36,7 @@ export class WorkerExecutor implements Executor {
     this.#prepareTimeoutMs = options.prepareTimeoutMs ?? 120_000;
   }
 
-  async execute(request: ExecutionRequest, signal?: AbortSignal): Promise<ExecutionResult> {
+  async execute(request: ExecutionRequest): Promise<ExecutionResult> {
     const { tool } = request;
     const key = tool.wasmSha256;
     // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
@@ -63,7 +63,7 @@ export class WorkerExecutor implements Executor {
       },
       {
         timeoutMs: request.timeoutMs,
-        signal,
+        signal: request.signal,
         onTimeout: () =>
           new CorralError(
             ErrorCodes.RESOURCE_EXHAUSTED,

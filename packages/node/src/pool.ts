@@ -204,7 +204,9 @@ export class WorkerPool {
   }
 }
 
-function abortError(signal: AbortSignal): Error {
+/** A cancelled call: the caller's own decision, so it carries the caller's reason. */
+function abortError(signal: AbortSignal): CorralError {
   const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : new DOMException('The call was cancelled', 'AbortError');
+  const why = reason instanceof Error ? reason.message : reason === undefined ? '' : String(reason);
+  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The call was cancelled${why ? `: ${why}` : ''}.`, { cancelled: true }, false);
 }

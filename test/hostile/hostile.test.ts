@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Corral, ComponentCache } from '@corral/node';
 
-const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
-const NETWORK_FIXTURES = new URL('./fixtures/network/', import.meta.url).pathname;
+const FIXTURES = new URL('../fixtures/tools/', import.meta.url).pathname;
+const NETWORK_FIXTURES = new URL('../fixtures/network/', import.meta.url).pathname;
 const SECRET = 'corral-secret-7f3a9c';
 
 let corral: Corral;
@@ -36,7 +36,7 @@ function listing(dir: string): Record<string, string> {
 }
 
 beforeAll(async () => {
-  corral = await Corral.create({ toolDirs: [FIXTURES, NETWORK_FIXTURES], size: 2, cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))) });
+  corral = await Corral.create({ toolDirs: [FIXTURES, NETWORK_FIXTURES], size: 2, store: false, cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))) });
   await Promise.all([corral.invoke('echo', { warm: 1 }), corral.invoke('echo', { warm: 2 })]);
   rssAtStart = process.memoryUsage().rss;
 });
@@ -141,6 +141,34 @@ describe('hostile tools', () => {
     expect(result.error?.message).toContain(iface);
     expect(result.error?.details.imports).toEqual([iface]);
     expect(result.exit_code).toBeNull();
+  });
+
+  it('a huge input is refused before anything runs, with E_INPUT_VALIDATION', async () => {
+    const before = corral.executor.pool.workerCount;
+    const result = await corral.invoke('echo', { blob: 'x'.repeat(65 * 2 ** 20) });
+    expect(result.error?.code).toBe('E_INPUT_VALIDATION');
+    expect(result.error?.message).toMatch(/65\.0 MiB of JSON; the limit is 64\.0 MiB/);
+    expect(result.exit_code).toBeNull();
+    expect(corral.executor.pool.workerCount).toBe(before);
+  });
+
+  it('a file that is not WebAssembly is refused at registration, with E_REGISTRATION', () => {
+    const refused = corral.loadErrors.find((e) => e.message.includes('not-wasm'));
+    expect(refused?.code).toBe('E_REGISTRATION');
+    expect(refused?.message).toMatch(/not a WebAssembly file/);
+    expect(corral.registry.has('not-wasm')).toBe(false);
+  });
+
+  it('a running call can be cancelled: its worker is stopped and replaced', async () => {
+    const controller = new AbortController();
+    const pending = corral.invoke('spin', {}, { signal: controller.signal, timeoutMs: 30_000 });
+    setTimeout(() => controller.abort(new Error('the agent changed its mind')), 200);
+    const started = performance.now();
+    const result = await pending;
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.error?.details.cancelled).toBe(true);
+    expect(result.error?.message).toMatch(/cancelled: the agent changed its mind/);
+    expect((await corral.invoke('echo', { after: 'cancel' })).output).toEqual({ after: 'cancel' });
   });
 
   it('deep recursion traps as E_UNEXPECTED_EXIT and the host carries on', async () => {
