@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { Corral, BUNDLED_TOOLS_DIR, ComponentCache } from '@corral/node';
-import { ComponentRunner, Preview1Runner, loadShim, transpileComponent } from '@corral/wasi';
+import { ComponentRunner, Preview1Runner, loadShim, transpileComponent, type RunRequest } from '@corral/wasi';
 import { availableParallelism } from 'node:os';
 import { fmt, median, quantile, sample, table } from './stats.js';
 import { benchOverhead } from './overhead.js';
@@ -28,159 +28,154 @@ const inputs = {
   '1 MB': { diff: syntheticDiff(1024 * 1024) },
 };
 const scratch = mkdtempSync(join(tmpdir(), 'corral-bench-'));
-const rows: string[][] = [];
 const log = (s: string) => process.stderr.write(s + '\n');
 
-// --- cold start, each in a fresh process -------------------------------------
-function coldRuns(cacheDir: () => string, runs: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const json = execFileSync(process.execPath, [new URL('./cold.js', import.meta.url).pathname], {
-      env: { ...process.env, CORRAL_CACHE_DIR: cacheDir(), CORRAL_STORE: join(scratch, 'cold-store.db') },
-      encoding: 'utf8',
-    });
-    out.push((JSON.parse(json) as { totalMs: number }).totalMs);
-  }
-  return out;
-}
-log('cold starts…');
-const warmCacheDir = join(scratch, 'warm-cache');
-coldRuns(() => warmCacheDir, 1); // fill it
-const coldWarmCache = coldRuns(() => warmCacheDir, N_COLD);
-const coldEmptyCache = coldRuns(() => mkdtempSync(join(scratch, 'empty-cache-')), Math.max(2, N_COLD - 2));
-const nodeStart = await sample(N_COLD, () => execFileSync(process.execPath, ['-e', '0']), 1);
-
-// --- warm calls -----------------------------------------------------------------
-log('warm calls through the worker pool…');
-// The same tool's preview1 module, registered as diff-summary-p1 (kind "module": no jco).
-const p1Dir = join(scratch, 'p1-tools', 'diff-summary-p1');
-mkdirSync(p1Dir, { recursive: true });
-const p1Spec = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/tool-spec.json'), 'utf8'));
-writeFileSync(join(p1Dir, 'tool-spec.json'), JSON.stringify({ ...p1Spec, name: 'diff-summary-p1', kind: 'module', component: 'diff-summary.module.wasm' }));
-copyFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'), join(p1Dir, 'diff-summary.module.wasm'));
-const corral = await Corral.create({ size: 1, store: false, toolDirs: [join(scratch, 'p1-tools')], cache: new ComponentCache(join(scratch, 'pool-cache')) });
-const warm: Record<string, number[]> = {};
-const warmP1: Record<string, number[]> = {};
-for (const [label, input] of Object.entries(inputs)) {
-  for (const [tool, into] of [['diff-summary', warm], ['diff-summary-p1', warmP1]] as const) {
-    into[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
-      const r = await corral.invoke(tool, input);
-      if (!r.ok) throw new Error(JSON.stringify(r.error));
-    });
-  }
-}
-await corral.close();
-
-// The same small call with every execution recorded durably in a SQLite store.
-log('warm calls with the SQLite snapshot store…');
-const recorded = await Corral.create({ size: 1, store: join(scratch, 'snapshots.db'), cache: new ComponentCache(join(scratch, 'pool-cache')) });
-const warmRecorded = await sample(N_SMALL, async () => {
-  const r = await recorded.invoke('diff-summary', inputs.small);
-  if (!r.ok || r.snapshot?.error) throw new Error(JSON.stringify(r.error ?? r.snapshot));
-});
-await recorded.close();
-
-// Baseline 1: the same tool as a preview1 module under node:wasi (fresh instance per call).
-log('baseline: node:wasi…');
-const moduleBytes = readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'));
-const module = await WebAssembly.compile(moduleBytes);
-const nodeWasi: Record<string, number[]> = {};
-for (const [label, input] of Object.entries(inputs)) {
-  const inPath = join(scratch, `in-${label}.json`);
-  const outPath = join(scratch, `out-${label}.json`);
-  writeFileSync(inPath, JSON.stringify(input));
-  nodeWasi[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
-    const stdin = openSync(inPath, 'r');
-    const stdout = openSync(outPath, 'w');
-    try {
-      const wasi = new WASI({ version: 'preview1', args: ['diff-summary'], env: { TZ: 'UTC' }, stdin, stdout, returnOnExit: true });
-      const instance = await WebAssembly.instantiate(module, wasi.getImportObject() as WebAssembly.Imports);
-      const code = wasi.start(instance);
-      if (code !== 0) throw new Error(`node:wasi exit ${code}`);
-    } finally {
-      closeSync(stdin);
-      closeSync(stdout);
+/** The diff-summary table: cold start, warm calls through the pool, and the baselines. */
+async function benchDiffSummary(): Promise<string[][]> {
+  const rows: string[][] = [];
+  // --- cold start, each in a fresh process -------------------------------------
+  function coldRuns(cacheDir: () => string, runs: number): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const json = execFileSync(process.execPath, [new URL('./cold.js', import.meta.url).pathname], {
+        env: { ...process.env, CORRAL_CACHE_DIR: cacheDir(), CORRAL_STORE: join(scratch, 'cold-store.db') },
+        encoding: 'utf8',
+      });
+      out.push((JSON.parse(json) as { totalMs: number }).totalMs);
     }
-    JSON.parse(readFileSync(outPath, 'utf8'));
-  });
-}
+    return out;
+  }
+  log('cold starts…');
+  const warmCacheDir = join(scratch, 'warm-cache');
+  coldRuns(() => warmCacheDir, 1); // fill it
+  const coldWarmCache = coldRuns(() => warmCacheDir, N_COLD);
+  const coldEmptyCache = coldRuns(() => mkdtempSync(join(scratch, 'empty-cache-')), Math.max(2, N_COLD - 2));
+  const nodeStart = await sample(N_COLD, () => execFileSync(process.execPath, ['-e', '0']), 1);
 
-// Baseline 2: the same component in this thread, no worker: what the pool's messaging costs.
-log('baseline: component in-process…');
-const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
-const runner = new ComponentRunner(await loadShim((name) => import(new URL(`${name}.js`, shimDir).href)));
-const prepared = await transpileComponent(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.wasm')), 'diff-summary');
-const inProcess: Record<string, number[]> = {};
-for (const [label, input] of Object.entries(inputs)) {
-  const stdin = new TextEncoder().encode(JSON.stringify(input));
-  inProcess[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
-    const r = await runner.run('diff-summary', prepared, {
-      toolName: 'diff-summary',
-      stdin,
-      args: ['diff-summary'],
-      env: { TZ: 'UTC' },
-      mounts: [],
-      outputLimitBytes: 1 << 24,
-      memoryLimitBytes: 128 * 2 ** 20,
-      diskLimitBytes: 0,
+  // --- warm calls -----------------------------------------------------------------
+  log('warm calls through the worker pool…');
+  // The same tool's preview1 module, registered as diff-summary-p1 (kind "module": no jco).
+  const p1Dir = join(scratch, 'p1-tools', 'diff-summary-p1');
+  mkdirSync(p1Dir, { recursive: true });
+  const p1Spec = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/tool-spec.json'), 'utf8'));
+  writeFileSync(join(p1Dir, 'tool-spec.json'), JSON.stringify({ ...p1Spec, name: 'diff-summary-p1', kind: 'module', component: 'diff-summary.module.wasm' }));
+  copyFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'), join(p1Dir, 'diff-summary.module.wasm'));
+  const corral = await Corral.create({ size: 1, store: false, toolDirs: [join(scratch, 'p1-tools')], cache: new ComponentCache(join(scratch, 'pool-cache')) });
+  const warm: Record<string, number[]> = {};
+  const warmP1: Record<string, number[]> = {};
+  for (const [label, input] of Object.entries(inputs)) {
+    for (const [tool, into] of [['diff-summary', warm], ['diff-summary-p1', warmP1]] as const) {
+      into[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+        const r = await corral.invoke(tool, input);
+        if (!r.ok) throw new Error(JSON.stringify(r.error));
+      });
+    }
+  }
+  await corral.close();
+
+  // The same small call with every execution recorded durably in a SQLite store.
+  log('warm calls with the SQLite snapshot store…');
+  const recorded = await Corral.create({ size: 1, store: join(scratch, 'snapshots.db'), cache: new ComponentCache(join(scratch, 'pool-cache')) });
+  const warmRecorded = await sample(N_SMALL, async () => {
+    const r = await recorded.invoke('diff-summary', inputs.small);
+    if (!r.ok || r.snapshot?.error) throw new Error(JSON.stringify(r.error ?? r.snapshot));
+  });
+  await recorded.close();
+
+  // Baseline 1: the same tool as a preview1 module under node:wasi (fresh instance per call).
+  log('baseline: node:wasi…');
+  const moduleBytes = readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'));
+  const module = await WebAssembly.compile(moduleBytes);
+  const nodeWasi: Record<string, number[]> = {};
+  for (const [label, input] of Object.entries(inputs)) {
+    const inPath = join(scratch, `in-${label}.json`);
+    const outPath = join(scratch, `out-${label}.json`);
+    writeFileSync(inPath, JSON.stringify(input));
+    nodeWasi[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+      const stdin = openSync(inPath, 'r');
+      const stdout = openSync(outPath, 'w');
+      try {
+        const wasi = new WASI({ version: 'preview1', args: ['diff-summary'], env: { TZ: 'UTC' }, stdin, stdout, returnOnExit: true });
+        const instance = await WebAssembly.instantiate(module, wasi.getImportObject() as WebAssembly.Imports);
+        const code = wasi.start(instance);
+        if (code !== 0) throw new Error(`node:wasi exit ${code}`);
+      } finally {
+        closeSync(stdin);
+        closeSync(stdout);
+      }
+      JSON.parse(readFileSync(outPath, 'utf8'));
     });
-    if (r.exitCode !== 0) throw new Error('in-process run failed');
-    JSON.parse(new TextDecoder().decode(r.stdout));
+  }
+
+  // Baselines 2 and 3: the component and the preview1 module in this thread, no
+  // worker (what the pool's messaging costs), through Corral's own runners.
+  const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
+  const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
+  const request = (stdin: Uint8Array): RunRequest => ({
+    toolName: 'diff-summary',
+    stdin,
+    args: ['diff-summary'],
+    env: { TZ: 'UTC' },
+    mounts: [],
+    outputLimitBytes: 1 << 24,
+    memoryLimitBytes: 128 * 2 ** 20,
+    diskLimitBytes: 0,
   });
+  const componentRunner = new ComponentRunner(shim);
+  const prepared = await transpileComponent(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.wasm')), 'diff-summary');
+  const preview1Runner = new Preview1Runner(shim);
+  const p1Bytes = new Uint8Array(moduleBytes);
+  const inThreadRuns = {
+    component: (stdin: Uint8Array) => componentRunner.run('diff-summary', prepared, request(stdin)),
+    preview1: (stdin: Uint8Array) => preview1Runner.run('diff-summary-p1', p1Bytes, request(stdin)),
+  };
+  async function inThread(which: keyof typeof inThreadRuns): Promise<Record<string, number[]>> {
+    log(`baseline: ${which} in-process…`);
+    const out: Record<string, number[]> = {};
+    for (const [label, input] of Object.entries(inputs)) {
+      const stdin = new TextEncoder().encode(JSON.stringify(input));
+      out[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
+        const r = await inThreadRuns[which](stdin);
+        if (r.exitCode !== 0) throw new Error(`${which} in-process run failed`);
+        JSON.parse(new TextDecoder().decode(r.stdout));
+      });
+    }
+    return out;
+  }
+  const inProcess = await inThread('component');
+  const p1InProcess = await inThread('preview1');
+
+  // --- report ---------------------------------------------------------------------
+  const nodeStartMs = median(nodeStart);
+  rows.push(['cold: new process → first result (warm transpile cache)', fmt(median(coldWarmCache)), '', `node -e 0 alone: ${fmt(nodeStartMs)}`]);
+  rows.push(['cold: new process → first result (empty cache, includes jco transpile)', fmt(median(coldEmptyCache)), '', '']);
+  for (const label of Object.keys(inputs)) {
+    const c = median(warm[label]!);
+    const w = median(nodeWasi[label]!);
+    const p = median(inProcess[label]!);
+    rows.push([`warm diff-summary, ${label} diff: Corral worker pool`, fmt(c), fmt(quantile(warm[label]!, 0.99)), `${(c / w).toFixed(2)}× node:wasi`]);
+    rows.push([`warm diff-summary, ${label} diff: same component in-process (no worker)`, fmt(p), fmt(quantile(inProcess[label]!, 0.99)), `${(p / w).toFixed(2)}× node:wasi`]);
+    const m = median(warmP1[label]!);
+    const q = median(p1InProcess[label]!);
+    rows.push([`warm diff-summary, ${label} diff: preview1 module, Corral worker pool`, fmt(m), fmt(quantile(warmP1[label]!, 0.99)), `${(m / w).toFixed(2)}× node:wasi`]);
+    rows.push([`warm diff-summary, ${label} diff: preview1 module in-process (Preview1Runner)`, fmt(q), fmt(quantile(p1InProcess[label]!, 0.99)), `${(q / w).toFixed(2)}× node:wasi`]);
+    rows.push([`warm diff-summary, ${label} diff: baseline, preview1 module under node:wasi`, fmt(w), fmt(quantile(nodeWasi[label]!, 0.99)), '1.00×']);
+  }
+  rows.push([
+    'warm diff-summary, small diff: Corral worker pool, every call recorded in SQLite (synchronous=FULL)',
+    fmt(median(warmRecorded)),
+    fmt(quantile(warmRecorded, 0.99)),
+    `+${fmt(median(warmRecorded) - median(warm.small!))} for the snapshot`,
+  ]);
+  return rows;
 }
 
-// Baseline 3: the preview1 module in this thread through Corral's own preview1 host.
-log('baseline: preview1 module in-process…');
-const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
-const p1Runner = new Preview1Runner(shim);
-const p1InProcess: Record<string, number[]> = {};
-const p1Bytes = new Uint8Array(moduleBytes);
-for (const [label, input] of Object.entries(inputs)) {
-  const stdin = new TextEncoder().encode(JSON.stringify(input));
-  p1InProcess[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
-    const r = await p1Runner.run('diff-summary-p1', p1Bytes, {
-      toolName: 'diff-summary',
-      stdin,
-      args: ['diff-summary'],
-      env: { TZ: 'UTC' },
-      mounts: [],
-      outputLimitBytes: 1 << 24,
-      memoryLimitBytes: 128 * 2 ** 20,
-      diskLimitBytes: 0,
-    });
-    if (r.exitCode !== 0) throw new Error('in-process preview1 run failed');
-    JSON.parse(new TextDecoder().decode(r.stdout));
-  });
-}
-
-// --- report ---------------------------------------------------------------------
-const nodeStartMs = median(nodeStart);
-rows.push(['cold: new process → first result (warm transpile cache)', fmt(median(coldWarmCache)), '', `node -e 0 alone: ${fmt(nodeStartMs)}`]);
-rows.push(['cold: new process → first result (empty cache, includes jco transpile)', fmt(median(coldEmptyCache)), '', '']);
-for (const label of Object.keys(inputs)) {
-  const c = median(warm[label]!);
-  const w = median(nodeWasi[label]!);
-  const p = median(inProcess[label]!);
-  rows.push([`warm diff-summary, ${label} diff: Corral worker pool`, fmt(c), fmt(quantile(warm[label]!, 0.99)), `${(c / w).toFixed(2)}× node:wasi`]);
-  rows.push([`warm diff-summary, ${label} diff: same component in-process (no worker)`, fmt(p), fmt(quantile(inProcess[label]!, 0.99)), `${(p / w).toFixed(2)}× node:wasi`]);
-  const m = median(warmP1[label]!);
-  const q = median(p1InProcess[label]!);
-  rows.push([`warm diff-summary, ${label} diff: preview1 module, Corral worker pool`, fmt(m), fmt(quantile(warmP1[label]!, 0.99)), `${(m / w).toFixed(2)}× node:wasi`]);
-  rows.push([`warm diff-summary, ${label} diff: preview1 module in-process (Preview1Runner)`, fmt(q), fmt(quantile(p1InProcess[label]!, 0.99)), `${(q / w).toFixed(2)}× node:wasi`]);
-  rows.push([`warm diff-summary, ${label} diff: baseline, preview1 module under node:wasi`, fmt(w), fmt(quantile(nodeWasi[label]!, 0.99)), '1.00×']);
-}
-rows.push([
-  'warm diff-summary, small diff: Corral worker pool, every call recorded in SQLite (synchronous=FULL)',
-  fmt(median(warmRecorded)),
-  fmt(quantile(warmRecorded, 0.99)),
-  `+${fmt(median(warmRecorded) - median(warm.small!))} for the snapshot`,
-]);
 const sizes = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, `${(JSON.stringify(v).length / 1024).toFixed(1)} KiB`]));
 const sections: Array<[title: string, note: string, rows: () => Promise<string[][]> | string[][]]> = [
   [
     'diff-summary per call',
     `Inputs: small = bundled example (${sizes.small}), 1 MB = synthetic git-style diff (${sizes['1 MB']}). Runs: ${N_SMALL} small, ${N_LARGE} large, ${N_COLD} cold.`,
-    () => rows,
+    benchDiffSummary,
   ],
   ['Sandbox overhead (a tool that does nothing)', `Runs: ${N_SMALL} per row; recovery and throughput as noted.`, () => benchOverhead(N_SMALL)],
   ['Snapshot writes (SQLite)', 'An invocation record is an intent plus its result: two durable writes.', () => benchSnapshots({ quick })],
