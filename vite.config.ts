@@ -54,7 +54,9 @@ export default defineConfig({
       },
       {
         optimizeDeps: {
-          include: [...shimModules, 'idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver'],
+          // comlink and jco are imported by @corral/browser's sandbox worker, which vite
+          // only sees once the worker starts: listed here so that never reloads a test.
+          include: [...shimModules, 'idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver', 'comlink', '@bytecodealliance/jco/component'],
         },
         test: {
           name: 'browser',

@@ -1,2 +1,10 @@
-/** @corral/browser — the browser host: IndexedDB snapshot store (Web Worker pool and OPFS mounts to come). */
+/** @corral/browser — the browser host: a Web Worker sandbox pool, OPFS mounts, the IndexedDB snapshot store. */
+export { BrowserCorral, type BrowserCorralOptions } from './corral.js';
+export { BrowserExecutor, type BrowserExecutorOptions } from './executor.js';
+export { BrowserWorkerPool, BrowserSandboxWorker, defaultPoolSize, startSandboxWorker, type BrowserPoolOptions } from './pool.js';
+export { IndexedDbComponentCache, type PreparedComponentCache } from './component-cache.js';
+export { bundledTools, registerBundledTools, type BundledTool, type RegisterBundledOptions } from './bundled.js';
+export { parseOpfsPath, opfsDirectory, writeOpfsTree, readOpfsTree } from './opfs.js';
 export { IndexedDbStore, SCHEMA_VERSION, type IndexedDbStoreOptions } from './store-indexeddb.js';
+export type { SandboxWorkerApi, Outcome } from './worker.js';
+export * from '@corral/core';

@@ -48,14 +48,23 @@ export interface MemoryTree {
 }
 
 /**
- * What the caller binds to a declared mount at call time.
- * `hostPath` is only understood by hosts that have a filesystem (Node).
+ * What the caller binds to a declared mount at call time: exactly one of
+ * `tree`, `hostPath` or `opfsPath` (none means an empty in-memory folder).
  */
 export interface MountBinding {
   guest: string;
   access: MountAccess;
+  /** An in-memory tree, copied per call; every host understands it. */
   tree?: MemoryTree;
+  /** A host folder, mounted live. Node only (hosts that have a filesystem). */
   hostPath?: string;
+  /**
+   * A folder of the origin's private file system (OPFS), as a path from its
+   * root ('projects/demo'; '' is the root). Browser only (@corral/browser):
+   * the folder is read when the call starts and, for a read-write mount,
+   * what the tool changed is written back when it ends.
+   */
+  opfsPath?: string;
 }
 
 /** One execution request, as the pipeline hands it to a host's executor. */

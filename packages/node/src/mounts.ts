@@ -27,6 +27,13 @@ export function parseMountFlag(flag: string): { hostPath: string; guest: string;
 export async function resolveHostMounts(mounts: MountBinding[]): Promise<MountBinding[]> {
   return Promise.all(
     mounts.map(async (mount) => {
+      if (mount.opfsPath !== undefined) {
+        throw new CorralError(
+          ErrorCodes.INPUT_VALIDATION,
+          `Mount ${mount.guest} is bound to an OPFS folder, which only browsers have; bind a hostPath or a tree instead.`,
+          { guest: mount.guest, opfs_path: mount.opfsPath },
+        );
+      }
       if (mount.hostPath === undefined) return mount;
       try {
         const real = await realpath(mount.hostPath);

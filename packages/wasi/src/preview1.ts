@@ -24,7 +24,7 @@ import type { ExecutionResult } from '@corral/core';
 import type { RunRequest, RunnerOptions } from './run.js';
 import type { WasiShim } from './shim.js';
 import { capMemory, WASM_PAGE_BYTES } from './memory.js';
-import { callFilesystem, type Descriptor, type HostDirectoryOpener } from './vfs.js';
+import { callFilesystem, type Descriptor, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { CappedSink, ProcExit, classify, finishRun, type RunEnd } from './outcome.js';
 
 type DescriptorStat = ReturnType<Descriptor['stat']>;
@@ -1181,6 +1181,7 @@ let syncInstantiate = true;
 export class Preview1Runner {
   readonly #shim: Pick<WasiShim, 'filesystem' | 'io'>;
   readonly #openHostDirectory: HostDirectoryOpener | undefined;
+  readonly #openOpfsDirectory: OpfsDirectoryOpener | undefined;
   readonly #modules = new Map<string, Uint8Array>();
   /** Compiled per module and memory cap: the cap is part of the compiled code. */
   readonly #compiled = new Map<string, Promise<WebAssembly.Module>>();
@@ -1188,6 +1189,7 @@ export class Preview1Runner {
   constructor(shim: Pick<WasiShim, 'filesystem' | 'io'>, options: RunnerOptions = {}) {
     this.#shim = shim;
     this.#openHostDirectory = options.openHostDirectory;
+    this.#openOpfsDirectory = options.openOpfsDirectory;
   }
 
   /** True when this runner holds the module with this key. */
@@ -1216,7 +1218,7 @@ export class Preview1Runner {
 
     const stdout = new CappedSink(request.outputLimitBytes, 'head');
     const stderr = new CappedSink(request.outputLimitBytes, 'tail');
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#shim, this.#openHostDirectory);
+    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#shim, this.#openHostDirectory, this.#openOpfsDirectory);
     const host = new Preview1Host({ args: request.args, env: request.env, stdin: request.stdin, stdout, stderr, preopens: callFs.preopens });
 
     let end: RunEnd = { exitCode: 0 };

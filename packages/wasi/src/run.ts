@@ -2,7 +2,7 @@ import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/erro
 import type { ExecutionResult, MountBinding } from '@corral/core';
 import { assertNoNetworkImports, type PreparedComponent } from './transpile.js';
 import type { WasiShim } from './shim.js';
-import { callFilesystem, type Descriptor, type HostDirectoryOpener } from './vfs.js';
+import { callFilesystem, type Descriptor, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { capMemory, WASM_PAGE_BYTES } from './memory.js';
 import { CappedSink, classify, finishRun } from './outcome.js';
 
@@ -23,6 +23,8 @@ export interface RunRequest {
 export interface RunnerOptions {
   /** Lets `hostPath` mounts work; hosts without a filesystem leave it out. */
   openHostDirectory?: HostDirectoryOpener;
+  /** Lets `opfsPath` mounts work; only browser hosts supply it. */
+  openOpfsDirectory?: OpfsDirectoryOpener;
 }
 
 type Instantiate = (
@@ -43,6 +45,7 @@ interface LoadedComponent {
 export class ComponentRunner {
   readonly #shim: WasiShim;
   readonly #openHostDirectory: HostDirectoryOpener | undefined;
+  readonly #openOpfsDirectory: OpfsDirectoryOpener | undefined;
   readonly #prepared = new Map<string, PreparedComponent>();
   /** Compiled per component and memory cap: the cap is part of the compiled code. */
   readonly #compiled = new Map<string, Promise<LoadedComponent>>();
@@ -50,6 +53,7 @@ export class ComponentRunner {
   constructor(shim: WasiShim, options: RunnerOptions = {}) {
     this.#shim = shim;
     this.#openHostDirectory = options.openHostDirectory;
+    this.#openOpfsDirectory = options.openOpfsDirectory;
   }
 
   /** True when this runner holds the prepared component with this key. */
@@ -95,7 +99,7 @@ export class ComponentRunner {
       arguments: request.args,
       initialCwd: '/',
     });
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#shim, this.#openHostDirectory);
+    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#shim, this.#openHostDirectory, this.#openOpfsDirectory);
     // The descriptors are built already (and guarded); the adapter hands them over as they are.
     const wasiFs = filesystem.createFilesystem<Descriptor>({
       adapter: { getRoot: (root) => root },

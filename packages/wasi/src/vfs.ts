@@ -154,19 +154,29 @@ class GuardedDescriptor {
     return this.#inner.write(buffer, offset);
   }
 
+  // Streams: our own stream in front of the backend's, so every byte passes
+  // the quota first. The bytes then go through the backend's stream, not
+  // positional writes: the in-memory backend grows a file's buffer
+  // geometrically there, where each positional write copies the whole file
+  // (a component writes in 4 KiB pieces, so 4 MiB cost 1,024 copies).
   writeViaStream(offset: bigint) {
     this.#contentWritable();
-    let position = offset;
-    // Our own stream over positional writes, so every byte passes the quota.
+    let position = Number(offset);
+    const inner = this.#inner.writeViaStream(offset);
     return streamWrites(this.#rules.io, (bytes) => {
-      this.write(bytes, position);
-      position += BigInt(bytes.byteLength);
+      this.#rules.quota.charge(position + bytes.byteLength - this.#size());
+      forward(inner, bytes);
+      position += bytes.byteLength;
     });
   }
 
   appendViaStream() {
     this.#contentWritable();
-    return streamWrites(this.#rules.io, (bytes) => void this.write(bytes, BigInt(this.#size())));
+    const inner = this.#inner.appendViaStream();
+    return streamWrites(this.#rules.io, (bytes) => {
+      this.#rules.quota.charge(bytes.byteLength);
+      forward(inner, bytes);
+    });
   }
 
   setSize(size: bigint) {
@@ -195,14 +205,35 @@ class GuardedDescriptor {
   }
 }
 
+type OutputStream = ReturnType<Descriptor['writeViaStream']>;
+
+/** Write all of `bytes` to a wasi:io output stream, within the permits it grants (check-write, then write). */
+function forward(stream: OutputStream, bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.byteLength; ) {
+    const permit = Number(stream.checkWrite());
+    if (!(permit > 0)) throw 'would-block';
+    const end = Math.min(bytes.byteLength, at + permit);
+    stream.write(bytes.subarray(at, end));
+    at = end;
+  }
+}
+
 /** Opens a host folder as a descriptor; only hosts with a filesystem (Node) supply one. */
 export type HostDirectoryOpener = (hostPath: string) => Descriptor;
+
+/**
+ * Opens an OPFS folder as a descriptor; only browser hosts supply one. The
+ * descriptor API is synchronous and OPFS is not, so the host loads the
+ * folder before the call and this only hands out what it loaded.
+ */
+export type OpfsDirectoryOpener = (opfsPath: string) => Descriptor;
 
 export interface MountRequest {
   guest: string;
   access: 'read' | 'read-write';
   tree?: import('@corral/core').MemoryTree;
   hostPath?: string;
+  opfsPath?: string;
 }
 
 export interface CallFilesystem {
@@ -221,6 +252,7 @@ export function callFilesystem(
   diskLimitBytes: number,
   shim: Pick<WasiShim, 'filesystem' | 'io'>,
   openHostDirectory?: HostDirectoryOpener,
+  openOpfsDirectory?: OpfsDirectoryOpener,
 ): CallFilesystem {
   const quota = new DiskQuota(diskLimitBytes);
   const memory = new shim.filesystem.InMemoryFilesystemAdapter();
@@ -229,6 +261,9 @@ export function callFilesystem(
     if (mount.hostPath !== undefined) {
       if (!openHostDirectory) throw new TypeError(`host folders cannot be mounted on this host (${mount.guest})`);
       root = openHostDirectory(mount.hostPath);
+    } else if (mount.opfsPath !== undefined) {
+      if (!openOpfsDirectory) throw new TypeError(`OPFS folders cannot be mounted on this host (${mount.guest})`);
+      root = openOpfsDirectory(mount.opfsPath);
     } else {
       root = memory.getRoot(toFileData(mount.tree ?? {}));
     }

@@ -1,0 +1,77 @@
+/**
+ * The first-party tools (wasm-tools/ at the repository root): their specs,
+ * and the URLs of their .wasm files for a page to fetch. The URLs are
+ * `new URL('…', import.meta.url)` literals, so bundlers (Vite, webpack) copy
+ * the files into the build and rewrite the URLs.
+ */
+import { CorralError, ErrorCodes, type Tool } from '@corral/core';
+import { BUNDLED_SPECS } from './bundled-specs.js';
+import type { BrowserCorral } from './corral.js';
+
+export interface BundledTool {
+  name: string;
+  /** The tool-spec.json, as shipped. */
+  spec: object;
+  /** The tool's component (what Node runs too). */
+  wasmUrl: string;
+  /** The same tool built as a WASI preview1 module: runs without jco's transpile, so a first call is fast. */
+  moduleUrl: string;
+}
+
+function spec(name: string): object {
+  const found = BUNDLED_SPECS[name];
+  if (!found) throw new Error(`bundled-specs.ts has no ${name}: run node packages/browser/scripts/bundled-specs.mjs`);
+  return found;
+}
+
+export const bundledTools: BundledTool[] = [
+  {
+    name: 'diff-summary',
+    spec: spec('diff-summary'),
+    wasmUrl: new URL('../../../wasm-tools/diff-summary/diff-summary.wasm', import.meta.url).href,
+    moduleUrl: new URL('../../../wasm-tools/diff-summary/diff-summary.module.wasm', import.meta.url).href,
+  },
+  {
+    name: 'file-stats',
+    spec: spec('file-stats'),
+    wasmUrl: new URL('../../../wasm-tools/file-stats/file-stats.wasm', import.meta.url).href,
+    moduleUrl: new URL('../../../wasm-tools/file-stats/file-stats.module.wasm', import.meta.url).href,
+  },
+];
+
+export interface RegisterBundledOptions {
+  /**
+   * 'component' (default) registers the components Node runs; 'module'
+   * registers the preview1 builds of the same tools, which skip jco's
+   * transpile (one flavour per registry: both share name and version).
+   */
+  kind?: 'component' | 'module';
+  /** Fetches the .wasm files. Default: the global fetch. */
+  fetch?: (url: string) => Promise<Response>;
+}
+
+/** Fetch and register every bundled tool. Throws E_REGISTRATION when a file cannot be fetched. */
+export async function registerBundledTools(corral: BrowserCorral, options: RegisterBundledOptions = {}): Promise<Tool[]> {
+  const kind = options.kind ?? 'component';
+  const get = options.fetch ?? ((url: string) => fetch(url));
+  return Promise.all(
+    bundledTools.map(async (tool) => {
+      const url = kind === 'module' ? tool.moduleUrl : tool.wasmUrl;
+      let bytes: Uint8Array;
+      try {
+        const response = await get(url);
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        bytes = new Uint8Array(await response.arrayBuffer());
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new CorralError(ErrorCodes.REGISTRATION, `Could not fetch the bundled tool ${tool.name} from ${url}: ${reason}`, {
+          name: tool.name,
+          url,
+          reason,
+        });
+      }
+      const spec = kind === 'module' ? { ...tool.spec, component: `${tool.name}.module.wasm`, kind: 'module' } : tool.spec;
+      return corral.register(spec, bytes, `bundled ${tool.name}`);
+    }),
+  );
+}

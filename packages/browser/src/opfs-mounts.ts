@@ -1,0 +1,176 @@
+/**
+ * OPFS folders mounted into one call, inside the sandbox worker.
+ *
+ * WASI's filesystem calls are synchronous and OPFS is not, so each folder is
+ * read into preview2-shim's in-memory tree before the call
+ * (`loadOpfsCapability`), the tool works on that tree through the same
+ * guarded descriptors as every other mount (vfs.ts: read-only mounts, disk
+ * quota, containment), and when the tool has stopped, what it changed in a
+ * read-write folder is written back: files whose contents changed, folders
+ * made, entries removed, and symlinks in preview2-shim's sidecar file, so
+ * `loadOpfsCapability` reads them back. Read mounts are never written.
+ *
+ * preview2-shim's OpfsFilesystemAdapter persists too, but it rewrites every
+ * file of every loaded folder after any change anywhere (including /tmp and
+ * read mounts); Corral writes back only what the call changed, once.
+ *
+ * Two calls changing the same file at once: the last to finish wins, as with
+ * two processes writing one file.
+ */
+import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
+import type { Descriptor, FileDataEntry, WasiShim } from '@corral/wasi';
+import { SYMLINKS_FILE, opfsDirectory, parseOpfsPath, writeFile } from './opfs.js';
+
+type Filesystem = Pick<WasiShim['filesystem'], 'InMemoryFilesystemAdapter' | 'loadOpfsCapability'>;
+
+/** What was at a path of a folder: a folder, a file (its contents object) or a symlink. */
+type Node = { kind: 'dir' } | { kind: 'file'; source: unknown } | { kind: 'symlink'; target: string };
+
+interface LoadedFolder {
+  path: string;
+  handle: FileSystemDirectoryHandle;
+  data: FileDataEntry;
+  /** True when some mount of this folder is read-write. */
+  writable: boolean;
+  /** Every path in the folder when it was loaded. */
+  before: Map<string, Node>;
+}
+
+export class OpfsCallMounts {
+  readonly #folders: Map<string, LoadedFolder>;
+  readonly #memory: InstanceType<Filesystem['InMemoryFilesystemAdapter']>;
+
+  private constructor(folders: Map<string, LoadedFolder>, fs: Filesystem) {
+    this.#folders = folders;
+    this.#memory = new fs.InMemoryFilesystemAdapter();
+  }
+
+  /** Read every OPFS folder the call mounts. A missing folder is E_INPUT_VALIDATION, as a missing host folder is in Node. */
+  static async load(mounts: MountBinding[], fs: Filesystem): Promise<OpfsCallMounts> {
+    const folders = new Map<string, LoadedFolder>();
+    for (const mount of mounts) {
+      if (mount.opfsPath === undefined) continue;
+      const path = parseOpfsPath(mount.opfsPath).join('/');
+      const known = folders.get(path);
+      if (known) {
+        known.writable ||= mount.access === 'read-write';
+        continue;
+      }
+      let handle: FileSystemDirectoryHandle;
+      try {
+        handle = await opfsDirectory(path);
+      } catch {
+        throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Mount source OPFS folder "${path}" is not a folder Corral can open.`, {
+          opfs_path: mount.opfsPath,
+          guest: mount.guest,
+        });
+      }
+      const data = (await fs.loadOpfsCapability(handle)).data as FileDataEntry;
+      folders.set(path, { path, handle, data, writable: mount.access === 'read-write', before: index(data) });
+    }
+    return new OpfsCallMounts(folders, fs);
+  }
+
+  /** The root descriptor of a loaded folder (vfs.ts guards it like any mount). */
+  root(opfsPath: string): Descriptor {
+    const folder = this.#folders.get(parseOpfsPath(opfsPath).join('/'));
+    if (!folder) throw new TypeError(`OPFS folder ${opfsPath} was not loaded for this call`);
+    return this.#memory.getRoot(folder.data as Parameters<InstanceType<Filesystem['InMemoryFilesystemAdapter']>['getRoot']>[0]);
+  }
+
+  /** Write back what the call changed in its read-write folders. */
+  async persist(toolName: string): Promise<void> {
+    for (const folder of this.#folders.values()) {
+      if (!folder.writable) continue;
+      try {
+        await writeBack(folder);
+      } catch (err) {
+        const name = (err as { name?: unknown } | null)?.name;
+        const reason = err instanceof Error ? err.message : String(err);
+        if (name === 'QuotaExceededError') {
+          throw new CorralError(
+            ErrorCodes.RESOURCE_EXHAUSTED,
+            `${toolName} ran, but the browser's storage quota refused its changes to OPFS folder "${folder.path}".`,
+            { resource: 'disk', opfs_path: folder.path, reason },
+          );
+        }
+        throw new CorralError(
+          ErrorCodes.UNEXPECTED_EXIT,
+          `${toolName} ran, but its changes to OPFS folder "${folder.path}" could not be saved: ${reason}`,
+          { opfs_path: folder.path, reason },
+        );
+      }
+    }
+  }
+}
+
+/** Every path under a loaded tree, parents before their children. */
+function index(entry: FileDataEntry, prefix = '', out = new Map<string, Node>()): Map<string, Node> {
+  for (const [name, child] of Object.entries(entry.dir ?? {})) {
+    const path = prefix ? `${prefix}/${name}` : name;
+    if (child.symlink !== undefined) out.set(path, { kind: 'symlink', target: child.symlink });
+    else if (child.dir) {
+      out.set(path, { kind: 'dir' });
+      index(child, path, out);
+    } else out.set(path, { kind: 'file', source: child.source });
+  }
+  return out;
+}
+
+function splitPath(path: string): [parent: string, name: string] {
+  const at = path.lastIndexOf('/');
+  return at === -1 ? ['', path] : [path.slice(0, at), path.slice(at + 1)];
+}
+
+/**
+ * Apply the difference between the folder as loaded and as the tool left it.
+ * The in-memory tree replaces a file's contents object on every write, so a
+ * file whose contents object is unchanged was not written.
+ */
+async function writeBack(folder: LoadedFolder): Promise<void> {
+  const { before, handle } = folder;
+  const after = index(folder.data);
+  const dirs = new Map<string, FileSystemDirectoryHandle>([['', handle]]);
+  const dirAt = async (path: string): Promise<FileSystemDirectoryHandle> => {
+    let dir = dirs.get(path);
+    if (!dir) {
+      const [parent, name] = splitPath(path);
+      dir = await (await dirAt(parent)).getDirectoryHandle(name, { create: true });
+      dirs.set(path, dir);
+    }
+    return dir;
+  };
+
+  // Removed, or replaced by another kind of entry: remove the topmost such path.
+  const removed: string[] = [];
+  for (const [path, was] of before) {
+    const now = after.get(path);
+    if (now?.kind === was.kind || removed.some((r) => path.startsWith(`${r}/`))) continue;
+    removed.push(path);
+    if (was.kind === 'symlink') continue; // lives in the sidecar file
+    const [parent, name] = splitPath(path);
+    await (await dirAt(parent)).removeEntry(name, { recursive: true });
+  }
+
+  // New folders, and files new or written to; parents sort before their children.
+  for (const path of [...after.keys()].sort()) {
+    const now = after.get(path)!;
+    const was = before.get(path);
+    if (now.kind === 'dir' && was?.kind !== 'dir') await dirAt(path);
+    if (now.kind === 'file' && (was?.kind !== 'file' || was.source !== now.source) && path !== SYMLINKS_FILE) {
+      const [parent, name] = splitPath(path);
+      const source = now.source;
+      const bytes = typeof source === 'string' ? new TextEncoder().encode(source) : ((source as Uint8Array | undefined) ?? new Uint8Array());
+      await writeFile(await dirAt(parent), name, bytes);
+    }
+  }
+
+  const links = (nodes: Map<string, Node>) =>
+    JSON.stringify([...nodes].flatMap(([path, node]) => (node.kind === 'symlink' ? [[path, node.target] as const] : [])).sort());
+  const linksAfter = links(after);
+  if (links(before) !== linksAfter) {
+    const table = Object.fromEntries(JSON.parse(linksAfter) as Array<[string, string]>);
+    if (Object.keys(table).length === 0) await handle.removeEntry(SYMLINKS_FILE).catch(() => {});
+    else await writeFile(handle, SYMLINKS_FILE, new TextEncoder().encode(JSON.stringify(table)));
+  }
+}

@@ -1,0 +1,333 @@
+/**
+ * The browser host in real Chromium: BrowserCorral's Web Worker pool runs
+ * the bundled tools (components, and their preview1 builds), every call is
+ * recorded in IndexedDB, and the pool keeps Node's promises: a bounded
+ * queue, cancellation, timeouts that replace the worker, and a crashed
+ * worker failing only its own call.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteDB } from 'idb';
+import {
+  BrowserCorral,
+  BrowserWorkerPool,
+  CorralError,
+  IndexedDbStore,
+  bundledTools,
+  registerBundledTools,
+  startSandboxWorker,
+  writeOpfsTree,
+  type InvokeResult,
+} from '@corral/browser';
+import { REAL_DIFF, REAL_NUMSTAT, parseNumstat, registerFolder } from './fixtures.js';
+
+interface Summary {
+  files: Array<{ path: string; old_path?: string; status: string; additions: number; deletions: number; hunks: number; binary: boolean }>;
+  totals: { files: number; additions: number; deletions: number; hunks: number };
+  summary: string;
+}
+
+interface FileStats {
+  root: string;
+  files: Array<{ path: string; lines: number; words: number; bytes: number }>;
+  totals: { files: number; lines: number; words: number; bytes: number };
+}
+
+const STORE_NAME = `corral-pool-test-${Date.now()}`;
+let corral: BrowserCorral;
+let store: IndexedDbStore;
+/** Snapshot ids of every call this file made through `corral`. */
+const calls: InvokeResult[] = [];
+
+async function invoke<O>(ref: string, input: unknown, options?: Parameters<BrowserCorral['invoke']>[2]): Promise<InvokeResult<O>> {
+  const result = await corral.invoke<O>(ref, input, options);
+  calls.push(result);
+  return result;
+}
+
+beforeAll(async () => {
+  store = await IndexedDbStore.open(STORE_NAME);
+  corral = await BrowserCorral.create({ size: 2, store });
+  await registerBundledTools(corral);
+  for (const name of ['echo', 'spin']) await registerFolder(corral, `/test/fixtures/tools/${name}`);
+  await registerFolder(corral, '/test/fixtures/preview1/echo');
+});
+
+afterAll(async () => {
+  await corral?.close();
+  await store?.close();
+  await deleteDB(STORE_NAME);
+});
+
+describe('BrowserCorral runs the bundled tools in Web Workers', () => {
+  it('diff-summary summarizes a diff made by real git, matching git diff --numstat', async () => {
+    const result = await invoke<Summary>('diff-summary', { diff: REAL_DIFF });
+    expect(result.error).toBeNull();
+    expect(result.ok).toBe(true);
+    const output = result.output!;
+    const numstat = parseNumstat(REAL_NUMSTAT);
+    expect(output.files.map((f) => f.path)).toEqual([...numstat.keys()]);
+    for (const file of output.files) expect([file.additions, file.deletions], file.path).toEqual(numstat.get(file.path));
+    expect(output.files.map((f) => f.status)).toEqual(['added', 'deleted', 'binary', 'modified', 'renamed']);
+    expect(output.files[4]).toMatchObject({ path: 'src/settings.js', old_path: 'src/config.js', hunks: 1 });
+    expect(output.totals).toEqual({ files: 5, additions: 9, deletions: 5, hunks: 5 });
+    expect(output.summary).toMatch(/^5 files changed: .*\+9 −5 in 5 hunks\. Largest change: src\/math\.js \(\+5 −0\)\.$/);
+  });
+
+  it('diff-summary on an empty diff reports no changes; in Chinese too', async () => {
+    const en = await invoke<Summary>('diff-summary', { diff: '' });
+    expect(en.error).toBeNull();
+    expect(en.output).toMatchObject({ files: [], totals: { files: 0, additions: 0, deletions: 0, hunks: 0 } });
+    const zh = await invoke<Summary>('diff-summary', { diff: '', language: 'zh' });
+    expect(zh.output?.summary).toMatch(/[\u4e00-\u9fff]/);
+  });
+
+  it('text that is not a diff is refused by the tool with a clear message (E_UNEXPECTED_EXIT)', async () => {
+    const result = await invoke('diff-summary', { diff: 'hello, this is not a diff\n' });
+    expect(result.ok).toBe(false);
+    expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(result.error?.message).toMatch(/diff-summary exited with code 1: .+/);
+  });
+
+  it('input that fails the schema never reaches a worker (E_INPUT_VALIDATION)', async () => {
+    const result = await invoke('diff-summary', { diff: 5 });
+    expect(result.error?.code).toBe('E_INPUT_VALIDATION');
+    expect(result.exit_code).toBeNull();
+  });
+
+  const tree = {
+    'README.md': '# demo\nhello world\n',
+    src: { 'a.ts': 'const a = 1;\nexport { a };\n', 'b.ts': 'export const b = 2;\n', nested: { 'c.txt': 'one two three' } },
+  };
+  // What @corral/node's file-stats prints for the same files in a host folder.
+  const expectedStats = {
+    root: '/workspace',
+    files: [
+      { path: '/workspace/README.md', lines: 2, words: 4, bytes: 19 },
+      { path: '/workspace/src/a.ts', lines: 2, words: 8, bytes: 27 },
+      { path: '/workspace/src/b.ts', lines: 1, words: 5, bytes: 20 },
+      { path: '/workspace/src/nested/c.txt', lines: 0, words: 3, bytes: 13 },
+    ],
+    totals: { files: 4, lines: 5, words: 20, bytes: 79 },
+  };
+
+  it('file-stats walks an in-memory /workspace tree', async () => {
+    const result = await invoke<FileStats>('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', tree }] });
+    expect(result.error).toBeNull();
+    expect(result.output).toEqual(expectedStats);
+    const ts = await invoke<FileStats>('file-stats', { pattern: '*.ts' }, { mounts: [{ guest: '/workspace', access: 'read', tree }] });
+    expect(ts.output?.files.map((f) => f.path)).toEqual(['/workspace/src/a.ts', '/workspace/src/b.ts']);
+  });
+
+  it('file-stats walks an OPFS folder mounted at /workspace', async () => {
+    const folder = `pool-test-${Date.now()}`;
+    await writeOpfsTree(folder, tree);
+    try {
+      const result = await invoke<FileStats>('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', opfsPath: folder }] });
+      expect(result.error).toBeNull();
+      expect(result.output).toEqual(expectedStats);
+    } finally {
+      await (await navigator.storage.getDirectory()).removeEntry(folder, { recursive: true });
+    }
+  });
+
+  it('a host folder cannot be mounted in a browser; a missing OPFS folder is named (E_INPUT_VALIDATION)', async () => {
+    const host = await invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: '/etc' }] });
+    expect(host.error?.code).toBe('E_INPUT_VALIDATION');
+    expect(host.error?.message).toMatch(/host folder.*opfsPath/);
+    const missing = await invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', opfsPath: 'no/such/folder' }] });
+    expect(missing.error?.code).toBe('E_INPUT_VALIDATION');
+    expect(missing.error?.message).toContain('"no/such/folder"');
+    const climbing = await invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', opfsPath: 'a/../b' }] });
+    expect(climbing.error?.code).toBe('E_INPUT_VALIDATION');
+  });
+
+  it('runs preview1 modules directly: a fixture, and the bundled tools built as modules give the same output', async () => {
+    const echo = await invoke('p1-echo', { hello: 'preview1' });
+    expect(echo.error).toBeNull();
+    expect(echo.output).toEqual({ hello: 'preview1' });
+
+    const modules = await BrowserCorral.create({ size: 1, store: false, cache: false });
+    try {
+      const tools = await registerBundledTools(modules, { kind: 'module' });
+      expect(tools.map((t) => t.spec.kind)).toEqual(['module', 'module']);
+      const viaModule = await modules.invoke('diff-summary', { diff: REAL_DIFF });
+      const viaComponent = await invoke('diff-summary', { diff: REAL_DIFF });
+      expect(viaModule.error).toBeNull();
+      expect(viaModule.output).toEqual(viaComponent.output);
+      const stats = await modules.invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', tree }] });
+      expect(stats.output).toEqual(expectedStats);
+    } finally {
+      await modules.close();
+    }
+  });
+
+  it('bundledTools lists each tool with its spec and fetchable .wasm URLs', async () => {
+    expect(bundledTools.map((t) => t.name)).toEqual(['diff-summary', 'file-stats']);
+    for (const tool of bundledTools) {
+      expect((tool.spec as { name: string }).name).toBe(tool.name);
+      for (const url of [tool.wasmUrl, tool.moduleUrl]) {
+        const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+        expect([...bytes.subarray(0, 4)], url).toEqual([0, 0x61, 0x73, 0x6d]);
+      }
+    }
+  });
+
+  it('register refuses a bad spec, JSON text that is not JSON, and bytes that are not wasm (E_REGISTRATION)', async () => {
+    const wasm = new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]);
+    await expect(corral.register({ name: 'x' }, wasm)).rejects.toMatchObject({ code: 'E_REGISTRATION', message: /problem/ });
+    await expect(corral.register('{"name": ', wasm, 'pasted spec')).rejects.toMatchObject({ code: 'E_REGISTRATION', message: /pasted spec.*not JSON/ });
+    const spec = { ...(bundledTools[0]!.spec as object), name: 'not-wasm' };
+    await expect(corral.register(spec, new TextEncoder().encode('hello'))).rejects.toMatchObject({ code: 'E_REGISTRATION' });
+  });
+});
+
+describe('the Web Worker pool', () => {
+  it('4 callers × 25 calls through 2 workers, a timeout-killed call every 10: each answered once, correctly', async () => {
+    const answered = new Map<string, number>();
+    let timeouts = 0;
+    const caller = async (c: number) => {
+      for (let i = 0; i < 25; i++) {
+        const id = `${c}:${i}`;
+        if (i % 10 === 9) {
+          const r = await invoke('spin', {}, { timeoutMs: 150 });
+          expect(r.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+          expect(r.error?.details.resource).toBe('time');
+          timeouts++;
+        } else {
+          const r = await invoke('echo', { id });
+          expect(r.error).toBeNull();
+          expect(r.output).toEqual({ id });
+        }
+        answered.set(id, (answered.get(id) ?? 0) + 1);
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(caller));
+    expect(answered.size).toBe(100);
+    expect([...answered.values()].every((n) => n === 1)).toBe(true);
+    expect(timeouts).toBe(8);
+    expect(corral.executor.pool.workerCount).toBeLessThanOrEqual(2);
+    expect(corral.executor.pool.queued).toBe(0);
+  }, 120_000);
+
+  it('an infinite loop is stopped at its timeout (E_RESOURCE_EXHAUSTED time), its worker replaced, and the next call works', async () => {
+    const started = performance.now();
+    const result = await invoke('spin', {});
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(result.error?.details).toMatchObject({ resource: 'time', timeout_ms: 500 });
+    expect(result.error?.message).toMatch(/did not finish within 500 ms; its worker was stopped/);
+    expect((await invoke('echo', { after: 'spin' })).output).toEqual({ after: 'spin' });
+    expect(corral.executor.pool.workerCount).toBeLessThanOrEqual(2);
+  });
+
+  it('refuses a call when its queue is full, with E_RESOURCE_EXHAUSTED (queue)', async () => {
+    const pool = new BrowserWorkerPool({ size: 1, maxQueue: 2 });
+    try {
+      const hold = () => new Promise((resolve) => setTimeout(resolve, 200));
+      const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
+      const running = [pool.run(hold, task), pool.run(hold, task), pool.run(hold, task)];
+      await expect(pool.run(hold, task)).rejects.toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'queue' } });
+      await Promise.all(running);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a full queue reaches the caller as the envelope error of invoke', async () => {
+    const small = await BrowserCorral.create({ size: 1, maxQueue: 1, store: false });
+    try {
+      await registerFolder(small, '/test/fixtures/tools/spin');
+      const results = await Promise.all([0, 1, 2].map(() => small.invoke('spin', {}, { timeoutMs: 300 })));
+      const codes = results.map((r) => r.error?.details.resource);
+      expect(codes.filter((c) => c === 'queue')).toHaveLength(1);
+      expect(results.find((r) => r.error?.details.resource === 'queue')?.error?.message).toMatch(/call queue is full \(1 calls waiting\)/);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('cancels a queued call and a running one (terminating its worker); the pool carries on', async () => {
+    const controller = new AbortController();
+    const pending = invoke('spin', {}, { signal: controller.signal, timeoutMs: 30_000 });
+    setTimeout(() => controller.abort(new Error('the agent changed its mind')), 200);
+    const result = await pending;
+    expect(result.error?.details.cancelled).toBe(true);
+    expect(result.error?.message).toMatch(/cancelled: the agent changed its mind/);
+
+    const pool = new BrowserWorkerPool({ size: 1 });
+    try {
+      const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
+      const running = new AbortController();
+      const queued = new AbortController();
+      const first = pool.run(() => new Promise(() => {}), { ...task, signal: running.signal });
+      const second = pool.run(async () => 'never', { ...task, signal: queued.signal });
+      queued.abort();
+      await expect(second).rejects.toThrow(/cancel/i);
+      running.abort();
+      await expect(first).rejects.toThrow(/cancel/i);
+      await expect(pool.run(async () => 'after', task)).resolves.toBe('after');
+      expect(pool.workerCount).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a worker that crashes fails only its own call (E_UNEXPECTED_EXIT); the other worker and later calls are fine', async () => {
+    // The first worker started dies shortly after it starts; every later one is a real sandbox.
+    let started = 0;
+    const crashing = () =>
+      new Worker(URL.createObjectURL(new Blob(['setTimeout(() => { throw new Error("sandbox blew up"); }, 300);'], { type: 'text/javascript' })));
+    const flaky = await BrowserCorral.create({ size: 2, store: false, prestart: 0, createWorker: () => (started++ === 0 ? crashing() : startSandboxWorker()) });
+    try {
+      await registerFolder(flaky, '/test/fixtures/tools/echo');
+      const [a, b] = await Promise.all([flaky.invoke('echo', { n: 1 }), flaky.invoke('echo', { n: 2 })]);
+      const failed = [a, b].filter((r) => !r.ok);
+      expect(failed).toHaveLength(1);
+      expect(failed[0]!.error?.code).toBe('E_UNEXPECTED_EXIT');
+      expect(failed[0]!.error?.message).toMatch(/sandbox worker stopped unexpectedly: .*sandbox blew up/);
+      expect([a, b].filter((r) => r.ok).map((r) => r.output)).toHaveLength(1);
+      const after = await Promise.all([3, 4, 5].map((n) => flaky.invoke('echo', { n })));
+      expect(after.map((r) => r.output)).toEqual([{ n: 3 }, { n: 4 }, { n: 5 }]);
+      expect(flaky.executor.pool.workerCount).toBeLessThanOrEqual(2);
+    } finally {
+      await flaky.close();
+    }
+  });
+});
+
+describe('snapshots in IndexedDB', () => {
+  // Runs after the calls above.
+  it('every invoke of this file was recorded, with its outcome', async () => {
+    expect(calls.length).toBeGreaterThan(100);
+    for (const call of calls) {
+      expect(call.snapshot?.id, JSON.stringify(call.error)).toBeTruthy();
+      expect(call.snapshot?.error).toBeUndefined();
+    }
+    const recorded = await store.listExecutions();
+    expect(recorded).toHaveLength(calls.length);
+    const byId = new Map(recorded.map((e) => [e.id, e]));
+    for (const call of calls) {
+      const snapshot = byId.get(call.snapshot!.id)!;
+      expect(snapshot.tool).toBe(call.tool);
+      expect(snapshot.status).toBe(call.ok ? 'ok' : 'failed');
+      expect(snapshot.error_code).toBe(call.error?.code ?? null);
+    }
+    const summary = recorded.find((e) => e.tool === 'diff-summary' && e.status === 'ok')!;
+    expect(summary.stdout_head).toContain('"files"');
+  });
+
+  it('by default BrowserCorral records into the IndexedDB database corral-snapshots', async () => {
+    const byDefault = await BrowserCorral.create({ size: 1 });
+    try {
+      expect(byDefault.store).toBeInstanceOf(IndexedDbStore);
+      expect(byDefault.store?.location).toBe('IndexedDB database "corral-snapshots"');
+      await registerBundledTools(byDefault);
+      const result = await byDefault.invoke('diff-summary', { diff: '' });
+      expect(result.ok).toBe(true);
+      const snapshot = await byDefault.store!.getExecution(result.snapshot!.id);
+      expect(snapshot).toMatchObject({ tool: 'diff-summary', version: '1.0.0', status: 'ok', exit_code: 0 });
+    } finally {
+      await byDefault.close();
+    }
+  });
+});

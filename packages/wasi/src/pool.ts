@@ -1,0 +1,195 @@
+/**
+ * The host-agnostic half of a sandbox worker pool: a bounded set of workers,
+ * a bounded queue, per-task time limits and cancellation, and replacement of
+ * any worker that timed out, was cancelled mid-task or crashed. Each host
+ * supplies its workers through a factory: Node's are worker_threads threads
+ * (@corral/node), browsers' are Web Workers (@corral/browser).
+ */
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+
+/** What the pool needs of a host's worker. */
+export interface PoolWorker {
+  /** False once the worker stopped, by itself or by `terminate`. */
+  readonly alive: boolean;
+  /**
+   * Settles when the worker stops by itself (a crash), with the error the
+   * task it was running gets. It never rejects.
+   */
+  readonly crashed: Promise<CorralError>;
+  terminate(): Promise<void>;
+}
+
+export interface SandboxPoolOptions {
+  /** Most workers alive at once (at least 1). */
+  size: number;
+  /** Most calls waiting for a worker; one more is refused. Default 1000. */
+  maxQueue?: number;
+}
+
+export interface TaskOptions {
+  /** Wall-clock limit of the task once it has a worker; on expiry the worker is killed. */
+  timeoutMs: number;
+  /** The error the caller gets when the limit passes. */
+  onTimeout: () => CorralError;
+  signal?: AbortSignal;
+}
+
+interface Job<W> {
+  task: (worker: W) => Promise<unknown>;
+  options: TaskOptions;
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+}
+
+/**
+ * A bounded pool of sandbox workers with a bounded queue.
+ * A worker that times out, is cancelled or crashes is thrown away and a fresh
+ * one is started at once, so a bad call never affects calls on other workers.
+ */
+export class SandboxPool<W extends PoolWorker> {
+  readonly size: number;
+  readonly maxQueue: number;
+  readonly #createWorker: () => W;
+  readonly #idle: W[] = [];
+  readonly #all = new Set<W>();
+  readonly #queue: Job<W>[] = [];
+  #closed = false;
+
+  constructor(createWorker: () => W, options: SandboxPoolOptions) {
+    this.size = Math.max(1, options.size);
+    this.maxQueue = options.maxQueue ?? 1000;
+    this.#createWorker = createWorker;
+  }
+
+  /** Workers currently alive (busy or idle). */
+  get workerCount(): number {
+    return this.#all.size;
+  }
+
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  /**
+   * Start idle workers ahead of the first call (up to `count` alive in all,
+   * never more than `size`), so their boot overlaps whatever the caller
+   * does before it. Calls start workers on demand anyway.
+   */
+  prestart(count = 1): void {
+    while (!this.#closed && this.#all.size < Math.min(count, this.size)) {
+      const worker = this.#createWorker();
+      this.#all.add(worker);
+      this.#idle.push(worker);
+    }
+  }
+
+  run<T>(task: (worker: W) => Promise<T>, options: TaskOptions): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error('the worker pool is closed'));
+    if (this.#queue.length >= this.maxQueue) {
+      return Promise.reject(
+        new CorralError(
+          ErrorCodes.RESOURCE_EXHAUSTED,
+          `The call queue is full (${this.maxQueue} calls waiting); retry later or raise maxQueue.`,
+          { resource: 'queue', max_queue: this.maxQueue },
+        ),
+      );
+    }
+    return new Promise<T>((resolve, reject) => {
+      const job: Job<W> = { task, options, resolve: resolve as (v: unknown) => void, reject };
+      if (options.signal?.aborted) return reject(abortError(options.signal));
+      options.signal?.addEventListener(
+        'abort',
+        () => {
+          // A queued job is simply dropped; a running one is handled in #start.
+          const at = this.#queue.indexOf(job);
+          if (at !== -1) {
+            this.#queue.splice(at, 1);
+            reject(abortError(options.signal!));
+          }
+        },
+        { once: true },
+      );
+      this.#queue.push(job);
+      this.#dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const job of this.#queue.splice(0)) job.reject(new Error('the worker pool was closed'));
+    await Promise.all([...this.#all].map((w) => w.terminate()));
+    this.#all.clear();
+    this.#idle.length = 0;
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      let worker = this.#idle.pop();
+      // An idle worker can die without a task (a spare that failed to boot): drop it.
+      while (worker && !worker.alive) {
+        this.#all.delete(worker);
+        worker = this.#idle.pop();
+      }
+      if (!worker && this.#all.size < this.size) {
+        worker = this.#createWorker();
+        this.#all.add(worker);
+      }
+      if (!worker) return;
+      void this.#start(worker, this.#queue.shift()!);
+    }
+  }
+
+  async #start(worker: W, job: Job<W>): Promise<void> {
+    const { timeoutMs, onTimeout, signal } = job.options;
+    // A timeout, a cancellation or a crash leaves the worker in an unknown state: it is replaced.
+    let faulted = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        faulted = true;
+        reject(onTimeout());
+      }, timeoutMs);
+      onAbort = () => {
+        faulted = true;
+        reject(abortError(signal!));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    const crashed = worker.crashed.then((error) => {
+      faulted = true;
+      throw error;
+    });
+    // Whichever loses the race must not surface later as an unhandled rejection.
+    stopped.catch(() => {});
+    crashed.catch(() => {});
+    try {
+      job.resolve(await Promise.race([job.task(worker), stopped, crashed]));
+    } catch (err) {
+      job.reject(err);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
+    if (!faulted && worker.alive && !this.#closed) {
+      this.#idle.push(worker);
+    } else {
+      this.#all.delete(worker);
+      if (worker.alive) void worker.terminate();
+      // Start the replacement now, so its boot overlaps whatever the caller does next.
+      if (!this.#closed) {
+        const spare = this.#createWorker();
+        this.#all.add(spare);
+        this.#idle.push(spare);
+      }
+    }
+    this.#dispatch();
+  }
+}
+
+/** A cancelled call: the caller's own decision, so it carries the caller's reason. */
+function abortError(signal: AbortSignal): CorralError {
+  const reason: unknown = signal.reason;
+  const why = reason instanceof Error ? reason.message : reason === undefined ? '' : String(reason);
+  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The call was cancelled${why ? `: ${why}` : ''}.`, { cancelled: true }, false);
+}

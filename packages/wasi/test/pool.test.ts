@@ -1,0 +1,77 @@
+/**
+ * SandboxPool, the host-agnostic pool both hosts use (Node's worker_threads
+ * pool and the browser's Web Worker pool), with fake workers: what a crash,
+ * a timeout and prestart do, whatever a worker is.
+ */
+import { describe, expect, it } from 'vitest';
+import { CorralError } from '@corral/core';
+import { SandboxPool, type PoolWorker } from '@corral/wasi';
+
+class FakeWorker implements PoolWorker {
+  static started = 0;
+  readonly id = ++FakeWorker.started;
+  alive = true;
+  terminated = false;
+  crash!: (error: CorralError) => void;
+  readonly crashed = new Promise<CorralError>((resolve) => {
+    this.crash = (error) => {
+      this.alive = false;
+      resolve(error);
+    };
+  });
+  async terminate(): Promise<void> {
+    this.alive = false;
+    this.terminated = true;
+  }
+}
+
+const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'too slow', { resource: 'time' }) };
+
+describe('SandboxPool', () => {
+  it('a worker that crashes fails only its own task; a replacement starts at once', async () => {
+    const workers: FakeWorker[] = [];
+    const pool = new SandboxPool(() => {
+      const w = new FakeWorker();
+      workers.push(w);
+      return w;
+    }, { size: 2 });
+    const doomed = pool.run((w) => {
+      setTimeout(() => w.crash(new CorralError('E_UNEXPECTED_EXIT', 'the worker died')), 20);
+      return new Promise(() => {});
+    }, task);
+    const fine = pool.run((w) => new Promise((resolve) => setTimeout(() => resolve(`ok from ${w.id}`), 50)), task);
+    await expect(doomed).rejects.toMatchObject({ code: 'E_UNEXPECTED_EXIT', message: 'the worker died' });
+    await expect(fine).resolves.toMatch(/^ok from/);
+    expect(workers).toHaveLength(3);
+    expect(pool.workerCount).toBe(2);
+    await expect(pool.run(async (w) => w.alive, task)).resolves.toBe(true);
+    await pool.close();
+    expect(workers.every((w) => !w.alive)).toBe(true);
+  });
+
+  it('a timeout rejects with the caller’s error and terminates the worker', async () => {
+    const workers: FakeWorker[] = [];
+    const pool = new SandboxPool(() => {
+      const w = new FakeWorker();
+      workers.push(w);
+      return w;
+    }, { size: 1 });
+    await expect(pool.run(() => new Promise(() => {}), { ...task, timeoutMs: 30 })).rejects.toMatchObject({ details: { resource: 'time' } });
+    expect(workers[0]!.terminated).toBe(true);
+    expect(workers).toHaveLength(2);
+    await pool.close();
+  });
+
+  it('prestart starts idle workers up to the pool size, and calls use them', async () => {
+    let started = 0;
+    const pool = new SandboxPool(() => (started++, new FakeWorker()), { size: 2 });
+    pool.prestart(5);
+    expect(started).toBe(2);
+    expect(pool.workerCount).toBe(2);
+    await Promise.all([pool.run(async () => 1, task), pool.run(async () => 2, task)]);
+    expect(started).toBe(2);
+    await pool.close();
+    pool.prestart();
+    expect(started).toBe(2);
+  });
+});
