@@ -15,6 +15,7 @@ import { fmt, median, quantile, sample, table } from './stats.js';
 import { benchOverhead } from './overhead.js';
 import { benchSnapshots } from './snapshots.js';
 import { benchIndexedDb } from './indexeddb.js';
+import { benchWeb } from './web.js';
 import { syntheticDiff } from './diffs.js';
 
 const quick = process.argv.includes('--quick');
@@ -180,6 +181,11 @@ const sections: Array<[title: string, note: string, rows: () => Promise<string[]
   ['Sandbox overhead (a tool that does nothing)', `Runs: ${N_SMALL} per row; recovery and throughput as noted.`, () => benchOverhead(N_SMALL)],
   ['Snapshot writes (SQLite)', 'An invocation record is an intent plus its result: two durable writes.', () => benchSnapshots({ quick })],
   ['Snapshot writes (IndexedDB in Chromium)', 'Debian chromium, headless, a fresh profile.', () => benchIndexedDb({ quick })],
+  [
+    'The offline diff summarizer in Chromium (apps/web, production build)',
+    'Page load to first summary and warm summaries of synthetic diffs; a pure-JS diff parser in the same page is the baseline. Peak memory: rise of the renderer process during one call.',
+    () => benchWeb({ quick }),
+  ],
 ];
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 console.log(`\n# npm run bench — ${new Date().toISOString()} — node ${process.version}, ${availableParallelism()} cores`);

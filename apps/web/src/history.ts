@@ -1,0 +1,109 @@
+/**
+ * History: earlier summaries, read back from the execution snapshots the
+ * runtime records in IndexedDB for every call. A snapshot keeps the input
+ * (unless the caller opted out), the first and last KiB of stdout, and the
+ * outcome, so an entry can show its totals without rerunning anything, and
+ * be reopened: from its stdout when that was short enough to be kept whole,
+ * else by running the kept input again.
+ */
+import type { ExecutionSnapshot } from '@corral/core';
+import { isDiffSummary, type DiffSummary, type Language, type Totals } from './summary.js';
+
+export interface HistoryEntry {
+  id: string;
+  when: Date;
+  status: ExecutionSnapshot['status'];
+  language: Language;
+  durationMs: number | null;
+  /** Known from the stdout tail of a successful call. */
+  totals: Totals | null;
+  summary: string | null;
+  firstPath: string | null;
+  /** The tool's error message for a failed call. */
+  error: string | null;
+  /** Whether the input was kept (the entry can be reopened). */
+  hasInput: boolean;
+  /** The whole output, when stdout fitted in the kept head. */
+  output: DiffSummary | null;
+  snapshot: ExecutionSnapshot;
+}
+
+const TAIL = /"totals":(\{[^{}]*\}),"summary":("(?:[^"\\]|\\.)*")\}\s*$/;
+const FIRST_PATH = /^\{"files":\[\{"path":("(?:[^"\\]|\\.)*")/;
+const LANGUAGE = /"language":"(en|zh)"\}$/;
+
+function tryJson(text: string | null): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export function entryFromSnapshot(s: ExecutionSnapshot): HistoryEntry {
+  const head = s.stdout_head ?? '';
+  const whole = tryJson(head);
+  const output = isDiffSummary(whole) ? whole : null;
+  let totals: Totals | null = output?.totals ?? null;
+  let summary: string | null = output?.summary ?? null;
+  if (!output && s.stdout_tail) {
+    const m = TAIL.exec(s.stdout_tail);
+    if (m) {
+      totals = tryJson(m[1]!) as Totals;
+      summary = tryJson(m[2]!) as string;
+    }
+  }
+  const first = FIRST_PATH.exec(head);
+  let error: string | null = null;
+  if (s.status !== 'ok') {
+    const toolError = (whole as { error?: { message?: unknown } } | undefined)?.error?.message;
+    error = typeof toolError === 'string' ? toolError : (s.error_message ?? s.error_code ?? s.status);
+  }
+  return {
+    id: s.id,
+    when: new Date(Number(BigInt(s.intent_ns) / 1_000_000n)),
+    status: s.status,
+    language: (LANGUAGE.exec(s.input_json?.slice(-32) ?? '')?.[1] as Language | undefined) ?? 'en',
+    durationMs: s.duration_ms,
+    totals,
+    summary,
+    firstPath: output?.files[0]?.path ?? (first ? (tryJson(first[1]!) as string) : null),
+    error,
+    hasInput: s.input_json !== null,
+    output,
+    snapshot: s,
+  };
+}
+
+/** Newest first, one entry per distinct input (a reopened summary moves to the top instead of repeating). */
+export function historyEntries(snapshots: ExecutionSnapshot[]): HistoryEntry[] {
+  const seen = new Set<string>();
+  const entries: HistoryEntry[] = [];
+  for (const s of snapshots) {
+    const key = s.input_sha256 ?? s.id;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    entries.push(entryFromSnapshot(s));
+  }
+  return entries;
+}
+
+/** The diff and language a snapshot ran with, or null when the input was not kept. */
+export function inputOf(entry: HistoryEntry): { diff: string; language: Language } | null {
+  const input = tryJson(entry.snapshot.input_json) as { diff?: unknown; language?: unknown } | undefined;
+  if (!input || typeof input.diff !== 'string') return null;
+  return { diff: input.diff, language: input.language === 'zh' ? 'zh' : 'en' };
+}
+
+/** "3 minutes ago", in the page's language. */
+export function relativeTime(when: Date, lang: Language, now = Date.now()): string {
+  const rtf = new Intl.RelativeTimeFormat(lang === 'zh' ? 'zh-CN' : 'en', { numeric: 'auto' });
+  const s = Math.round((when.getTime() - now) / 1000);
+  const abs = Math.abs(s);
+  if (abs < 45) return rtf.format(0, 'second');
+  if (abs < 45 * 60) return rtf.format(Math.round(s / 60), 'minute');
+  if (abs < 22 * 3600) return rtf.format(Math.round(s / 3600), 'hour');
+  if (abs < 7 * 86400) return rtf.format(Math.round(s / 86400), 'day');
+  return when.toLocaleDateString(lang === 'zh' ? 'zh-CN' : 'en');
+}

@@ -1,0 +1,100 @@
+/**
+ * The page's one Corral: a BrowserCorral from @corral/browser (sandbox
+ * workers, the IndexedDB snapshot store) with the bundled tools registered.
+ * Nothing here runs a tool itself; every call goes through the runtime, so
+ * input and output are validated, limits apply, and each call is recorded.
+ */
+import { BrowserCorral, CorralError, ErrorCodes, Runtime, registerBundledTools, type InvokeResult, type Tool } from '@corral/browser';
+import type { DiffSummary, Language } from './summary.js';
+
+export type PrepStep = 'workers' | 'tools' | 'prepare' | 'warm' | 'done';
+
+/**
+ * Which build of the bundled tools to run: 'component' (default) is the
+ * same diff-summary.wasm Node runs; 'module' is its WASI preview1 build,
+ * which needs no jco transpile on a first visit (`?tools=module`).
+ */
+export type ToolFlavor = 'component' | 'module';
+
+export interface Host {
+  corral: BrowserCorral;
+  /** Why there is no history (the store could not be opened), or null. */
+  storeError: string | null;
+  /** One diff-summary call; `record: false` keeps it out of the history (the benchmark's "sandbox alone"). */
+  summarize(diff: string, language: Language, options?: { record?: boolean }): Promise<Summarized>;
+}
+
+/** Workers in the pool: one for summaries, one so a slow tool in the advanced panel never blocks them. */
+const POOL_SIZE = 2;
+
+export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFlavor = 'component'): Promise<Host> {
+  onStep('workers');
+  let corral: BrowserCorral;
+  let storeError: string | null = null;
+  try {
+    corral = await BrowserCorral.create({ size: POOL_SIZE });
+  } catch (err) {
+    // IndexedDB can be unavailable (some private modes, blocked storage):
+    // summaries still work, without history.
+    storeError = (err as Error).message;
+    corral = await BrowserCorral.create({ size: POOL_SIZE, store: false });
+  }
+  // Start a sandbox worker now, while the tools load: its scripts and the WASI
+  // shim are ready by the time the transpile or the warm-up call needs it.
+  const booting = corral.executor.pool
+    .run((worker) => worker.api.has(''), {
+      timeoutMs: 30_000,
+      onTimeout: () => new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, 'The sandbox worker did not start within 30 s.', { resource: 'time' }),
+    })
+    .catch(() => {}); // the warm-up call below reports a worker that cannot start
+  onStep('tools');
+  const tools = await registerBundledTools(corral, { kind: flavor });
+  const diffTool = tools.find((tool) => tool.spec.name === 'diff-summary');
+  if (!diffTool) throw new Error('the bundled tools have no diff-summary');
+  if (flavor === 'component') {
+    // jco's transpile of the component: about a second on a first visit,
+    // then read back from IndexedDB.
+    onStep('prepare');
+    await corral.executor.prepare(diffTool);
+  }
+  onStep('warm');
+  await booting;
+  await warmUp(corral, diffTool);
+  onStep('done');
+  return { corral, storeError, summarize: (diff, language, options) => summarize(corral, diff, language, options) };
+}
+
+/**
+ * One call with an empty diff through a runtime without a store (so it is
+ * not in the history): it starts a sandbox worker, which loads its scripts,
+ * and compiles the tool there. The first real summary then makes no request
+ * at all, and costs what every later one does.
+ */
+async function warmUp(corral: BrowserCorral, tool: Tool): Promise<void> {
+  const result = await unrecorded(corral).invokeTool(tool, { diff: '' });
+  if (!result.ok) throw new Error(`diff-summary did not start: ${result.error?.message ?? 'unknown error'}`);
+}
+
+const quiet = new WeakMap<BrowserCorral, Runtime>();
+
+/** The same registry, sandbox and checks, without the snapshot store: calls that are not history. */
+function unrecorded(corral: BrowserCorral): Runtime {
+  let runtime = quiet.get(corral);
+  if (!runtime) quiet.set(corral, (runtime = new Runtime({ registry: corral.registry, executor: corral.executor })));
+  return runtime;
+}
+
+export interface Summarized {
+  result: InvokeResult<DiffSummary>;
+  /** Wall time of the call as the page saw it (queue, worker, tool, snapshot writes). */
+  ms: number;
+}
+
+async function summarize(corral: BrowserCorral, diff: string, language: Language, options: { record?: boolean } = {}): Promise<Summarized> {
+  const t = performance.now();
+  const input = { diff, language };
+  const result = (
+    options.record === false ? await unrecorded(corral).invoke('diff-summary', input) : await corral.invoke('diff-summary', input)
+  ) as InvokeResult<DiffSummary>;
+  return { result, ms: performance.now() - t };
+}

@@ -1,0 +1,210 @@
+/**
+ * The page's words in English and Chinese. The language switch sets both the
+ * page and the `language` the diff-summary tool writes its summary in.
+ */
+import type { FileStatus, Language } from './summary.js';
+
+const en = {
+  title: 'Diff summarizer',
+  tagline: 'Summaries of your diffs, computed on this machine by a sandboxed WASI tool. Nothing is uploaded.',
+  languageLabel: 'Summary language',
+  inputHeading: 'Your diff',
+  inputLabel: 'Unified diff (git diff, git format-patch or diff -u output)',
+  placeholder: 'Paste the output of `git diff` here, or drop a .diff / .patch file on this box.',
+  dropHere: 'Drop the .diff or .patch file to load it',
+  choose: 'Choose a file…',
+  example: 'Try an example',
+  clear: 'Clear',
+  summarize: 'Summarize',
+  summarizing: 'Summarizing…',
+  shortcut: 'Ctrl+Enter',
+  preparing: 'Preparing the sandbox…',
+  prepStart: 'Starting sandbox workers',
+  prepTools: 'Loading the diff-summary tool',
+  prepCompile: 'Preparing the tool (once per browser: about a second)',
+  prepWarm: 'Starting the tool in its sandbox',
+  prepDone: 'Ready',
+  prepFailed: 'The sandbox could not start',
+  ready: 'Ready',
+  readyOffline: 'Ready · works offline',
+  offline: 'Offline',
+  loadedFile: (name: string, size: string) => `Loaded ${name} (${size})`,
+  bigFile: (name: string, size: string) => `${name} (${size}) is loaded; it is too large to show here, but it will be summarized in full.`,
+  resultHeading: 'Summary',
+  empty: 'The summary appears here: files changed, lines added and removed, and the largest changes.',
+  notADiff: 'This is not a diff',
+  notADiffHint: 'Paste the output of git diff (or diff -u), or drop a .diff / .patch file.',
+  failed: 'The tool failed',
+  files: 'files',
+  additions: 'additions',
+  deletions: 'deletions',
+  hunks: 'hunks',
+  toolTime: 'time taken',
+  pageTime: (ms: string) => `${ms} in all, with saving it to the history`,
+  chartHeading: 'Largest changes',
+  chartLabel: (n: number) => `Bar chart of the ${n} files with the most changed lines`,
+  tableHeading: 'Files',
+  filter: 'Filter files',
+  colStatus: 'Status',
+  colFile: 'File',
+  colAdd: 'Added',
+  colDel: 'Removed',
+  colHunks: 'Hunks',
+  showAll: (n: number) => `Show all ${n} files`,
+  noMatch: 'No file matches the filter.',
+  noChanges: 'The diff has no changes.',
+  renamedFrom: 'from',
+  mode: (a: string, b: string) => `mode ${a} → ${b}`,
+  historyHeading: 'History',
+  historyEmpty: 'Summaries you make are kept here, on this device.',
+  historyUnavailable: 'History is unavailable: this browser did not let the page keep data.',
+  historyNoInput: 'input not kept',
+  andMore: (path: string, n: number) => `${path} and ${n} more`,
+  historyFailed: 'not a diff',
+  reopen: 'Reopen',
+  clearHistory: 'Clear history',
+  confirmClear: 'Remove every summary kept on this device?',
+  advancedHeading: 'Advanced: run any WASI tool',
+  advancedIntro:
+    'Load a tool (its .wasm and tool-spec.json), and run it in the same sandbox: no network, only the folders you pick, the limits its spec declares.',
+  toolWasm: 'Tool (.wasm)',
+  toolSpec: 'Contract (tool-spec.json)',
+  register: 'Load tool',
+  registered: (name: string, version: string) => `Loaded ${name} ${version}.`,
+  tool: 'Tool',
+  inputForm: 'Input',
+  rawJson: 'Edit the input as JSON',
+  mountFolder: (guest: string, access: string) => `Folder for ${guest} (${access})`,
+  envVar: (name: string) => `Environment variable ${name}`,
+  run: 'Run',
+  running: 'Running…',
+  envelope: 'Result envelope',
+  invalidJson: (field: string, message: string) => `${field}: not valid JSON (${message})`,
+  required: 'required',
+  footer: 'Corral runs WASI tools in sandboxed workers. This page keeps working with the network off once it has loaded.',
+  swUpdate: 'A new version is ready.',
+  reload: 'Reload',
+  status: {
+    added: 'added',
+    deleted: 'deleted',
+    modified: 'modified',
+    renamed: 'renamed',
+    copied: 'copied',
+    binary: 'binary',
+  } satisfies Record<FileStatus, string>,
+};
+
+export type Strings = typeof en;
+
+const zh: Strings = {
+  title: 'Diff 摘要',
+  tagline: '在本机由沙箱中的 WASI 工具计算 diff 摘要，不上传任何内容。',
+  languageLabel: '摘要语言',
+  inputHeading: '你的 diff',
+  inputLabel: '统一格式 diff（git diff、git format-patch 或 diff -u 的输出）',
+  placeholder: '在此粘贴 `git diff` 的输出，或把 .diff / .patch 文件拖到这里。',
+  dropHere: '松开以载入 .diff 或 .patch 文件',
+  choose: '选择文件…',
+  example: '试试示例',
+  clear: '清空',
+  summarize: '生成摘要',
+  summarizing: '正在生成…',
+  shortcut: 'Ctrl+Enter',
+  preparing: '正在准备沙箱…',
+  prepStart: '启动沙箱 worker',
+  prepTools: '载入 diff-summary 工具',
+  prepCompile: '准备工具（每个浏览器只需一次，约一秒）',
+  prepWarm: '在沙箱中启动工具',
+  prepDone: '就绪',
+  prepFailed: '沙箱无法启动',
+  ready: '就绪',
+  readyOffline: '就绪 · 可离线使用',
+  offline: '离线',
+  loadedFile: (name, size) => `已载入 ${name}（${size}）`,
+  bigFile: (name, size) => `已载入 ${name}（${size}）；文件太大无法在此显示，但会完整地生成摘要。`,
+  resultHeading: '摘要',
+  empty: '摘要会显示在这里：变更的文件、增删的行数，以及改动最大的文件。',
+  notADiff: '这不是 diff',
+  notADiffHint: '请粘贴 git diff（或 diff -u）的输出，或拖入 .diff / .patch 文件。',
+  failed: '工具运行失败',
+  files: '个文件',
+  additions: '行新增',
+  deletions: '行删除',
+  hunks: '个变更块',
+  toolTime: '用时',
+  pageTime: (ms) => `总计 ${ms}（含保存到历史）`,
+  chartHeading: '改动最大的文件',
+  chartLabel: (n) => `改动行数最多的 ${n} 个文件的条形图`,
+  tableHeading: '文件',
+  filter: '筛选文件',
+  colStatus: '状态',
+  colFile: '文件',
+  colAdd: '新增',
+  colDel: '删除',
+  colHunks: '变更块',
+  showAll: (n) => `显示全部 ${n} 个文件`,
+  noMatch: '没有文件符合筛选条件。',
+  noChanges: '这个 diff 没有变更。',
+  renamedFrom: '原',
+  mode: (a, b) => `权限 ${a} → ${b}`,
+  historyHeading: '历史',
+  historyEmpty: '生成过的摘要会保存在这台设备上。',
+  historyUnavailable: '历史不可用：浏览器不允许此页面保存数据。',
+  historyNoInput: '未保存输入',
+  andMore: (path, n) => `${path} 等 ${n + 1} 个文件`,
+  historyFailed: '不是 diff',
+  reopen: '重新打开',
+  clearHistory: '清除历史',
+  confirmClear: '删除这台设备上保存的所有摘要？',
+  advancedHeading: '高级：运行任意 WASI 工具',
+  advancedIntro: '载入一个工具（.wasm 和 tool-spec.json），在同一个沙箱里运行：没有网络，只能访问你选择的文件夹，受其规格声明的资源限制。',
+  toolWasm: '工具（.wasm）',
+  toolSpec: '契约（tool-spec.json）',
+  register: '载入工具',
+  registered: (name, version) => `已载入 ${name} ${version}。`,
+  tool: '工具',
+  inputForm: '输入',
+  rawJson: '以 JSON 编辑输入',
+  mountFolder: (guest, access) => `${guest} 对应的文件夹（${access}）`,
+  envVar: (name) => `环境变量 ${name}`,
+  run: '运行',
+  running: '正在运行…',
+  envelope: '结果信封',
+  invalidJson: (field, message) => `${field}：不是有效的 JSON（${message}）`,
+  required: '必填',
+  footer: 'Corral 在沙箱 worker 中运行 WASI 工具。页面载入一次之后，断网也能继续使用。',
+  swUpdate: '新版本已就绪。',
+  reload: '重新载入',
+  status: { added: '新增', deleted: '删除', modified: '修改', renamed: '重命名', copied: '复制', binary: '二进制' },
+};
+
+export const STRINGS: Record<Language, Strings> = { en, zh };
+
+/** The language to start in: the last one chosen, else the browser's. */
+export function initialLanguage(): Language {
+  try {
+    const saved = localStorage.getItem('corral.language');
+    if (saved === 'en' || saved === 'zh') return saved;
+  } catch {
+    // storage blocked: fall through
+  }
+  return navigator.language.toLowerCase().startsWith('zh') ? 'zh' : 'en';
+}
+
+export function saveLanguage(lang: Language): void {
+  try {
+    localStorage.setItem('corral.language', lang);
+  } catch {
+    // storage blocked: the choice lasts for this visit
+  }
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+export function formatMs(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(1)} ms`;
+}

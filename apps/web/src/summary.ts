@@ -1,0 +1,74 @@
+/**
+ * The diff-summary tool's output (wasm-tools/diff-summary/tool-spec.json,
+ * output_schema), and small helpers the page uses on it.
+ */
+export type FileStatus = 'added' | 'deleted' | 'modified' | 'renamed' | 'copied' | 'binary';
+
+export interface FileSummary {
+  path: string;
+  /** Only for renamed and copied files. */
+  old_path?: string;
+  status: FileStatus;
+  additions: number;
+  deletions: number;
+  hunks: number;
+  binary: boolean;
+  old_mode?: string;
+  new_mode?: string;
+}
+
+export interface Totals {
+  files: number;
+  additions: number;
+  deletions: number;
+  hunks: number;
+}
+
+export interface DiffSummary {
+  files: FileSummary[];
+  totals: Totals;
+  summary: string;
+}
+
+export type Language = 'en' | 'zh';
+
+/** The message to show for a failed call: the tool's own words when it gave some. */
+export function failureMessage(result: { error: { message: string; details: Record<string, unknown> } | null }): string {
+  const toolError = (result.error?.details as { tool_error?: { message?: unknown } } | undefined)?.tool_error?.message;
+  if (typeof toolError === 'string') return toolError;
+  return result.error?.message ?? 'unknown error';
+}
+
+export const STATUSES: readonly FileStatus[] = ['added', 'deleted', 'modified', 'renamed', 'copied', 'binary'];
+
+/** True when `value` has the shape of a diff-summary output (enough to render it safely). */
+export function isDiffSummary(value: unknown): value is DiffSummary {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<DiffSummary>;
+  return (
+    Array.isArray(v.files) &&
+    typeof v.summary === 'string' &&
+    typeof v.totals === 'object' &&
+    v.totals !== null &&
+    v.files.every(
+      (f) =>
+        typeof f === 'object' &&
+        f !== null &&
+        typeof f.path === 'string' &&
+        (STATUSES as readonly string[]).includes(f.status) &&
+        Number.isInteger(f.additions) &&
+        Number.isInteger(f.deletions) &&
+        Number.isInteger(f.hunks),
+    )
+  );
+}
+
+/** The `n` files with the most changed lines, largest first (diff order breaks ties). */
+export function largestChanges(files: readonly FileSummary[], n: number): FileSummary[] {
+  return files
+    .map((f, i) => ({ f, i }))
+    .filter(({ f }) => f.additions + f.deletions > 0)
+    .sort((a, b) => b.f.additions + b.f.deletions - (a.f.additions + a.f.deletions) || a.i - b.i)
+    .slice(0, n)
+    .map(({ f }) => f);
+}

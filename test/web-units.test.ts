@@ -1,0 +1,196 @@
+// apps/web's pure parts, in Node:
+// - js-diff.ts, the benchmark's pure-JS baseline, must give exactly the
+//   diff-summary tool's answer (or the comparison would be unfair), checked
+//   on real git output and on the benchmark's synthetic diffs;
+// - schema-form.ts, the advanced panel's input form from an input_schema;
+// - history.ts, reading summaries back from execution snapshots.
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { summarizeDiff } from '../apps/web/src/js-diff.js';
+import { FormError, fieldsFromSchema, initialValue, inputFromValues } from '../apps/web/src/schema-form.js';
+import { entryFromSnapshot, historyEntries, inputOf } from '../apps/web/src/history.js';
+import { syntheticDiff } from '../bench/diffs.js';
+import type { ExecutionSnapshot } from '@corral/core';
+import { runTool } from './helpers/corral.js';
+import { diffTrees, type Tree } from './helpers/gitdiff.js';
+
+function lines(n: number, prefix: string): string {
+  let s = '';
+  for (let i = 1; i <= n; i++) s += `${prefix} ${i}\n`;
+  return s;
+}
+
+function blob(seed: number): Uint8Array {
+  const b = new Uint8Array(300);
+  for (let i = 0; i < b.length; i++) b[i] = (seed * 31 + i * 7) & 0xff;
+  b[3] = 0;
+  return b;
+}
+
+const before: Tree = {
+  'a/renamed.txt': lines(20, 'r'),
+  'b/binary.bin': blob(1),
+  'c/deleted.txt': lines(5, 'd'),
+  'd/mode.sh': '#!/bin/sh\n',
+  'e/été.txt': 'x\ny',
+  'f/link': { symlink: 'target' },
+  'g/space name.txt': lines(4, 's'),
+  'h/crlf.txt': 'a\r\nb\r\n',
+  'i/tricky.md': 'intro\n-- x\nkeep\n',
+  'j/pure.txt': lines(3, 'p'),
+};
+const after: Tree = {
+  'a/moved/renamed.txt': lines(20, 'r').replace('r 7\n', 'r seven\n'),
+  'b/binary.bin': blob(2),
+  'd/mode.sh': { content: '#!/bin/sh\n', executable: true },
+  'e/été.txt': 'x\nz\n',
+  'f/link': 'now a file\n',
+  'g/space name.txt': lines(4, 's') + 'five\n',
+  'h/crlf.txt': 'a\r\nB\r\nc\r\n',
+  'i/tricky.md': 'intro\n++ y\nkeep\n--- a\n',
+  'j/other.txt': lines(3, 'p'),
+  'k/new.txt': lines(9, 'n'),
+};
+
+async function toolSays(diff: string, language: 'en' | 'zh'): Promise<unknown> {
+  const r = await runTool('diff-summary', { diff, language });
+  if (!r.ok) return { error: (r.error?.details as { tool_error?: { message?: string } }).tool_error?.message };
+  return r.output;
+}
+
+function jsSays(diff: string, language: 'en' | 'zh'): unknown {
+  try {
+    return summarizeDiff(diff, language);
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+describe('js-diff (the benchmark baseline) answers exactly as the diff-summary tool', () => {
+  const git = diffTrees(before, after);
+  const copies = diffTrees({ 'src/a.ts': lines(30, 'a') }, { 'src/a.ts': lines(30, 'a'), 'src/b.ts': lines(30, 'a') + 'more\n' }, { args: ['-C', '--find-copies-harder'] });
+  const binaryPatch = diffTrees({ 'x.bin': blob(3) }, { 'x.bin': blob(4) }, { patchArgs: ['--binary'] });
+  const cases: Record<string, string> = {
+    'real git diff: renames, binary, deletions, modes, type change, CRLF, quoted and spaced names': git.diff,
+    'git diff -C: copies': copies.diff,
+    'git diff --binary': binaryPatch.diff,
+    'the bundled example': (JSON.parse(readFileSync(new URL('../wasm-tools/diff-summary/examples/example.diff.json', import.meta.url), 'utf8')) as { diff: string }).diff,
+    'the benchmark diff, 100 KB': syntheticDiff(100 * 1024),
+    'plain diff -u': '--- old.txt\t2024-01-01 00:00:00\n+++ new.txt\t2024-01-02 00:00:00\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n',
+    'empty: no changes': '  \n',
+    'not a diff': 'hello\nworld\n',
+    'hunks without files': '@@ -1 +1 @@\n-a\n+b\n',
+    'malformed hunk header': 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @\n',
+  };
+  for (const [name, diff] of Object.entries(cases)) {
+    it(name, async () => {
+      for (const language of ['en', 'zh'] as const) expect(jsSays(diff, language), language).toEqual(await toolSays(diff, language));
+    });
+  }
+});
+
+describe('schema-form', () => {
+  const diffSpec = JSON.parse(readFileSync(new URL('../wasm-tools/diff-summary/tool-spec.json', import.meta.url), 'utf8'));
+  const statsSpec = JSON.parse(readFileSync(new URL('../wasm-tools/file-stats/tool-spec.json', import.meta.url), 'utf8'));
+
+  it('makes a text area for a long string and a select for an enum', () => {
+    const fields = fieldsFromSchema(diffSpec.input_schema)!;
+    expect(fields.map((f) => [f.name, f.kind, f.required])).toEqual([
+      ['diff', 'text', true],
+      ['language', 'enum', false],
+    ]);
+    expect(fields[1]!.options).toEqual(['en', 'zh']);
+    expect(initialValue(fields[1]!)).toBe('"en"');
+    expect(inputFromValues(fields, { diff: 'x', language: '"zh"' })).toEqual({ diff: 'x', language: 'zh' });
+    // An optional field left empty is left out, so the tool's default applies.
+    expect(inputFromValues(fields, { diff: '', language: '' })).toEqual({ diff: '' });
+  });
+
+  it('makes single-line inputs for short strings', () => {
+    const fields = fieldsFromSchema(statsSpec.input_schema)!;
+    for (const f of fields) expect(['string', 'integer', 'number', 'boolean', 'enum', 'json']).toContain(f.kind);
+  });
+
+  it('handles numbers, booleans, JSON fallbacks and required fields', () => {
+    const fields = fieldsFromSchema({
+      type: 'object',
+      required: ['n', 'tags'],
+      properties: {
+        n: { type: 'integer', minimum: 1 },
+        ratio: { type: 'number' },
+        dry: { type: 'boolean' },
+        strict: { type: 'boolean', default: true },
+        tags: { type: 'array', items: { type: 'string' } },
+        opts: { type: 'object' },
+      },
+    })!;
+    expect(fields.map((f) => f.kind)).toEqual(['integer', 'number', 'boolean', 'boolean', 'json', 'json']);
+    expect(inputFromValues(fields, { n: '3', ratio: '', dry: false, strict: false, tags: '["a","b"]', opts: '' })).toEqual({ n: 3, strict: false, tags: ['a', 'b'] });
+    expect(() => inputFromValues(fields, { n: '', tags: '[]' })).toThrow(FormError);
+    expect(() => inputFromValues(fields, { n: '1', tags: '[oops' })).toThrow(expect.objectContaining({ field: 'tags' }));
+  });
+
+  it('asks for raw JSON when the schema is not an object with properties', () => {
+    expect(fieldsFromSchema(true)).toBeNull();
+    expect(fieldsFromSchema({ type: 'array' })).toBeNull();
+    expect(fieldsFromSchema({ type: 'object' })).toBeNull();
+  });
+});
+
+describe('history entries from execution snapshots', () => {
+  const snapshot = (over: Partial<ExecutionSnapshot>): ExecutionSnapshot => ({
+    id: 'id-1',
+    status: 'ok',
+    tool: 'diff-summary',
+    version: '1.0.0',
+    decision_id: null,
+    intent_ns: '1700000000000000000',
+    result_ns: '1700000000010000000',
+    duration_ms: 3.5,
+    exit_code: 0,
+    error_code: null,
+    error_message: null,
+    wasm_sha256: 'a'.repeat(64),
+    input_sha256: 'b'.repeat(64),
+    input_json: JSON.stringify({ diff: 'd', language: 'zh' }),
+    stdout_sha256: null,
+    stdout_head: '',
+    stdout_tail: '',
+    stderr_head: '',
+    stderr_tail: '',
+    peak_memory_bytes: null,
+    ...over,
+  });
+
+  it('reads a short output whole, and its input back', () => {
+    const output = summarizeDiff(syntheticDiff(300), 'zh');
+    const text = JSON.stringify(output);
+    const e = entryFromSnapshot(snapshot({ stdout_head: text, stdout_tail: text }));
+    expect(e.output).toEqual(output);
+    expect(e.language).toBe('zh');
+    expect(e.when.toISOString()).toBe('2023-11-14T22:13:20.000Z');
+    expect(inputOf(e)).toEqual({ diff: 'd', language: 'zh' });
+  });
+
+  it('reads totals and summary from the tail of a long output', () => {
+    const output = summarizeDiff(syntheticDiff(50_000), 'en');
+    const text = `${JSON.stringify(output)}\n`;
+    const e = entryFromSnapshot(snapshot({ stdout_head: text.slice(0, 1024), stdout_tail: text.slice(-1024) }));
+    expect(e.output).toBeNull();
+    expect(e.totals).toEqual(output.totals);
+    expect(e.summary).toBe(output.summary);
+    expect(e.firstPath).toBe(output.files[0]!.path);
+  });
+
+  it("keeps a failed call's own message", () => {
+    const e = entryFromSnapshot(
+      snapshot({ status: 'failed', exit_code: 1, error_code: 'E_UNEXPECTED_EXIT', error_message: 'diff-summary exited with code 1: x', stdout_head: '{"error":{"message":"the input is not a unified diff"}}\n' }),
+    );
+    expect(e.error).toBe('the input is not a unified diff');
+  });
+
+  it('shows each distinct input once, newest first', () => {
+    const list = historyEntries([snapshot({ id: 'new' }), snapshot({ id: 'old' }), snapshot({ id: 'other', input_sha256: 'c'.repeat(64) })]);
+    expect(list.map((e) => e.id)).toEqual(['new', 'other']);
+  });
+});
