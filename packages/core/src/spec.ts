@@ -2,7 +2,7 @@
  * tool-spec.json: the JSON Schema Corral ships for it, and the validator
  * that reports every problem at once (so a person fixes a spec in one pass).
  */
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import semver from 'semver';
 import { CorralError, ErrorCodes } from './errors.js';
 import { compileUserSchema, problemsText, toProblems, type Problem } from './schema.js';
@@ -101,18 +101,25 @@ const FORMATS: Record<string, { check: (s: string) => boolean; message: string }
   },
 };
 
-// Compiled once: the spec schema never changes.
-const validateShape = (() => {
-  const ajv = new Ajv({ allErrors: true, logger: false });
-  for (const [name, f] of Object.entries(FORMATS)) ajv.addFormat(name, f.check);
-  return ajv.compile(toolSpecSchema);
-})();
+// Compiled once, on first use: the spec schema never changes, and compiling
+// it at import time made every program that loads core (the CLI, the browser
+// page) pay for it before doing anything.
+let compiledShape: ValidateFunction | undefined;
+function shapeValidator(): ValidateFunction {
+  if (!compiledShape) {
+    const ajv = new Ajv({ allErrors: true, logger: false });
+    for (const [name, f] of Object.entries(FORMATS)) ajv.addFormat(name, f.check);
+    compiledShape = ajv.compile(toolSpecSchema);
+  }
+  return compiledShape;
+}
 
 export type SpecValidation = { ok: true; spec: ToolSpec } | { ok: false; problems: Problem[] };
 
 /** Validate a parsed tool-spec.json; on success return a copy with defaults filled in. */
 export function validateSpec(raw: unknown): SpecValidation {
   const problems: Problem[] = [];
+  const validateShape = shapeValidator();
   if (!validateShape(raw)) {
     for (const e of validateShape.errors ?? []) {
       const [p] = toProblems([e]);
