@@ -1,21 +1,14 @@
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { playwright } from '@vitest/browser-playwright';
 import { configDefaults, defineConfig } from 'vitest/config';
 
-// Debian's chromium (apt), never a browser downloaded by playwright; these flags work on these machines.
-const CHROMIUM = process.env.CORRAL_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+// Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
+const chromiumConfig = JSON.parse(readFileSync(new URL('./chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
+const CHROMIUM_FLAGS = chromiumConfig.args;
 
 // A profile on disk, because an incognito context keeps IndexedDB in memory and
 // durability would go untested; a fresh one per run, because two runs sharing

@@ -20,17 +20,10 @@ import { build } from 'vite';
 import type { PageOptions, PageRun } from './indexeddb-page.js';
 import { fmt, median, quantile } from './stats.js';
 
-const CHROMIUM = process.env.CORRAL_CHROMIUM ?? '/usr/bin/chromium';
-// The flags that work on these machines (see DESIGN.md; vite.config.ts uses the same).
-const CHROMIUM_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+// Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
+const chromiumConfig = JSON.parse(readFileSync(new URL('../../chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
+const CHROMIUM_FLAGS = chromiumConfig.args;
 
 export async function benchIndexedDb(options: { quick?: boolean } = { quick: process.argv.includes('--quick') }): Promise<string[][]> {
   if (!existsSync(CHROMIUM)) throw new Error(`the IndexedDB benchmark needs Debian's chromium at ${CHROMIUM} (apt-get install chromium)`);

@@ -39,17 +39,10 @@ import { build, preview, type PreviewServer } from 'vite';
 import { syntheticDiff } from './diffs.js';
 import { fmt, median, quantile } from './stats.js';
 
-const CHROMIUM = process.env.CORRAL_CHROMIUM ?? '/usr/bin/chromium';
-// The flags that work on these machines (see DESIGN.md; vite.config.ts uses the same).
-const CHROMIUM_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+// Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
+const chromiumConfig = JSON.parse(readFileSync(new URL('../../chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
+const CHROMIUM_FLAGS = chromiumConfig.args;
 const ANCHOR = { ms: 1800, bytes: 42 * 2 ** 20 };
 const TARGET = { speedup: 10, bytes: 20 * 2 ** 20 };
 const SIZES: Array<[label: string, bytes: number]> = [

@@ -18,17 +18,10 @@ import { diffTrees, type GitDiff, type Tree } from './helpers/gitdiff.js';
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const APP = join(REPO, 'apps/web');
 const RESULTS = fileURLToPath(new URL('../test-results/', import.meta.url));
-const CHROMIUM = process.env.CORRAL_CHROMIUM ?? '/usr/bin/chromium';
-// The flags that work on these machines (DESIGN.md; vite.config.ts uses the same).
-const CHROMIUM_FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+// Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
+const chromiumConfig = JSON.parse(readFileSync(new URL('../chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
+const CHROMIUM_FLAGS = chromiumConfig.args;
 
 const LETTER_STATUS: Record<string, string> = { A: 'added', D: 'deleted', M: 'modified', R: 'renamed', C: 'copied', T: 'modified' };
 
