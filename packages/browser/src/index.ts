@@ -6,5 +6,6 @@ export { IndexedDbComponentCache, type PreparedComponentCache } from './componen
 export { bundledTools, registerBundledTools, type BundledTool, type RegisterBundledOptions } from './bundled.js';
 export { parseOpfsPath, opfsDirectory, writeOpfsTree, readOpfsTree } from './opfs.js';
 export { IndexedDbStore, SCHEMA_VERSION, type IndexedDbStoreOptions } from './store-indexeddb.js';
-export type { SandboxWorkerApi, Outcome } from './worker.js';
+export type { SandboxWorkerApi } from './worker.js';
+export type { Outcome } from '@corral/wasi';
 export * from '@corral/core';

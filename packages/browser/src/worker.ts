@@ -16,13 +16,14 @@ import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
 import * as io from '@bytecodealliance/preview2-shim/io';
 import * as random from '@bytecodealliance/preview2-shim/random';
-import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import {
   ComponentRunner,
   Preview1Runner,
   loadShim,
+  outcomeOf,
   transpileComponent,
+  type Outcome,
   type PreparedComponent,
   type RunRequest,
   type WasiShim,
@@ -49,22 +50,10 @@ const host = loadShim(async (name) => modules[name]).then((shim: WasiShim) => {
 // a rejection belongs to no call; a real failure surfaces through its call.
 self.addEventListener('unhandledrejection', (event) => event.preventDefault());
 
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
-
-function failure(err: unknown): { ok: false; error: CorralErrorJSON } {
-  if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
-  const message = err instanceof Error ? err.message : String(err);
-  return { ok: false, error: new CorralError(ErrorCodes.UNEXPECTED_EXIT, `sandbox worker failed: ${message}`).toJSON() };
-}
-
 const api = {
   /** Transpile a component (the page caches the result by content hash). */
   async prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>> {
-    try {
-      return { ok: true, value: await transpileComponent(wasm, toolName) };
-    } catch (err) {
-      return failure(err);
-    }
+    return outcomeOf(() => transpileComponent(wasm, toolName));
   },
   /** True when this worker already compiled the component or module with this key. */
   async has(key: string): Promise<boolean> {
@@ -78,21 +67,20 @@ const api = {
     request: RunRequest,
     kind: 'component' | 'module' = 'component',
   ): Promise<Outcome<ExecutionResult>> {
-    let mounts: OpfsCallMounts | undefined;
     try {
-      const { shim, components, modules } = await host;
-      mounts = await OpfsCallMounts.load(request.mounts, shim.filesystem);
-      opfsMounts = mounts;
-      const value =
-        kind === 'module'
-          ? await modules.run(key, prepared as Uint8Array | undefined, request)
-          : await components.run(key, prepared as PreparedComponent | undefined, request);
-      opfsMounts = undefined;
-      // What the tool changed in read-write OPFS folders is written back once it stopped.
-      await mounts.persist(request.toolName);
-      return { ok: true, value };
-    } catch (err) {
-      return failure(err);
+      return await outcomeOf(async () => {
+        const { shim, components, modules } = await host;
+        const mounts = await OpfsCallMounts.load(request.mounts, shim.filesystem);
+        opfsMounts = mounts;
+        const value =
+          kind === 'module'
+            ? await modules.run(key, prepared as Uint8Array | undefined, request)
+            : await components.run(key, prepared as PreparedComponent | undefined, request);
+        opfsMounts = undefined;
+        // What the tool changed in read-write OPFS folders is written back once it stopped.
+        await mounts.persist(request.toolName);
+        return value;
+      });
     } finally {
       opfsMounts = undefined;
     }

@@ -300,7 +300,7 @@ describe('snapshots in IndexedDB', () => {
   it('every invoke of this file was recorded, with its outcome', async () => {
     expect(calls.length).toBeGreaterThan(100);
     for (const call of calls) {
-      expect(call.snapshot?.id, JSON.stringify(call.error)).toBeTruthy();
+      expect(call.snapshot?.id, JSON.stringify(call.error)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       expect(call.snapshot?.error).toBeUndefined();
     }
     const recorded = await store.listExecutions();

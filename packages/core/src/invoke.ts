@@ -219,6 +219,8 @@ export class Runtime {
       mounts,
       timeoutMs,
       outputLimitBytes,
+      memoryLimitBytes: (spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20,
+      diskLimitBytes: (spec.resources?.disk_mb ?? specDefaults.resources.disk_mb) * 2 ** 20,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
   }

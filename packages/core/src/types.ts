@@ -77,6 +77,10 @@ export interface ExecutionRequest {
   timeoutMs: number;
   /** Bytes kept of each of stdout and stderr before the stream is cut. */
   outputLimitBytes: number;
+  /** Cap on each wasm memory the tool defines (resources.memory_mb, defaults applied). */
+  memoryLimitBytes: number;
+  /** Bytes the call may add to files (resources.disk_mb, defaults applied). */
+  diskLimitBytes: number;
   /** Cancels the call; the executor stops the tool. */
   signal?: AbortSignal;
 }

@@ -7,10 +7,18 @@
 import { parentPort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
-import { CorralError, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import { openHostDirectory } from './host-fs.js';
-import { ComponentRunner, Preview1Runner, loadShim, transpileComponent, type PreparedComponent, type RunRequest } from '@corral/wasi';
+import {
+  ComponentRunner,
+  Preview1Runner,
+  loadShim,
+  outcomeOf,
+  transpileComponent,
+  type Outcome,
+  type PreparedComponent,
+  type RunRequest,
+} from '@corral/wasi';
 
 // preview2-shim's export map hands Node its node variant; load the browser
 // modules by file URL instead (same package, same version).
@@ -26,22 +34,10 @@ const preview1 = new Preview1Runner(shim, runnerOptions);
 // the next call; a real failure of a call surfaces through that call.
 process.on('unhandledRejection', () => {});
 
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
-
-function failure(err: unknown): { ok: false; error: CorralErrorJSON } {
-  if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
-  const message = err instanceof Error ? err.message : String(err);
-  return { ok: false, error: new CorralError('E_UNEXPECTED_EXIT', `sandbox worker failed: ${message}`).toJSON() };
-}
-
 const api = {
   /** Transpile a component (the host caches the result by content hash). */
   async prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>> {
-    try {
-      return { ok: true, value: await transpileComponent(wasm, toolName) };
-    } catch (err) {
-      return failure(err);
-    }
+    return outcomeOf(() => transpileComponent(wasm, toolName));
   },
   /** True when this worker already compiled the component or module with this key. */
   has(key: string): boolean {
@@ -54,12 +50,11 @@ const api = {
     request: RunRequest,
     kind: 'component' | 'module' = 'component',
   ): Promise<Outcome<ExecutionResult>> {
-    try {
-      if (kind === 'module') return { ok: true, value: await preview1.run(key, prepared as Uint8Array | undefined, request) };
-      return { ok: true, value: await runner.run(key, prepared as PreparedComponent | undefined, request) };
-    } catch (err) {
-      return failure(err);
-    }
+    return outcomeOf(() =>
+      kind === 'module'
+        ? preview1.run(key, prepared as Uint8Array | undefined, request)
+        : runner.run(key, prepared as PreparedComponent | undefined, request),
+    );
   },
 };
 

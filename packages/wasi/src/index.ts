@@ -28,3 +28,4 @@ export {
   type ByteSink,
 } from './preview1.js';
 export { CappedSink, ProcExit, OutputLimitExceeded, classify, finishRun, type RunEnd, type RunFacts } from './outcome.js';
+export { PoolExecutor, outcomeOf, type Outcome, type ExecutorWorker, type PreparedComponentStore, type PoolExecutorOptions } from './executor.js';

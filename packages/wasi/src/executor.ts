@@ -1,0 +1,141 @@
+/**
+ * The host side of a sandbox pool, shared by every host: transpile each
+ * component once (memory, then the host's cache, then jco in a worker), send
+ * it only to workers that have not compiled it, and run each call under its
+ * time limit. Hosts differ only in their pool, their cache and which mounts
+ * they can open.
+ */
+import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
+import type { ExecutionRequest, ExecutionResult, Executor, MountBinding, Tool } from '@corral/core';
+import type { SandboxPool, PoolWorker } from './pool.js';
+import type { PreparedComponent } from './transpile.js';
+import type { RunRequest } from './run.js';
+
+/** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
+
+/** Run `work` inside a worker, turning any failure into an Outcome. */
+export async function outcomeOf<T>(work: () => Promise<T>): Promise<Outcome<T>> {
+  try {
+    return { ok: true, value: await work() };
+  } catch (err) {
+    if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
+    const message = err instanceof Error ? err.message : String(err);
+    return { ok: false, error: new CorralError(ErrorCodes.UNEXPECTED_EXIT, `sandbox worker failed: ${message}`).toJSON() };
+  }
+}
+
+/** The calls a host makes on a sandbox worker (through comlink). */
+export interface ExecutorWorker extends PoolWorker {
+  /** Keys of components and modules this worker has compiled, so they are sent only once. */
+  readonly loaded: Set<string>;
+  readonly api: {
+    prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>>;
+    run(
+      key: string,
+      prepared: PreparedComponent | Uint8Array | undefined,
+      request: RunRequest,
+      kind: 'component' | 'module',
+    ): Promise<Outcome<ExecutionResult>>;
+  };
+}
+
+/** Where a host keeps transpiled components between runs (disk in Node, IndexedDB in browsers). */
+export interface PreparedComponentStore {
+  get(sha256: string): Promise<PreparedComponent | undefined>;
+  set(sha256: string, prepared: PreparedComponent): Promise<void>;
+}
+
+export interface PoolExecutorOptions {
+  cache?: PreparedComponentStore | undefined;
+  /** Time allowed to transpile a component the first time. Default 120 s. */
+  prepareTimeoutMs?: number;
+  /** Check (and resolve) the mounts a call binds; refuse the kinds this host cannot open. */
+  checkMounts: (mounts: MountBinding[]) => MountBinding[] | Promise<MountBinding[]>;
+}
+
+export class PoolExecutor<W extends ExecutorWorker> implements Executor {
+  readonly pool: SandboxPool<W>;
+  readonly #options: PoolExecutorOptions;
+  readonly #prepared = new Map<string, Promise<PreparedComponent>>();
+
+  constructor(pool: SandboxPool<W>, options: PoolExecutorOptions) {
+    this.pool = pool;
+    this.#options = options;
+  }
+
+  async execute(request: ExecutionRequest): Promise<ExecutionResult> {
+    const { tool } = request;
+    const key = tool.wasmSha256;
+    const mounts = await this.#options.checkMounts(request.mounts);
+    // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
+    const kind = tool.spec.kind ?? 'component';
+    const prepared = kind === 'module' ? tool.wasm : await this.prepare(tool);
+    const runRequest: RunRequest = {
+      toolName: tool.spec.name,
+      stdin: request.stdin,
+      args: request.args,
+      env: request.env,
+      mounts,
+      outputLimitBytes: request.outputLimitBytes,
+      memoryLimitBytes: request.memoryLimitBytes,
+      diskLimitBytes: request.diskLimitBytes,
+    };
+    return this.pool.run(
+      async (worker) => {
+        const outcome = await worker.api.run(key, worker.loaded.has(key) ? undefined : prepared, runRequest, kind);
+        if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
+        worker.loaded.add(key);
+        return outcome.value;
+      },
+      {
+        timeoutMs: request.timeoutMs,
+        ...(request.signal ? { signal: request.signal } : {}),
+        onTimeout: () =>
+          new CorralError(
+            ErrorCodes.RESOURCE_EXHAUSTED,
+            `${tool.spec.name} did not finish within ${request.timeoutMs} ms; its worker was stopped.`,
+            { resource: 'time', timeout_ms: request.timeoutMs },
+          ),
+      },
+    );
+  }
+
+  /** Transpile a tool's component ahead of its first call (memory, then the host's cache, then a worker). */
+  prepare(tool: Tool): Promise<PreparedComponent> {
+    const key = tool.wasmSha256;
+    let prepared = this.#prepared.get(key);
+    if (!prepared) {
+      prepared = this.#prepareUncached(tool);
+      prepared.catch(() => this.#prepared.delete(key));
+      this.#prepared.set(key, prepared);
+    }
+    return prepared;
+  }
+
+  async #prepareUncached(tool: Tool): Promise<PreparedComponent> {
+    const cached = await this.#options.cache?.get(tool.wasmSha256);
+    if (cached) return cached;
+    const timeoutMs = this.#options.prepareTimeoutMs ?? 120_000;
+    const prepared = await this.pool.run(
+      async (worker) => {
+        const outcome = await worker.api.prepare(tool.wasm, tool.spec.name);
+        if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
+        return outcome.value;
+      },
+      {
+        timeoutMs,
+        onTimeout: () =>
+          new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `Preparing ${tool.spec.name} took longer than ${timeoutMs} ms.`, {
+            resource: 'time',
+          }),
+      },
+    );
+    await this.#options.cache?.set(tool.wasmSha256, prepared);
+    return prepared;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
