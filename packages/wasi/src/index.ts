@@ -1,20 +1,12 @@
 export { transpileComponent, PREPARED_FORMAT, assertNoNetworkImports, type PreparedComponent } from './transpile.js';
 export { ComponentRunner, type RunRequest, type RunnerOptions } from './run.js';
-export { loadShim, shimModuleNames, type WasiShim, type ShimModuleName } from './shim.js';
-export { toFileData, fromFileData, type FileDataEntry } from './fs.js';
 export { capMemory, WASM_PAGE_BYTES } from './memory.js';
-export {
-  callFilesystem,
-  guard,
-  streamWrites,
-  DiskQuota,
-  type Descriptor,
-  type HostDirectoryOpener,
-  type OpfsDirectoryOpener,
-  type MountRequest,
-  type MountRules,
-  type CallFilesystem,
-} from './vfs.js';
+export { callFilesystem, mountRoot, type HostDirectoryOpener, type OpfsDirectoryOpener, type ClosableBackend, type CallFilesystem } from './vfs.js';
+export type { FsBackend, EntryStat, EntryType, DirectoryListing, NewTime, OpenMode } from './fs/backend.js';
+export { Descriptor, DiskQuota, ENTRY_BYTES, MAX_OPEN_FILES, type DescriptorStat } from './fs/filesystem.js';
+export { MemoryBackend, type FileDataEntry } from './fs/memory.js';
+export { preview2Imports, type Preview2Call } from './preview2.js';
+export { GuestTypeError } from './guest.js';
 export { SandboxPool, type PoolWorker, type SandboxPoolOptions, type TaskOptions } from './pool.js';
 export {
   Preview1Runner,
