@@ -786,9 +786,10 @@ export class Preview1Host {
     // rights than specified": never more than the directory passes on.
     const base = rightsBase & dir.inheriting;
     const inheriting = rightsInheriting & dir.inheriting;
-    // Write access is asked of the mount only for a file meant for writing;
-    // a directory ignores byte-I/O rights ("rights that do not apply").
-    const write = !(oflags & O_DIRECTORY) && ((base & WRITE_RIGHTS) !== 0n || (fdflags & FDFLAG_APPEND) !== 0);
+    // Write rights ask for write access, on a directory too: opening one for
+    // writing is EISDIR, as in POSIX and wasmtime (wasi-libc asks for them
+    // only with O_WRONLY or O_RDWR).
+    const write = (base & WRITE_RIGHTS) !== 0n || (fdflags & FDFLAG_APPEND) !== 0;
     const opened = dir.descriptor.openAt(
       { symlinkFollow: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0 },
       path,
