@@ -242,10 +242,14 @@ export function outputStream(sink: ByteSink): OutputStream {
   return new OutputStream(HOST, sink);
 }
 
-// Resource prototypes inherit nothing: a component that declares a method
-// named like an Object.prototype one (`to-string`, `has-own-property`) finds
-// no such method instead of a host function it was not given.
-for (const type of [IoError, Pollable, InputStream, OutputStream]) Object.setPrototypeOf(type.prototype, null);
+// Resources inherit nothing, nor do their classes: a component that
+// declares a method named like an Object or Function one (`to-string`,
+// `[static]descriptor.bind`) finds no such method instead of a host function
+// it was not given.
+for (const type of [IoError, Pollable, InputStream, OutputStream]) {
+  Object.setPrototypeOf(type.prototype, null);
+  Object.setPrototypeOf(type, null);
+}
 
 /** Nanoseconds on a monotonic clock. */
 export function monotonicNs(): bigint {

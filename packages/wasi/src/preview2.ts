@@ -32,7 +32,10 @@ function ns(members: Record<string, unknown>): Record<string, unknown> {
 
 class TerminalInput {}
 class TerminalOutput {}
-for (const type of [TerminalInput, TerminalOutput]) Object.setPrototypeOf(type.prototype, null);
+for (const type of [TerminalInput, TerminalOutput]) {
+  Object.setPrototypeOf(type.prototype, null);
+  Object.setPrototypeOf(type, null);
+}
 
 /** The import object for jco's `instantiate`, keyed by interface name without version. */
 export function preview2Imports(call: Preview2Call): Record<string, Record<string, unknown>> {

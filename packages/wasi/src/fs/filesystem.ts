@@ -515,7 +515,10 @@ export class DirectoryEntryStream {
   }
 }
 
-for (const type of [Descriptor, DirectoryEntryStream]) Object.setPrototypeOf(type.prototype, null);
+for (const type of [Descriptor, DirectoryEntryStream]) {
+  Object.setPrototypeOf(type.prototype, null);
+  Object.setPrototypeOf(type, null);
+}
 
 /** A mount's root directory as a descriptor. */
 export function rootDescriptor(mount: Mount): Descriptor {
