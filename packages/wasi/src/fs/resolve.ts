@@ -118,6 +118,16 @@ function walk<D>(backend: FsBackend<D>, stack: Walk<D>, pending: string[], floor
       continue;
     }
     const top = stack.dirs[stack.dirs.length - 1]!;
+    if (!final) {
+      // Most components are plain directories: enter at once (the backend
+      // never follows a symlink there), and look closer only when that fails.
+      try {
+        enter(backend, stack, segment);
+        continue;
+      } catch (err) {
+        if (err !== 'not-directory' && err !== 'loop') throw err;
+      }
+    }
     let info: EntryStat;
     try {
       info = backend.stat(top, segment);
