@@ -4,13 +4,14 @@
  * folder. Each test is named after the bug.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
 import { openHostDirectory } from '@corral/node';
 
 const SECRET = 'SECRET-OUTSIDE-2b7f';
+const DISPOSE = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('dispose');
 
 let base: string;
 let mount: string;
@@ -46,6 +47,26 @@ afterEach(() => {
 });
 
 describe('regressions found by the filesystem fuzz', () => {
+  it('a stream kept after its descriptor is dropped cannot reach the host file that reuses its fd number', () => {
+    const file = root.openAt({}, 'a.txt', {}, { read: true, write: true });
+    const input = file.readViaStream(0n);
+    const output = file.writeViaStream(0n);
+    const append = file.appendViaStream();
+    // What the glue does when the guest drops its handle: the fd is closed...
+    (file as unknown as Record<symbol, () => void>)[DISPOSE]!();
+    // ...and the host (another call, the snapshot store) opens files of its own, taking its number.
+    const host = Array.from({ length: 8 }, () => openSync(join(outside, 'secret.txt'), 'r+'));
+    try {
+      const failed = { tag: 'last-operation-failed', val: { code: 'bad-descriptor' } };
+      expect(thrown(() => input.blockingRead(100n))).toMatchObject(failed);
+      expect(thrown(() => output.blockingWriteAndFlush(new TextEncoder().encode('PWNED')))).toMatchObject(failed);
+      expect(thrown(() => append.blockingWriteAndFlush(new TextEncoder().encode('PWNED')))).toMatchObject(failed);
+    } finally {
+      for (const fd of host) closeSync(fd);
+    }
+    expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe(SECRET);
+  });
+
   it('readlink of an absolute link that starts with the mount path and climbs out of it is refused, not shown', () => {
     symlinkSync(`${mount}/../outside/secret.txt`, join(mount, 'climbs'));
     symlinkSync(`${mount}/dir/../../outside`, join(mount, 'dir', 'climbs'));
