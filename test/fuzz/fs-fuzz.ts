@@ -229,11 +229,14 @@ const A_LINKS = 4;
 const A_FAILED = 5;
 const A_HOLDS = 6;
 
+/** calm: folders mostly in place; frantic: moved without rest (wider races); mixed: alternating every 30 ms. */
+export type Pace = 'calm' | 'frantic' | 'mixed';
+
 class HostActor {
   readonly control = new Int32Array(new SharedArrayBuffer(4 * 8));
   readonly worker: Worker;
 
-  constructor(env: World) {
+  constructor(env: World, pace: Pace) {
     // Paused until the first sequence has its folders.
     Atomics.store(this.control, STATE, 1);
     const here = new URL('.', import.meta.url);
@@ -245,6 +248,7 @@ class HostActor {
         mount: env.mount,
         targets: ACTOR_TARGETS.map((p) => target(env.base, p)),
         holdFiles: HOLD_FILES.map((f) => join(env.outside, f)),
+        pace,
       },
     });
     this.worker.on('error', (err) => {
@@ -1151,6 +1155,8 @@ export interface FuzzOptions {
   /** fast-check's replay path of a counterexample (with its seed). */
   path?: string;
   strictLinks?: boolean;
+  /** How the host actor moves folders (host-actor.mjs); 'mixed' by default. */
+  pace?: Pace;
   /** Called every `progressEvery` sequences run (shrinking included). */
   onProgress?: (stats: Stats, actor: ReturnType<HostActor['counts']>) => void;
   progressEvery?: number;
@@ -1164,6 +1170,8 @@ export interface FuzzReport {
   actor: ReturnType<HostActor['counts']>;
   elapsedMs: number;
   confinement: string;
+  pace: Pace;
+  strictLinks: boolean;
   /** fast-check's report of the shrunk counterexample, and what replays it. */
   counterexample?: string;
   shrunk?: Sequence;
@@ -1172,16 +1180,16 @@ export interface FuzzReport {
 }
 
 /** A fresh world (base/{mount, outside, ro}) and a running host actor for `fn`, removed afterwards. */
-export async function withWorld<T>(fn: (ctx: FuzzContext) => T | Promise<T>, strictLinks = false): Promise<T> {
+export async function withWorld<T>(fn: (ctx: FuzzContext) => T | Promise<T>, options: { strictLinks?: boolean; pace?: Pace } = {}): Promise<T> {
   const world = makeWorld();
-  const actor = new HostActor(world);
+  const actor = new HostActor(world, options.pace ?? 'mixed');
   try {
     await new Promise<void>((ready, failed) => {
       actor.worker.once('online', () => ready());
       actor.worker.once('error', failed);
     });
     lastActorLinks = 0;
-    return await fn({ world, actor, stats: newStats(), strictLinks });
+    return await fn({ world, actor, stats: newStats(), strictLinks: options.strictLinks ?? false });
   } finally {
     await actor.stop();
     rmSync(world.base, { recursive: true, force: true });
@@ -1189,7 +1197,7 @@ export async function withWorld<T>(fn: (ctx: FuzzContext) => T | Promise<T>, str
 }
 
 export async function fuzzFilesystem(options: FuzzOptions): Promise<FuzzReport> {
-  return withWorld((ctx) => fuzzIn(ctx, options), options.strictLinks ?? false);
+  return withWorld((ctx) => fuzzIn(ctx, options), options);
 }
 
 function fuzzIn(ctx: FuzzContext, options: FuzzOptions): FuzzReport {
@@ -1214,6 +1222,8 @@ function fuzzIn(ctx: FuzzContext, options: FuzzOptions): FuzzReport {
       actor: actor.counts(),
       elapsedMs: performance.now() - started,
       confinement: hostConfinement(),
+      pace: options.pace ?? 'mixed',
+      strictLinks: ctx.strictLinks,
     };
     if (details.failed) {
       report.counterexample = fc.defaultReportMessage(details);
@@ -1229,7 +1239,7 @@ function fuzzIn(ctx: FuzzContext, options: FuzzOptions): FuzzReport {
 export function formatReport(r: FuzzReport, verbose = false): string {
   const lines: string[] = [];
   const s = r.stats;
-  lines.push(`seed ${r.seed}; ${r.runs} sequences checked (${s.sequences} run, shrinking included) in ${(r.elapsedMs / 1000).toFixed(1)} s; host folders held by ${r.confinement}`);
+  lines.push(`seed ${r.seed}; ${r.runs} sequences checked (${s.sequences} run, shrinking included) in ${(r.elapsedMs / 1000).toFixed(1)} s; host folders held by ${r.confinement}; host actor ${r.pace}`);
   lines.push(`guest operations: ${s.guestOps}; host operations: ${r.actor.ops + s.syncHostOps} (actor thread ${r.actor.ops}: ${r.actor.swaps} rename/swap cycles, ${r.actor.links} outward symlinks, ${r.actor.holds} outside files held, ${r.actor.failed} failed; in sequences ${s.syncHostOps})`);
   const rows = [...s.outcomes].sort((a, b) => b[1] - a[1]);
   lines.push('guest outcomes:');
@@ -1243,7 +1253,7 @@ export function formatReport(r: FuzzReport, verbose = false): string {
   lines.push(`sequences leaving a guest-made symlink that leads out of the mount for the host: ${s.plantedLinkSequences}${s.plantedLinkExample ? ` (e.g. ${s.plantedLinkExample})` : ''}`);
   if (r.failed) {
     lines.push('', 'COUNTEREXAMPLE', r.error ?? '', '', r.counterexample ?? '');
-    lines.push('', `replay: npm run fuzz -- --seed=${r.seed}${r.path ? ` --path=${r.path}` : ''}`);
+    lines.push('', `replay: npm run fuzz -- --seed=${r.seed}${r.path ? ` --path=${r.path}` : ''}${r.pace !== 'mixed' ? ` --pace=${r.pace}` : ''}${r.strictLinks ? ' --strict-links' : ''}`);
   }
   return lines.join('\n');
 }

@@ -23,7 +23,18 @@
 import { workerData } from 'node:worker_threads';
 import { closeSync, constants, lstatSync, openSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
 
-const { control, mount, targets, holdFiles } = workerData;
+const { control, mount, targets, holdFiles, pace } = workerData;
+
+/**
+ * A calm host leaves folders where they belong most of the time, as in a real
+ * workspace, so guest operations find them; a frantic one never rests, which
+ * widens the races between a check and a use. 'mixed' alternates the two
+ * every 30 ms.
+ */
+function frantic() {
+  if (pace === 'mixed') return Math.floor(performance.now() / 30) % 2 === 1;
+  return pace === 'frantic';
+}
 const ctrl = new Int32Array(control);
 const O_PATH = 0o10000000;
 const DIR = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -93,7 +104,7 @@ function cycle(target) {
       linked = op(() => symlinkSync(kind === 1 ? target.absolute : target.relative, at + target.name));
       if (linked) Atomics.add(ctrl, 4, 1);
     }
-    spin(rand(400));
+    if (!frantic()) spin(rand(400));
     if (linked) {
       op(() => {
         if (lstatSync(at + target.name).isSymbolicLink()) unlinkSync(at + target.name);
@@ -132,8 +143,7 @@ while (true) {
   }
   if (rand(3) === 0) hold();
   else cycle(targets[rand(targets.length)]);
-  // Folders are where they belong most of the time, as in a real workspace.
-  spin(rand(1500));
+  if (!frantic()) spin(rand(1500));
 }
 }
 
