@@ -285,11 +285,15 @@ export class Descriptor {
     this.#mount.quota.charge(end - size);
   }
 
+  // A stream asks its descriptor for the file at every use, never keeps the handle: the guest
+  // may drop the descriptor and keep the stream, and the closed fd's number may by then be a
+  // file the host (another call, the snapshot store) opened.
   readViaStream(offset: unknown): InputStream {
     let position = u64Number(offset, 'offset');
-    const file = this.#openFile('read');
+    this.#openFile('read');
     return inputStream({
       read: (max) => {
+        const file = this.#openFile('read');
         const buffer = new Uint8Array(max);
         const n = this.#backend().read(file, buffer, position);
         if (n === 0) return null;
@@ -301,9 +305,10 @@ export class Descriptor {
 
   writeViaStream(offset: unknown): OutputStream {
     let position = u64Number(offset, 'offset');
-    const file = this.#openFile('write');
+    this.#openFile('write');
     return outputStream({
       write: (data) => {
+        const file = this.#openFile('write');
         this.#grow(file, position + data.length);
         position += this.#backend().write(file, data, position);
       },
@@ -311,9 +316,10 @@ export class Descriptor {
   }
 
   appendViaStream(): OutputStream {
-    const file = this.#openFile('write');
+    this.#openFile('write');
     return outputStream({
       write: (data) => {
+        const file = this.#openFile('write');
         const end = Number(this.#backend().fileStat(file).size);
         this.#grow(file, end + data.length);
         this.#backend().write(file, data, end);

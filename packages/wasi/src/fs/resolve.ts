@@ -181,7 +181,10 @@ export function visibleTarget(backend: FsBackend<unknown>, target: string, depth
   if (inside !== undefined) {
     const up = Array(depth).fill('..');
     const down = inside === '.' ? [] : inside.split('/').filter((s) => s !== '');
-    return [...up, ...down].join('/') || '.';
+    const relative = [...up, ...down].join('/') || '.';
+    // `<root>/../elsewhere` starts with the root's host path and still leads out of it.
+    if (!staysInside(relative, depth)) throw 'not-permitted';
+    return relative;
   }
   if (!staysInside(target, depth)) throw 'not-permitted';
   return target;

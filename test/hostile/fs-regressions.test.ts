@@ -1,0 +1,79 @@
+/**
+ * Escapes the filesystem fuzz (test/fuzz) found in the guarded filesystem,
+ * pinned on the descriptors a component's glue calls, over a real host
+ * folder. Each test is named after the bug.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { openHostDirectory } from '@corral/node';
+
+const SECRET = 'SECRET-OUTSIDE-2b7f';
+const DISPOSE = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('dispose');
+
+let base: string;
+let mount: string;
+let outside: string;
+let call: CallFilesystem;
+let root: Descriptor;
+
+/** What `fn` threw (wasi error codes are thrown as strings, stream errors as variants). */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('did not throw');
+}
+
+beforeEach(() => {
+  base = realpathSync(mkdtempSync(join(tmpdir(), 'corral-fs-regress-')));
+  mount = join(base, 'mount');
+  outside = join(base, 'outside');
+  mkdirSync(join(mount, 'dir'), { recursive: true });
+  mkdirSync(outside);
+  writeFileSync(join(mount, 'a.txt'), 'inside\n');
+  writeFileSync(join(outside, 'secret.txt'), SECRET);
+  call = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, openHostDirectory);
+  root = call.preopens[0]![0];
+});
+
+afterEach(() => {
+  call.close();
+  rmSync(base, { recursive: true, force: true });
+});
+
+describe('regressions found by the filesystem fuzz', () => {
+  it('a stream kept after its descriptor is dropped cannot reach the host file that reuses its fd number', () => {
+    const file = root.openAt({}, 'a.txt', {}, { read: true, write: true });
+    const input = file.readViaStream(0n);
+    const output = file.writeViaStream(0n);
+    const append = file.appendViaStream();
+    // What the glue does when the guest drops its handle: the fd is closed...
+    (file as unknown as Record<symbol, () => void>)[DISPOSE]!();
+    // ...and the host (another call, the snapshot store) opens files of its own, taking its number.
+    const host = Array.from({ length: 8 }, () => openSync(join(outside, 'secret.txt'), 'r+'));
+    try {
+      const failed = { tag: 'last-operation-failed', val: { code: 'bad-descriptor' } };
+      expect(thrown(() => input.blockingRead(100n))).toMatchObject(failed);
+      expect(thrown(() => output.blockingWriteAndFlush(new TextEncoder().encode('PWNED')))).toMatchObject(failed);
+      expect(thrown(() => append.blockingWriteAndFlush(new TextEncoder().encode('PWNED')))).toMatchObject(failed);
+    } finally {
+      for (const fd of host) closeSync(fd);
+    }
+    expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe(SECRET);
+  });
+
+  it('readlink of an absolute link that starts with the mount path and climbs out of it is refused, not shown', () => {
+    symlinkSync(`${mount}/../outside/secret.txt`, join(mount, 'climbs'));
+    symlinkSync(`${mount}/dir/../../outside`, join(mount, 'dir', 'climbs'));
+    symlinkSync(join(mount, 'a.txt'), join(mount, 'dir', 'inside'));
+    expect(thrown(() => root.readlinkAt('climbs'))).toBe('not-permitted');
+    expect(thrown(() => root.readlinkAt('dir/climbs'))).toBe('not-permitted');
+    // An absolute link that stays inside still reads, relative to where it sits.
+    expect(root.readlinkAt('dir/inside')).toBe('../a.txt');
+  });
+});
