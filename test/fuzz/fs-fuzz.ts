@@ -1189,7 +1189,7 @@ export async function withWorld<T>(fn: (ctx: FuzzContext) => T | Promise<T>, opt
       actor.worker.once('error', failed);
     });
     lastActorLinks = 0;
-    return await fn({ world, actor, stats: newStats(), strictLinks: options.strictLinks ?? false });
+    return await fn({ world, actor, stats: newStats(), strictLinks: options.strictLinks ?? true });
   } finally {
     await actor.stop();
     rmSync(world.base, { recursive: true, force: true });
@@ -1253,7 +1253,7 @@ export function formatReport(r: FuzzReport, verbose = false): string {
   lines.push(`sequences leaving a guest-made symlink that leads out of the mount for the host: ${s.plantedLinkSequences}${s.plantedLinkExample ? ` (e.g. ${s.plantedLinkExample})` : ''}`);
   if (r.failed) {
     lines.push('', 'COUNTEREXAMPLE', r.error ?? '', '', r.counterexample ?? '');
-    lines.push('', `replay: npm run fuzz -- --seed=${r.seed}${r.path ? ` --path=${r.path}` : ''}${r.pace !== 'mixed' ? ` --pace=${r.pace}` : ''}${r.strictLinks ? ' --strict-links' : ''}`);
+    lines.push('', `replay: npm run fuzz -- --seed=${r.seed}${r.path ? ` --path=${r.path}` : ''}${r.pace !== 'mixed' ? ` --pace=${r.pace}` : ''}${r.strictLinks ? '' : ' --lenient-links'}`);
   }
   return lines.join('\n');
 }

@@ -1,12 +1,12 @@
 /**
- * `npm run fuzz [-- --seed=N --runs=M --path=P --pace=P --strict-links]`: the
+ * `npm run fuzz [-- --seed=N --runs=M --path=P --pace=P --lenient-links]`: the
  * filesystem fuzz (fs-fuzz.ts) at length. Prints the seed first, progress as
  * it goes, and a summary; on a counterexample, the shrunk sequence and the
  * command that replays it, and exits 1. A run is resumed, or a failure
  * replayed, by its seed (and fast-check's path). --verbose adds each
  * operation's outcomes; FUZZ_TRACE=1 prints every operation as it runs.
- * --strict-links also fails a sequence that leaves a symlink the guest made
- * (or moved) leading out of the mount when the host follows it. --pace
+ * A sequence that leaves a symlink the guest made (or moved) leading out of
+ * the mount when the host follows it fails too, unless --lenient-links. --pace
  * sets how the host actor moves folders (calm, frantic, or mixed: both in
  * turn, the default).
  */
@@ -18,10 +18,10 @@ function option(name: string): string | undefined {
   return process.argv.slice(2).find((a) => a.startsWith(prefix))?.slice(prefix.length);
 }
 
-const known = ['--seed=', '--runs=', '--path=', '--strict-links', '--pace=', '--every=', '--verbose'];
+const known = ['--seed=', '--runs=', '--path=', '--lenient-links', '--pace=', '--every=', '--verbose'];
 for (const arg of process.argv.slice(2)) {
   if (!known.some((k) => arg === k || (k.endsWith('=') && arg.startsWith(k)))) {
-    console.error(`unknown argument ${arg}; use --seed=N --runs=M [--path=P] [--strict-links] [--pace=calm|frantic|mixed] [--every=K] [--verbose]`);
+    console.error(`unknown argument ${arg}; use --seed=N --runs=M [--path=P] [--lenient-links] [--pace=calm|frantic|mixed] [--every=K] [--verbose]`);
     process.exit(2);
   }
 }
@@ -47,7 +47,7 @@ const report = await fuzzFilesystem({
   runs,
   seed,
   ...(path ? { path } : {}),
-  strictLinks: process.argv.includes('--strict-links'),
+  strictLinks: process.argv.includes('--lenient-links'),
   pace,
   progressEvery: every,
   onProgress: (stats, actor) => {

@@ -76,4 +76,36 @@ describe('regressions found by the filesystem fuzz', () => {
     // An absolute link that stays inside still reads, relative to where it sits.
     expect(root.readlinkAt('dir/inside')).toBe('../a.txt');
   });
+
+  it('a link cannot be moved (or hard-linked) up to where it would lead out of the mount', () => {
+    root.createDirectoryAt('dir/sub');
+    // Inside where it sits: dir/sub/../../a.txt is the mount's a.txt.
+    root.symlinkAt('../../a.txt', 'dir/sub/notes.txt');
+    expect(thrown(() => root.renameAt('dir/sub/notes.txt', root, 'notes.txt'))).toBe('not-permitted');
+    expect(thrown(() => root.linkAt({}, 'dir/sub/notes.txt', root, 'hard.txt'))).toBe('not-permitted');
+    // The folder holding it, moved up, would carry it out too.
+    expect(thrown(() => root.renameAt('dir/sub', root, 'sub'))).toBe('not-permitted');
+    // Sideways or deeper is fine: it still leads inside.
+    root.createDirectoryAt('other');
+    root.createDirectoryAt('other/deeper');
+    root.renameAt('dir/sub/notes.txt', root, 'other/deeper/notes.txt');
+    expect(readFileSync(join(mount, 'other/deeper/notes.txt'), 'utf8')).toBe('inside\n');
+  });
+
+  it('removing entries that were there before the call frees no quota for new data', () => {
+    const small = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 4096, openHostDirectory);
+    try {
+      const data = small.preopens[0]![0];
+      for (let i = 0; i < 16; i++) writeFileSync(join(mount, `old-${i}.txt`), 'x');
+      // One entry (512) and 3.5 KiB: the 4 KiB quota is used up.
+      const f = data.openAt({}, 'new.bin', { create: true }, { write: true });
+      f.write(new Uint8Array(3584), 0n);
+      expect(small.quota.usedBytes).toBe(4096);
+      for (let i = 0; i < 16; i++) data.unlinkFileAt(`old-${i}.txt`);
+      expect(small.quota.usedBytes).toBe(4096);
+      expect(thrown(() => f.write(new Uint8Array(1), 3584n))).toBe('insufficient-space');
+    } finally {
+      small.close();
+    }
+  });
 });

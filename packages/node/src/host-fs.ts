@@ -118,7 +118,12 @@ class HostFolder implements ClosableBackend {
     return new HostFolder({ fd: -1, path: real }, real, false);
   }
 
+  #closed = false;
+
   close(): void {
+    // Once only: a second close could close an fd number someone else holds by then.
+    if (this.#closed) return;
+    this.#closed = true;
     if (this.#held) closeSync(this.root.fd);
   }
 

@@ -13,7 +13,8 @@
  *   - access: a `read` mount refuses every change ('read-only'); a
  *     descriptor does only what it was opened for ('bad-descriptor').
  *   - quota: bytes a call adds to files, and a fixed cost per entry it
- *     creates, count against one disk quota (disk_mb) across its mounts.
+ *     creates, count against one disk quota (disk_mb) across its mounts;
+ *     removing frees nothing (so removing what was there cannot buy room).
  *   - the mount root can be neither removed nor renamed: it can only be
  *     named as `.` or `..`, which no remove or rename accepts.
  *   - every value from the guest is checked (guest.ts) before use.
@@ -27,6 +28,8 @@ import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type O
 export const ENTRY_BYTES = 512;
 /** Files one call may hold open at once (host files are real fds, shared by the whole process). */
 export const MAX_OPEN_FILES = 1024;
+/** Entries checked for symlinks before a folder moves up; a bigger folder is not moved up. */
+const MAX_MOVE_SCAN = 10_000;
 
 /** Bytes a call may add to files, across all its writable mounts and /tmp. */
 export class DiskQuota {
@@ -50,9 +53,14 @@ export class DiskQuota {
     this.usedBytes += bytes;
   }
 
-  /** Give back an entry's cost when the entry is removed. */
-  refund(bytes: number): void {
-    this.usedBytes = Math.max(0, this.usedBytes - bytes);
+  /** Charge for one entry (file, folder, link) the call creates. */
+  chargeEntry(): void {
+    this.charge(ENTRY_BYTES);
+  }
+
+  /** A create that was charged failed: give its cost back. (Removing an entry frees nothing, as removing bytes does not.) */
+  refundEntry(): void {
+    this.usedBytes = Math.max(0, this.usedBytes - ENTRY_BYTES);
   }
 }
 
@@ -229,7 +237,7 @@ export class Descriptor {
       if (info === null) {
         if (!open.create) throw 'no-entry';
         if (open.directory || r.trailingSlash) throw 'is-directory';
-        this.#mount.quota.charge(ENTRY_BYTES);
+        this.#mount.quota.chargeEntry();
       } else {
         if (open.create && open.exclusive) throw 'exist';
         if (info.type === 'symbolic-link') throw 'loop'; // O_NOFOLLOW on a link
@@ -240,13 +248,19 @@ export class Descriptor {
         if (open.directory || r.trailingSlash) throw 'not-directory';
         if (info.type !== 'regular-file') throw 'not-permitted';
       }
-      const file = backend.openFile(r.dir, r.name, {
-        read: asked.read,
-        write: asked.write,
-        create: open.create,
-        exclusive: open.create && open.exclusive,
-        truncate: open.truncate,
-      });
+      let file: unknown;
+      try {
+        file = backend.openFile(r.dir, r.name, {
+          read: asked.read,
+          write: asked.write,
+          create: open.create,
+          exclusive: open.create && open.exclusive,
+          truncate: open.truncate,
+        });
+      } catch (err) {
+        if (info === null) this.#mount.quota.refundEntry();
+        throw err;
+      }
       const descriptor = new Descriptor(HOST, this.#mount, null, file, flags);
       this.#mount.open.add(descriptor);
       return descriptor;
@@ -379,11 +393,11 @@ export class Descriptor {
     this.#mutable();
     this.#at(path, false, (r) => {
       if (r.name === null) throw 'exist';
-      this.#mount.quota.charge(ENTRY_BYTES);
+      this.#mount.quota.chargeEntry();
       try {
         this.#backend().createDirectory(r.dir, r.name);
       } catch (err) {
-        this.#mount.quota.refund(ENTRY_BYTES);
+        this.#mount.quota.refundEntry();
         throw err;
       }
     });
@@ -395,7 +409,6 @@ export class Descriptor {
       // `.`, `..` and the mount root: never removed.
       if (r.name === null) throw 'invalid';
       this.#backend().removeDirectory(r.dir, r.name);
-      this.#mount.quota.refund(ENTRY_BYTES);
     });
   }
 
@@ -407,7 +420,6 @@ export class Descriptor {
       if (info.type === 'directory') throw 'is-directory';
       if (r.trailingSlash) throw 'not-directory';
       this.#backend().unlink(r.dir, r.name);
-      this.#mount.quota.refund(ENTRY_BYTES);
     });
   }
 
@@ -422,6 +434,10 @@ export class Descriptor {
       target.#at(newPath, false, (to) => {
         if (to.name === null) throw 'busy';
         if ((from.trailingSlash || to.trailingSlash) && info.type !== 'directory') throw 'not-directory';
+        // A relative symlink means something else one folder up: moving it (or a folder holding
+        // it) higher must not leave a link that leads out of the mount for the host to follow.
+        if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, to.depth);
+        else if (info.type === 'directory' && to.depth < from.depth) this.#linksMayMove(from.dir, from.name!, to.depth + 1);
         this.#backend().rename(from.dir, from.name!, to.dir, to.name);
       });
     });
@@ -438,11 +454,11 @@ export class Descriptor {
       }
       // A link may point only where the guest could go: relative, and inside the mount from where it sits.
       if (!staysInside(linkTarget, r.depth)) throw 'not-permitted';
-      this.#mount.quota.charge(ENTRY_BYTES);
+      this.#mount.quota.chargeEntry();
       try {
         this.#backend().symlink(r.dir, r.name, linkTarget);
       } catch (err) {
-        this.#mount.quota.refund(ENTRY_BYTES);
+        this.#mount.quota.refundEntry();
         throw err;
       }
     });
@@ -467,15 +483,46 @@ export class Descriptor {
       if (info.type === 'directory') throw 'not-permitted';
       target.#at(newPath, false, (to) => {
         if (to.name === null || to.trailingSlash) throw 'exist';
-        this.#mount.quota.charge(ENTRY_BYTES);
+        if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, to.depth);
+        this.#mount.quota.chargeEntry();
         try {
           this.#backend().link(from.dir, from.name!, to.dir, to.name);
         } catch (err) {
-          this.#mount.quota.refund(ENTRY_BYTES);
+          this.#mount.quota.refundEntry();
           throw err;
         }
       });
     });
+  }
+
+  /** Refuse to place the symlink `name` of `dir` in a folder `depth` below the root if it would then lead out. */
+  #linkMayMove(dir: unknown, name: string, depth: number): void {
+    const target = this.#backend().readlink(dir, name);
+    // An absolute target means the same wherever the link sits.
+    if (!target.startsWith('/') && !staysInside(target, depth)) throw 'not-permitted';
+  }
+
+  /**
+   * Before the folder `name` of `dir` moves up to `depth` (the depth its
+   * entries will have), check every symlink in it would still lead inside.
+   * A folder too big to check (MAX_MOVE_SCAN entries) is not moved up.
+   */
+  #linksMayMove(dir: unknown, name: string, depth: number): void {
+    const backend = this.#backend();
+    let budget = MAX_MOVE_SCAN;
+    const scan = (parent: unknown, folder: string, at: number): void => {
+      const handle = backend.openDirectory(parent, folder);
+      try {
+        for (const entry of backend.readDirectory(handle)) {
+          if (--budget < 0) throw 'not-permitted';
+          if (entry.type === 'symbolic-link') this.#linkMayMove(handle, entry.name, at);
+          else if (entry.type === 'directory') scan(handle, entry.name, at + 1);
+        }
+      } finally {
+        backend.releaseDirectory(handle);
+      }
+    };
+    scan(dir, name, depth);
   }
 
   // --- locks: advisory, nothing else shares these files within a call -------------
