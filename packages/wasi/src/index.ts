@@ -1,4 +1,5 @@
-export { transpileComponent, PREPARED_FORMAT, assertNoNetworkImports, type PreparedComponent } from './transpile.js';
+export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
+export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';
 export { ComponentRunner, type RunRequest, type RunnerOptions } from './run.js';
 export { loadShim, shimModuleNames, type WasiShim, type ShimModuleName } from './shim.js';
 export { toFileData, fromFileData, type FileDataEntry } from './fs.js';

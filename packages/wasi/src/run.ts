@@ -1,6 +1,7 @@
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult, MountBinding } from '@corral/core';
-import { assertNoNetworkImports, type PreparedComponent } from './transpile.js';
+import type { PreparedComponent } from './transpile.js';
+import { checkComponentImports } from './component-imports.js';
 import type { WasiShim } from './shim.js';
 import { callFilesystem, type Descriptor, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { capMemory, WASM_PAGE_BYTES } from './memory.js';
@@ -175,7 +176,7 @@ export class ComponentRunner {
 
 async function compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
   // Checked here too, not only at transpile time: prepared components also come from caches.
-  assertNoNetworkImports(prepared.imports, toolName);
+  checkComponentImports(prepared.imports, toolName);
   const modules = new Map<string, WebAssembly.Module>();
   await Promise.all(
     Object.entries(prepared.modules).map(async ([name, bytes]) => {
