@@ -3,7 +3,7 @@ export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './c
 export { ComponentRunner, type RunRequest, type RunnerOptions } from './run.js';
 export { loadShim, shimModuleNames, type WasiShim, type ShimModuleName } from './shim.js';
 export { toFileData, fromFileData, type FileDataEntry } from './fs.js';
-export { capMemory, WASM_PAGE_BYTES } from './memory.js';
+export { capModule, tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES } from './limits.js';
 export {
   callFilesystem,
   guard,

@@ -6,7 +6,7 @@
  */
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
-import { WASM_PAGE_BYTES } from './memory.js';
+import { WASM_PAGE_BYTES } from './limits.js';
 import type { DiskQuota } from './vfs.js';
 import type { RunRequest } from './run.js';
 

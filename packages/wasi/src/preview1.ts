@@ -23,7 +23,7 @@ import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import type { RunRequest, RunnerOptions } from './run.js';
 import type { WasiShim } from './shim.js';
-import { capMemory, WASM_PAGE_BYTES } from './memory.js';
+import { capModule, WASM_PAGE_BYTES } from './limits.js';
 import { callFilesystem, type Descriptor, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { CappedSink, ProcExit, classify, finishRun, type RunEnd } from './outcome.js';
 
@@ -1141,7 +1141,7 @@ export function checkPreview1Module(module: WebAssembly.Module, toolName: string
 
 /** Compile a module with its memory capped, and check it is something this host runs. */
 export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<WebAssembly.Module> {
-  const capped = capMemory(bytes, maxPages, toolName);
+  const capped = capModule(bytes, maxPages, toolName);
   let module: WebAssembly.Module;
   try {
     module = await WebAssembly.compile(capped as BufferSource);

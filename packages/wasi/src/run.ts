@@ -4,7 +4,7 @@ import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
 import type { WasiShim } from './shim.js';
 import { callFilesystem, type Descriptor, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
-import { capMemory, WASM_PAGE_BYTES } from './memory.js';
+import { capModule, WASM_PAGE_BYTES } from './limits.js';
 import { CappedSink, classify, finishRun } from './outcome.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
@@ -180,7 +180,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const modules = new Map<string, WebAssembly.Module>();
   await Promise.all(
     Object.entries(prepared.modules).map(async ([name, bytes]) => {
-      modules.set(name, await WebAssembly.compile(capMemory(bytes, maxPages, toolName) as BufferSource));
+      modules.set(name, await WebAssembly.compile(capModule(bytes, maxPages, toolName) as BufferSource));
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.
