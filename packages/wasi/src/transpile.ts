@@ -55,9 +55,11 @@ export async function transpileComponent(bytes: Uint8Array, toolName = 'componen
       reason,
     });
   }
-  // jco's list of used imports must be a subset of the declared ones; one
-  // that is not means the two parsers disagree, and the component is refused.
-  const undeclared = result.imports.filter((name) => !imports.includes(name));
+  // jco's list of used imports (versions stripped, at least for some) must
+  // be a subset of the declared ones; one that is not means the two parsers
+  // disagree, and the component is refused.
+  const declared = new Set(imports.map(withoutVersion));
+  const undeclared = result.imports.filter((name) => !declared.has(withoutVersion(name)));
   if (undeclared.length > 0) {
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} uses imports its import section does not declare: ${undeclared.join(', ')}`, {
       imports: undeclared,
@@ -73,6 +75,11 @@ export async function transpileComponent(bytes: Uint8Array, toolName = 'componen
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName}: jco produced no instantiate() glue`, {});
   }
   return { glue, modules, imports };
+}
+
+function withoutVersion(name: string): string {
+  const at = name.indexOf('@');
+  return at === -1 ? name : name.slice(0, at);
 }
 
 function firstLine(text: string): string {
