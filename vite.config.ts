@@ -1,7 +1,6 @@
-import { readdirSync, rmSync, readFileSync } from 'node:fs';
+import { rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { playwright } from '@vitest/browser-playwright';
 import { configDefaults, defineConfig } from 'vitest/config';
 
@@ -16,13 +15,6 @@ const CHROMIUM_FLAGS = chromiumConfig.args;
 // creates it, so a run without the browser project leaves nothing behind.
 const chromiumProfile = join(tmpdir(), `corral-vitest-chromium-${process.pid}-${Date.now()}`);
 process.once('exit', () => rmSync(chromiumProfile, { recursive: true, force: true }));
-
-// Every preview2-shim browser module, pre-bundled up front: one discovered
-// mid-run makes vite reload the page under a running test.
-const shimDir = fileURLToPath(new URL('node_modules/@bytecodealliance/preview2-shim/dist/browser', import.meta.url));
-const shimModules = readdirSync(shimDir)
-  .filter((f) => f.endsWith('.js'))
-  .map((f) => `@bytecodealliance/preview2-shim/${f.slice(0, -3)}`);
 
 // Tests never touch the user's own snapshot store or transpile cache: each
 // run gets its own, and so do the CLI processes the tests start.
@@ -49,7 +41,7 @@ export default defineConfig({
         optimizeDeps: {
           // comlink and jco are imported by @corral/browser's sandbox worker, which vite
           // only sees once the worker starts: listed here so that never reloads a test.
-          include: [...shimModules, 'idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver', 'comlink', '@bytecodealliance/jco/component'],
+          include: ['idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver', 'comlink', '@bytecodealliance/jco/component'],
         },
         test: {
           name: 'browser',

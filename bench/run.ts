@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { Corral, BUNDLED_TOOLS_DIR, ComponentCache } from '@corral/node';
-import { ComponentRunner, Preview1Runner, loadShim, transpileComponent, type RunRequest } from '@corral/wasi';
+import { ComponentRunner, Preview1Runner, transpileComponent, type RunRequest } from '@corral/wasi';
 import { availableParallelism } from 'node:os';
 import { fmt, median, quantile, sample, table } from './stats.js';
 import { benchOverhead } from './overhead.js';
@@ -110,8 +110,6 @@ async function benchDiffSummary(): Promise<string[][]> {
 
   // Baselines 2 and 3: the component and the preview1 module in this thread, no
   // worker (what the pool's messaging costs), through Corral's own runners.
-  const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
-  const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
   const request = (stdin: Uint8Array): RunRequest => ({
     toolName: 'diff-summary',
     stdin,
@@ -122,9 +120,9 @@ async function benchDiffSummary(): Promise<string[][]> {
     memoryLimitBytes: 128 * 2 ** 20,
     diskLimitBytes: 0,
   });
-  const componentRunner = new ComponentRunner(shim);
+  const componentRunner = new ComponentRunner();
   const prepared = await transpileComponent(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.wasm')), 'diff-summary');
-  const preview1Runner = new Preview1Runner(shim);
+  const preview1Runner = new Preview1Runner();
   const p1Bytes = new Uint8Array(moduleBytes);
   const inThreadRuns = {
     component: (stdin: Uint8Array) => componentRunner.run('diff-summary', prepared, request(stdin)),

@@ -72,6 +72,29 @@ describe('the corral CLI', () => {
     expect(JSON.parse(r.stdout)).toEqual({ a: 1 });
   });
 
+  it('refuses tool output nested 500,000 deep with E_UNEXPECTED_EXIT, and records it', async () => {
+    const store = join(await mkdtemp(join(tmpdir(), 'corral-deep-')), 'snapshots.db');
+    const plain = await corral(['run', 'deep-output', '--tools', FIXTURES, '--input', '{}', '--store', store]);
+    expect(plain.code).toBe(1);
+    expect(plain.stdout).toBe('');
+    expect(plain.stderr).toMatch(/^corral: deep-output printed JSON nested more than 1000 levels deep \(the limit\).*\(E_UNEXPECTED_EXIT\)\n$/);
+    const json = await corral(['run', 'deep-output', '--tools', FIXTURES, '--input', '{}', '--json', '--store', store]);
+    expect(json.code).toBe(1);
+    const envelope = JSON.parse(json.stdout);
+    expect(envelope).toMatchObject({ ok: false, exit_code: 0, error: { code: 'E_UNEXPECTED_EXIT', details: { reason: 'output_too_deep', max_depth: 1000 } } });
+    const shown = await corral(['snapshots', 'show', envelope.snapshot.id, '--json', '--store', store]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ status: 'failed', error_code: 'E_UNEXPECTED_EXIT' });
+  });
+
+  it('refuses input nested 500,000 deep with E_INPUT_VALIDATION', async () => {
+    const file = join(await mkdtemp(join(tmpdir(), 'corral-deep-')), 'deep.json');
+    await writeFile(file, `{"a":${'['.repeat(500_000)}${']'.repeat(500_000)}}`);
+    const r = await corral(['run', 'echo', '--tools', FIXTURES, '--input-file', file, '--json', '--no-store']);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, error: { code: 'E_INPUT_VALIDATION', details: { reason: 'input_too_deep', max_depth: 1000 } } });
+  });
+
   it('validate lists every problem of a bad spec by JSON path', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'corral-spec-'));
     const path = join(dir, 'tool-spec.json');

@@ -205,6 +205,12 @@ describe('hostile tools', () => {
     expect((await corral.invoke('echo', { ok: 1 })).output).toEqual({ ok: 1 });
   });
 
+  it('output nested 500,000 deep is E_UNEXPECTED_EXIT (output_too_deep), and the envelope still serializes', async () => {
+    const result = await corral.invoke('deep-output', {});
+    expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { reason: 'output_too_deep' } });
+    expect(() => JSON.stringify(result)).not.toThrow();
+  });
+
   // Runs last: the same process, after every hostile tool above.
   it('afterwards 1,000 ordinary calls succeed, memory settles and does not grow with more calls', async () => {
     const thousandCalls = async () => {

@@ -2,26 +2,20 @@
  * OPFS folders mounted into one call, inside the sandbox worker.
  *
  * WASI's filesystem calls are synchronous and OPFS is not, so each folder is
- * read into preview2-shim's in-memory tree before the call
- * (`loadOpfsCapability`), the tool works on that tree through the same
- * guarded descriptors as every other mount (vfs.ts: read-only mounts, disk
- * quota, containment), and when the tool has stopped, what it changed in a
- * read-write folder is written back: files whose contents changed, folders
- * made, entries removed, and symlinks in preview2-shim's sidecar file, so
- * `loadOpfsCapability` reads them back. Read mounts are never written.
- *
- * preview2-shim's OpfsFilesystemAdapter persists too, but it rewrites every
- * file of every loaded folder after any change anywhere (including /tmp and
- * read mounts); Corral writes back only what the call changed, once.
+ * read into an in-memory tree before the call (@corral/wasi's MemoryBackend),
+ * the tool works on that tree through the same descriptors as every other
+ * mount (read-only mounts, disk quota, containment), and when the tool has
+ * stopped, what it changed in a read-write folder is written back: files
+ * whose contents changed, folders made, entries removed, and symlinks in the
+ * sidecar file preview2-shim's OPFS support also uses. Read mounts are never
+ * written.
  *
  * Two calls changing the same file at once: the last to finish wins, as with
  * two processes writing one file.
  */
 import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
-import type { Descriptor, FileDataEntry, WasiShim } from '@corral/wasi';
+import { MemoryBackend, type FileDataEntry, type FsBackend } from '@corral/wasi';
 import { SYMLINKS_FILE, opfsDirectory, parseOpfsPath, writeFile } from './opfs.js';
-
-type Filesystem = Pick<WasiShim['filesystem'], 'InMemoryFilesystemAdapter' | 'loadOpfsCapability'>;
 
 /** What was at a path of a folder: a folder, a file (its contents object) or a symlink. */
 type Node = { kind: 'dir' } | { kind: 'file'; source: unknown } | { kind: 'symlink'; target: string };
@@ -29,7 +23,8 @@ type Node = { kind: 'dir' } | { kind: 'file'; source: unknown } | { kind: 'symli
 interface LoadedFolder {
   path: string;
   handle: FileSystemDirectoryHandle;
-  data: FileDataEntry;
+  /** The folder as the tool sees and changes it (shared by every mount of it in the call). */
+  backend: MemoryBackend;
   /** True when some mount of this folder is read-write. */
   writable: boolean;
   /** Every path in the folder when it was loaded. */
@@ -38,15 +33,13 @@ interface LoadedFolder {
 
 export class OpfsCallMounts {
   readonly #folders: Map<string, LoadedFolder>;
-  readonly #memory: InstanceType<Filesystem['InMemoryFilesystemAdapter']>;
 
-  private constructor(folders: Map<string, LoadedFolder>, fs: Filesystem) {
+  private constructor(folders: Map<string, LoadedFolder>) {
     this.#folders = folders;
-    this.#memory = new fs.InMemoryFilesystemAdapter();
   }
 
   /** Read every OPFS folder the call mounts. A missing folder is E_INPUT_VALIDATION, as a missing host folder is in Node. */
-  static async load(mounts: MountBinding[], fs: Filesystem): Promise<OpfsCallMounts> {
+  static async load(mounts: MountBinding[]): Promise<OpfsCallMounts> {
     const folders = new Map<string, LoadedFolder>();
     for (const mount of mounts) {
       if (mount.opfsPath === undefined) continue;
@@ -65,17 +58,18 @@ export class OpfsCallMounts {
           guest: mount.guest,
         });
       }
-      const data = (await fs.loadOpfsCapability(handle)).data as FileDataEntry;
-      folders.set(path, { path, handle, data, writable: mount.access === 'read-write', before: index(data) });
+      const data = await loadFolder(handle);
+      const backend = MemoryBackend.fromFileData(data, BigInt(folders.size + 100));
+      folders.set(path, { path, handle, backend, writable: mount.access === 'read-write', before: index(data) });
     }
-    return new OpfsCallMounts(folders, fs);
+    return new OpfsCallMounts(folders);
   }
 
-  /** The root descriptor of a loaded folder (vfs.ts guards it like any mount). */
-  root(opfsPath: string): Descriptor {
+  /** The storage of a loaded folder, for the call's filesystem. */
+  root(opfsPath: string): FsBackend {
     const folder = this.#folders.get(parseOpfsPath(opfsPath).join('/'));
     if (!folder) throw new TypeError(`OPFS folder ${opfsPath} was not loaded for this call`);
-    return this.#memory.getRoot(folder.data as Parameters<InstanceType<Filesystem['InMemoryFilesystemAdapter']>['getRoot']>[0]);
+    return folder.backend;
   }
 
   /** Write back what the call changed in its read-write folders. */
@@ -104,6 +98,42 @@ export class OpfsCallMounts {
   }
 }
 
+/**
+ * Read an OPFS folder, with the symlinks its sidecar file records. Folders
+ * are maps without a prototype: OPFS allows a file named `__proto__`.
+ */
+async function loadFolder(handle: FileSystemDirectoryHandle): Promise<FileDataEntry> {
+  const read = async (dir: FileSystemDirectoryHandle, top: boolean): Promise<FileDataEntry> => {
+    const entries: Record<string, FileDataEntry> = Object.create(null);
+    for await (const [name, child] of dir.entries()) {
+      if (top && name === SYMLINKS_FILE) continue;
+      entries[name] =
+        child.kind === 'directory'
+          ? await read(child as FileSystemDirectoryHandle, false)
+          : { source: new Uint8Array(await (await (child as FileSystemFileHandle).getFile()).arrayBuffer()) };
+    }
+    return { dir: entries };
+  };
+  const root = await read(handle, true);
+  let links: unknown = {};
+  try {
+    links = JSON.parse(await (await (await handle.getFileHandle(SYMLINKS_FILE)).getFile()).text());
+  } catch {
+    // no sidecar, or not one Corral can read: no symlinks
+  }
+  if (typeof links === 'object' && links !== null) {
+    for (const [path, target] of Object.entries(links)) {
+      if (typeof target !== 'string') continue;
+      const names = path.split('/').filter(Boolean);
+      const name = names.pop();
+      let dir: FileDataEntry | undefined = root;
+      for (const part of names) dir = dir?.dir && Object.hasOwn(dir.dir, part) ? dir.dir[part] : undefined;
+      if (name && dir?.dir && !Object.hasOwn(dir.dir, name)) dir.dir[name] = { symlink: target };
+    }
+  }
+  return root;
+}
+
 /** Every path under a loaded tree, parents before their children. */
 function index(entry: FileDataEntry, prefix = '', out = new Map<string, Node>()): Map<string, Node> {
   for (const [name, child] of Object.entries(entry.dir ?? {})) {
@@ -129,7 +159,7 @@ function splitPath(path: string): [parent: string, name: string] {
  */
 async function writeBack(folder: LoadedFolder): Promise<void> {
   const { before, handle } = folder;
-  const after = index(folder.data);
+  const after = index(folder.backend.toFileData());
   const dirs = new Map<string, FileSystemDirectoryHandle>([['', handle]]);
   const dirAt = async (path: string): Promise<FileSystemDirectoryHandle> => {
     let dir = dirs.get(path);

@@ -2,53 +2,37 @@
  * The sandbox worker: a Web Worker that hosts @corral/wasi, the same code
  * Node's worker_threads sandbox runs. It transpiles components when asked
  * (jco runs in browsers) and runs each call in a fresh instance against
- * preview2-shim's browser modules: stdio, environment and filesystem are
- * per-call objects, and the worker has nothing else to give a tool.
+ * Corral's WASI host: stdio, environment and filesystem are per-call
+ * objects, and the worker has nothing else to give a tool.
  *
  * Started by BrowserSandboxWorker (pool.ts) as a module worker; bundlers see
  * `new Worker(new URL('./worker.js', import.meta.url), { type: 'module' })`
  * there and bundle this file with its imports.
  */
 import { expose } from 'comlink';
-// In a browser the package's default export condition is the browser variant.
-import * as cli from '@bytecodealliance/preview2-shim/cli';
-import * as clocks from '@bytecodealliance/preview2-shim/clocks';
-import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
-import * as io from '@bytecodealliance/preview2-shim/io';
-import * as random from '@bytecodealliance/preview2-shim/random';
 import type { ExecutionResult } from '@corral/core';
 import {
   ComponentRunner,
   Preview1Runner,
-  loadShim,
   outcomeOf,
   transpileComponent,
   type Outcome,
   type PreparedComponent,
   type RunRequest,
-  type WasiShim,
 } from '@corral/wasi';
 import { OpfsCallMounts } from './opfs-mounts.js';
-
-const modules = { cli, clocks, filesystem, io, random };
 
 /** The OPFS folders of the call running now (a worker runs one call at a time). */
 let opfsMounts: OpfsCallMounts | undefined;
 
-const host = loadShim(async (name) => modules[name]).then((shim: WasiShim) => {
-  const options = {
-    openOpfsDirectory: (opfsPath: string) => {
-      if (!opfsMounts) throw new TypeError(`OPFS folder ${opfsPath} was not loaded for this call`);
-      return opfsMounts.root(opfsPath);
-    },
-  };
-  return { shim, components: new ComponentRunner(shim, options), modules: new Preview1Runner(shim, options) };
-});
-
-// preview2-shim's browser pollables can reject after the call that made them
-// is over (a timer a component slept on, disposed when the call ended). Such
-// a rejection belongs to no call; a real failure surfaces through its call.
-self.addEventListener('unhandledrejection', (event) => event.preventDefault());
+const options = {
+  openOpfsDirectory: (opfsPath: string) => {
+    if (!opfsMounts) throw new TypeError(`OPFS folder ${opfsPath} was not loaded for this call`);
+    return opfsMounts.root(opfsPath);
+  },
+};
+const components = new ComponentRunner(options);
+const modules = new Preview1Runner(options);
 
 const api = {
   /** Transpile a component (the page caches the result by content hash). */
@@ -57,7 +41,6 @@ const api = {
   },
   /** True when this worker already compiled the component or module with this key. */
   async has(key: string): Promise<boolean> {
-    const { components, modules } = await host;
     return components.has(key) || modules.has(key);
   },
   /** Run a call: a transpiled component, or (kind 'module') a preview1 module's bytes, sent once per worker. */
@@ -69,8 +52,7 @@ const api = {
   ): Promise<Outcome<ExecutionResult>> {
     try {
       return await outcomeOf(async () => {
-        const { shim, components, modules } = await host;
-        const mounts = await OpfsCallMounts.load(request.mounts, shim.filesystem);
+        const mounts = await OpfsCallMounts.load(request.mounts);
         opfsMounts = mounts;
         const value =
           kind === 'module'

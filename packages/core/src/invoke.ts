@@ -5,6 +5,7 @@
  */
 import type { ValidateFunction } from 'ajv';
 import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON } from './errors.js';
+import { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
 import { parseToolRef, type Registry } from './registry.js';
 import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
 import { specDefaults } from './spec.js';
@@ -173,6 +174,14 @@ export class Runtime {
     const { spec } = tool;
 
     const notJson = jsonProblems(input);
+    const tooDeep = notJson.find((p) => p.tooDeep);
+    if (tooDeep) {
+      throw inputError(`Input for ${spec.name} nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit)`, {
+        reason: 'input_too_deep',
+        max_depth: MAX_JSON_DEPTH,
+        problems: [{ path: tooDeep.path, message: tooDeep.message }],
+      });
+    }
     if (notJson.length > 0) {
       throw inputError(`Input for ${spec.name} is not JSON data: ${listed(notJson)}`, { problems: notJson });
     }
@@ -298,6 +307,14 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
   }
 
   const text = decoder.decode(result.stdout);
+  // JSON.parse takes any depth, but JSON.stringify and ajv recurse: refuse before anyone overflows.
+  if (jsonTextTooDeep(text)) {
+    throw new CorralError(
+      ErrorCodes.UNEXPECTED_EXIT,
+      `${name} printed JSON nested more than ${MAX_JSON_DEPTH} levels deep (the limit); Corral does not pass on output it cannot safely serialize`,
+      { reason: 'output_too_deep', max_depth: MAX_JSON_DEPTH, stdout_head, stderr_tail },
+    );
+  }
   let output: unknown;
   try {
     output = JSON.parse(text);
@@ -319,8 +336,11 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
 
 /** The `error` a failing tool printed as `{"error": {...}}` (or `{"error": "text"}`), else null. */
 function toolErrorOf(stdout: Uint8Array): Record<string, unknown> | null {
+  const text = decoder.decode(stdout);
+  // The error goes into details, which must stay serializable.
+  if (jsonTextTooDeep(text)) return null;
   try {
-    const parsed: unknown = JSON.parse(decoder.decode(stdout));
+    const parsed: unknown = JSON.parse(text);
     const error = (parsed as { error?: unknown } | null)?.error;
     if (typeof error === 'string') return { message: error };
     if (typeof error === 'object' && error !== null && !Array.isArray(error)) return error as Record<string, unknown>;
@@ -330,51 +350,78 @@ function toolErrorOf(stdout: Uint8Array): Record<string, unknown> | null {
   return null;
 }
 
+/** A reason a value cannot go to a tool; `tooDeep` marks nesting past MAX_JSON_DEPTH. */
+type InputProblem = Problem & { tooDeep?: true };
+
 /**
  * Why a value cannot go through JSON unchanged. JSON.stringify would silently
  * drop undefined and functions or turn NaN into null, so the tool would see
- * something other than what was validated; refuse instead.
+ * something other than what was validated; refuse instead. Nesting deeper
+ * than MAX_JSON_DEPTH is refused too (once, at the first place found). A loop
+ * with its own stack, not recursion: the value may be nested a million deep.
  */
-function jsonProblems(value: unknown, path = '', stack = new Set<object>(), out: Problem[] = []): Problem[] {
-  const where = path || '/';
-  const refuse = (what: string) => out.push({ path: where, message: `is ${what}, which JSON cannot carry` });
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return out;
-    case 'number':
-      if (!Number.isFinite(value)) refuse(String(value));
-      return out;
-    case 'undefined':
-      refuse('undefined');
-      return out;
-    case 'bigint':
-      refuse('a BigInt');
-      return out;
-    case 'function':
-    case 'symbol':
-      refuse(`a ${typeof value}`);
-      return out;
+function jsonProblems(root: unknown): InputProblem[] {
+  const out: InputProblem[] = [];
+  const ancestors = new Set<object>();
+  let reportedDepth = false;
+  // `leave` entries pop an object off the ancestor set once its children are done.
+  type Step = { value: unknown; path: string; depth: number } | { leave: object };
+  const todo: Step[] = [{ value: root, path: '', depth: 0 }];
+  while (todo.length > 0) {
+    const step = todo.pop()!;
+    if ('leave' in step) {
+      ancestors.delete(step.leave); // shared references without a cycle are fine
+      continue;
+    }
+    const { value, path, depth } = step;
+    const where = path || '/';
+    const refuse = (what: string) => out.push({ path: where, message: `is ${what}, which JSON cannot carry` });
+    switch (typeof value) {
+      case 'string':
+      case 'boolean':
+        continue;
+      case 'number':
+        if (!Number.isFinite(value)) refuse(String(value));
+        continue;
+      case 'undefined':
+        refuse('undefined');
+        continue;
+      case 'bigint':
+        refuse('a BigInt');
+        continue;
+      case 'function':
+      case 'symbol':
+        refuse(`a ${typeof value}`);
+        continue;
+    }
+    if (value === null) continue;
+    const obj = value as object;
+    if (ancestors.has(obj)) {
+      out.push({ path: where, message: 'refers back to an object that contains it (a cycle)' });
+      continue;
+    }
+    const proto: unknown = Object.getPrototypeOf(obj);
+    // Plain objects from any realm have a prototype whose own prototype is null.
+    if (!Array.isArray(obj) && proto !== null && Object.getPrototypeOf(proto) !== null) {
+      refuse(`a ${(obj as { constructor?: { name?: string } }).constructor?.name ?? 'class instance'} (not plain data)`);
+      continue;
+    }
+    if (depth >= MAX_JSON_DEPTH) {
+      if (!reportedDepth) out.push({ path: where, message: `nests more than ${MAX_JSON_DEPTH} arrays and objects deep`, tooDeep: true });
+      reportedDepth = true;
+      continue;
+    }
+    ancestors.add(obj);
+    todo.push({ leave: obj });
+    // Pushed last-first, so problems come out in document order.
+    const children: [string, unknown][] = [];
+    if (Array.isArray(obj)) {
+      for (let i = 0; i < obj.length; i++) children.push([String(i), obj[i]]); // holes read as undefined, and are refused
+    } else {
+      for (const [k, v] of Object.entries(obj)) children.push([k.replace(/~/g, '~0').replace(/\//g, '~1'), v]);
+    }
+    for (let i = children.length - 1; i >= 0; i--) todo.push({ value: children[i]![1], path: `${path}/${children[i]![0]}`, depth: depth + 1 });
   }
-  if (value === null) return out;
-  const obj = value as object;
-  if (stack.has(obj)) {
-    out.push({ path: where, message: 'refers back to an object that contains it (a cycle)' });
-    return out;
-  }
-  const proto: unknown = Object.getPrototypeOf(obj);
-  // Plain objects from any realm have a prototype whose own prototype is null.
-  if (!Array.isArray(obj) && proto !== null && Object.getPrototypeOf(proto) !== null) {
-    refuse(`a ${(obj as { constructor?: { name?: string } }).constructor?.name ?? 'class instance'} (not plain data)`);
-    return out;
-  }
-  stack.add(obj);
-  if (Array.isArray(obj)) {
-    for (let i = 0; i < obj.length; i++) jsonProblems(obj[i], `${path}/${i}`, stack, out);
-  } else {
-    for (const [k, v] of Object.entries(obj)) jsonProblems(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, stack, out);
-  }
-  stack.delete(obj); // shared references without a cycle are fine
   return out;
 }
 

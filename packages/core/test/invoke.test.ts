@@ -2,7 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   CorralError,
+  MAX_JSON_DEPTH,
+  MemoryStore,
   Registry,
+  jsonTextTooDeep,
   Runtime,
   type ExecutionRequest,
   type ExecutionResult,
@@ -248,5 +251,78 @@ describe('Runtime.invoke', () => {
     const runtime = new Runtime({ registry, executor: printing('{"files":[1]}'), defaults: { outputLimitBytes: 10 } });
     const result = await runtime.invokeTool(tool, INPUT);
     expect(result).toMatchObject({ ok: true, output: { files: [1] } });
+  });
+});
+
+/** `depth` arrays inside each other, around `inner`. Built with a loop: a recursive builder would itself overflow. */
+function nestedArrays(depth: number, inner: unknown = 0): unknown {
+  let value = inner;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+const nestedText = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+
+describe('JSON nesting depth (MAX_JSON_DEPTH)', () => {
+  it('refuses output nested 500,000 deep as E_UNEXPECTED_EXIT, leaving an envelope JSON.stringify can print', async () => {
+    const runtime = await setup(printing(`{"files":${nestedText(500_000)}}`), goodSpec({ output_schema: undefined }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result).toMatchObject({ ok: false, output: null, exit_code: 0 });
+    expect(result.error).toMatchObject({
+      code: 'E_UNEXPECTED_EXIT',
+      message: `diff-summary printed JSON nested more than ${MAX_JSON_DEPTH} levels deep (the limit); Corral does not pass on output it cannot safely serialize`,
+      details: { reason: 'output_too_deep', max_depth: MAX_JSON_DEPTH },
+    });
+    expect(() => JSON.stringify(result)).not.toThrow();
+  });
+
+  it('accepts output exactly MAX_JSON_DEPTH deep and refuses one level more', async () => {
+    const atLimit = await setup(printing(`{"files":${nestedText(MAX_JSON_DEPTH - 1)}}`));
+    const ok = await atLimit.invoke('diff-summary', INPUT);
+    expect(ok.ok).toBe(true);
+    expect(JSON.stringify(ok.output)).toBe(`{"files":${nestedText(MAX_JSON_DEPTH - 1)}}`);
+    const over = await setup(printing(`{"files":${nestedText(MAX_JSON_DEPTH)}}`));
+    expect((await over.invoke('diff-summary', INPUT)).error?.details.reason).toBe('output_too_deep');
+  });
+
+  it('counts brackets inside strings, escaped quotes and backslashes included, as text', async () => {
+    const brackets = '['.repeat(5000);
+    // A string holding \" then brackets, and a string ending in an escaped backslash before real JSON.
+    const stdout = String.raw`{"files":[],"a":"\\\"${brackets}","b":"x\\","c":"{${brackets}"}`;
+    const runtime = await setup(printing(stdout));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result.error).toBeNull();
+    expect(result.output).toEqual(JSON.parse(stdout));
+    expect(jsonTextTooDeep(String.raw`["\\"${'['.repeat(MAX_JSON_DEPTH)}`)).toBe(true); // the string closed: these brackets count
+  });
+
+  it('keeps no tool_error from a failing tool whose error JSON is too deep', async () => {
+    const runtime = await setup(printing(`{"error":{"message":"bad","deep":${nestedText(100_000)}}}`, { exitCode: 1, stderr: encode('last words\n') }));
+    const result = await runtime.invoke('diff-summary', INPUT);
+    expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { exit_code: 1, tool_error: null } });
+    expect(() => JSON.stringify(result)).not.toThrow();
+  });
+
+  it('refuses input nested too deep with E_INPUT_VALIDATION, without throwing or running, and records it', async () => {
+    const executor = printing('{"files":[]}');
+    const registry = new Registry();
+    await registry.register(goodSpec({ input_schema: { type: 'object' } }), MODULE_BYTES);
+    const store = new MemoryStore();
+    const runtime = new Runtime({ registry, executor, store });
+    for (const depth of [MAX_JSON_DEPTH, 500_000]) {
+      const result = await runtime.invoke('diff-summary', { diff: 'x', deep: nestedArrays(depth) });
+      expect(result.error).toMatchObject({
+        code: 'E_INPUT_VALIDATION',
+        message: `Input for diff-summary nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep (the limit)`,
+        details: { reason: 'input_too_deep', max_depth: MAX_JSON_DEPTH },
+      });
+      expect(() => JSON.stringify(result)).not.toThrow();
+      const recorded = await store.getExecution(result.snapshot!.id);
+      expect(recorded).toMatchObject({ status: 'failed', error_code: 'E_INPUT_VALIDATION' });
+      expect(() => JSON.stringify(recorded)).not.toThrow();
+    }
+    expect(executor.requests).toHaveLength(0);
+    // Exactly the limit (the object around the arrays is a level too): it runs.
+    expect((await runtime.invoke('diff-summary', { diff: 'x', deep: nestedArrays(MAX_JSON_DEPTH - 1) })).ok).toBe(true);
+    expect(executor.requests).toHaveLength(1);
   });
 });

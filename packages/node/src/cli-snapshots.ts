@@ -24,8 +24,13 @@ import { Corral } from './corral.js';
 import { parseMountFlag } from './mounts.js';
 import { SqliteStore, defaultStorePath } from './store-sqlite.js';
 import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, HELP, UsageError } from './cli.js';
+import { forTerminal } from './terminal.js';
 
+/** Prints to the terminal; `main` escapes what could act on it (see terminal.ts). */
 type Print = (text: string) => void;
+
+/** A recorded field shown on one line (a table cell, `name  value`): a newline in it must not fake a row. */
+const cell = (value: string) => forTerminal(value, { oneLine: true });
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals: boolean) {
   try {
@@ -105,14 +110,17 @@ async function listCommand(args: string[], print: Print): Promise<number> {
   await store?.close();
   if (values.json) return print(JSON.stringify(found, null, 2)), EXIT_OK;
   if (found.length === 0) return print(store ? 'No snapshots match.' : `No snapshots recorded yet (${resolve(values.store ?? defaultStorePath())} does not exist).`), EXIT_OK;
-  const rows = found.map((e) => [
-    e.id,
-    isoFromNs(e.intent_ns).slice(0, 23).replace('T', ' '),
-    `${e.tool}@${e.version ?? '?'}`,
-    e.status,
-    e.error_code ?? '',
-    e.duration_ms === null ? '' : `${e.duration_ms.toFixed(1)} ms`,
-  ]);
+  // Escaped before the widths are measured, so the columns line up as printed.
+  const rows = found.map((e) =>
+    [
+      e.id,
+      isoFromNs(e.intent_ns).slice(0, 23).replace('T', ' '),
+      `${e.tool}@${e.version ?? '?'}`,
+      e.status,
+      e.error_code ?? '',
+      e.duration_ms === null ? '' : `${e.duration_ms.toFixed(1)} ms`,
+    ].map(cell),
+  );
   const header = ['ID', 'TIME (UTC)', 'TOOL', 'STATUS', 'ERROR', 'DURATION'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const r of [header, ...rows]) print(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
@@ -147,8 +155,8 @@ async function showCommand(args: string[], print: Print): Promise<number> {
 }
 
 function printExecution(e: ExecutionSnapshot, decision: DecisionSnapshot | null, print: Print): void {
-  const field = (name: string, value: string | number | null) => print(`  ${name.padEnd(14)} ${value ?? '-'}`);
-  print(`execution ${e.id}`);
+  const field = (name: string, value: string | number | null) => print(`  ${name.padEnd(14)} ${value === null ? '-' : cell(String(value))}`);
+  print(`execution ${cell(e.id)}`);
   field('status', e.status + (e.status === 'interrupted' ? ' (an intent with no result: the process stopped mid-call, or it is still running)' : ''));
   field('tool', `${e.tool}@${e.version ?? '?'}`);
   field('decision', e.decision_id ? `${e.decision_id}${decision ? ` (${decision.model ?? 'model ?'}, ${isoFromNs(decision.time_ns)})` : ' (pruned)'}` : null);
@@ -172,12 +180,12 @@ function printExecution(e: ExecutionSnapshot, decision: DecisionSnapshot | null,
 }
 
 function printDecision(d: DecisionSnapshot, calls: ExecutionSnapshot[], print: Print): void {
-  print(`decision ${d.id}`);
+  print(`decision ${cell(d.id)}`);
   print(`  time           ${isoFromNs(d.time_ns)}`);
-  print(`  model          ${d.model ?? '-'}`);
-  print(`  run            ${d.run_id ?? '-'}`);
-  print(`  prompt sha256  ${d.prompt_sha256}`);
-  print(`  calls          ${calls.map((c) => `${c.id} (${c.tool}, ${c.status})`).join('\n                 ') || '-'}`);
+  print(`  model          ${cell(d.model ?? '-')}`);
+  print(`  run            ${cell(d.run_id ?? '-')}`);
+  print(`  prompt sha256  ${cell(d.prompt_sha256)}`);
+  print(`  calls          ${calls.map((c) => cell(`${c.id} (${c.tool}, ${c.status})`)).join('\n                 ') || '-'}`);
   print(`output:\n${indent(d.output)}`);
 }
 
@@ -191,7 +199,7 @@ async function exportCommand(args: string[], print: Print): Promise<number> {
   try {
     if (values.output !== undefined) {
       const n = await writeJsonl(values.output, store.export());
-      process.stderr.write(`corral: exported ${n} record${n === 1 ? '' : 's'} to ${values.output}\n`);
+      process.stderr.write(`corral: exported ${n} record${n === 1 ? '' : 's'} to ${cell(values.output)}\n`);
     } else {
       for await (const record of store.export()) print(JSON.stringify(record));
     }
@@ -351,7 +359,7 @@ function compare(recorded: ExecutionSnapshot, replayed: ExecutionSnapshot): Repl
 }
 
 function printReport(r: ReplayReport, print: Print): void {
-  print(`replay of ${r.id} (${r.tool}@${r.version}): ${r.identical ? 'identical' : 'DIFFERENT'}`);
+  print(`replay of ${cell(r.id)} (${cell(`${r.tool}@${r.version}`)}): ${r.identical ? 'identical' : 'DIFFERENT'}`);
   const short = (v: string | number | null) => (v === null ? '-' : String(v).slice(0, 16));
   const line = (label: string, a: string | number | null, b: string | number | null) =>
     print(`  ${label.padEnd(14)} ${a === b ? `${short(a)} (same)` : `recorded ${short(a)}, now ${short(b)}`}`);
@@ -421,6 +429,7 @@ function pretty(json: string): string {
   }
 }
 
+/** Split on \n only: /^/m would also start lines at \r and U+2028, inside what a tool printed. */
 function indent(text: string): string {
-  return text.replace(/\n$/, '').replace(/^/gm, '  ');
+  return text.replace(/\n$/, '').split('\n').map((line) => `  ${line}`).join('\n');
 }

@@ -6,6 +6,7 @@ import { Corral } from './corral.js';
 import { loadToolFiles } from './tool-folder.js';
 import { parseMountFlag } from './mounts.js';
 import { replayCommand, snapshotsCommand } from './cli-snapshots.js';
+import { forTerminal } from './terminal.js';
 
 /** Exit statuses: the tool ran and succeeded, the tool failed, the command was misused. */
 export const EXIT_OK = 0;
@@ -87,7 +88,9 @@ Exit status: 0 identical, 1 different (or the call cannot be replayed), 2 misuse
 
 export async function main(argv: string[], io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
   const [command, ...rest] = argv;
-  const print = (text: string) => io.stdout.write(text.endsWith('\n') ? text : text + '\n');
+  // Everything printed may quote a tool: no character in it gets to act on the terminal.
+  const print = (text: string) => io.stdout.write(forTerminal(text.endsWith('\n') ? text : text + '\n'));
+  const fail = (message: string) => io.stderr.write(`corral: ${forTerminal(message, { oneLine: true })}\n`);
   try {
     switch (command) {
       case undefined:
@@ -113,14 +116,15 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     }
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr.write(`corral: ${err.message}\nRun 'corral --help' for usage.\n`);
+      fail(err.message);
+      io.stderr.write("Run 'corral --help' for usage.\n");
       return EXIT_USAGE;
     }
     if (err instanceof CorralError) {
-      io.stderr.write(`corral: ${err.message} (${err.code})\n`);
+      fail(`${err.message} (${err.code})`);
       return EXIT_TOOL_FAILED;
     }
-    io.stderr.write(`corral: ${err instanceof Error ? err.message : String(err)}\n`);
+    fail(err instanceof Error ? err.message : String(err));
     return EXIT_TOOL_FAILED;
   }
 }
@@ -143,10 +147,10 @@ async function toolsCommand(args: string[], print: (s: string) => void): Promise
       print(JSON.stringify(tools.map(describeTool), null, 2));
     } else {
       const width = Math.max(4, ...tools.map((t) => `${t.spec.name}@${t.spec.version}`.length));
-      for (const t of tools) print(`${`${t.spec.name}@${t.spec.version}`.padEnd(width)}  ${t.spec.description ?? ''}`);
+      for (const t of tools) print(`${`${t.spec.name}@${t.spec.version}`.padEnd(width)}  ${forTerminal(t.spec.description ?? '', { oneLine: true })}`);
       if (tools.length === 0) print('No tools found.');
     }
-    for (const err of corral.loadErrors) process.stderr.write(`corral: skipped: ${err.message} (${err.code})\n`);
+    for (const err of corral.loadErrors) process.stderr.write(`corral: skipped: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
     return EXIT_OK;
   } finally {
     await corral.close();
@@ -226,10 +230,12 @@ async function runCommand(args: string[], print: (s: string) => void, stdin: Nod
       print(JSON.stringify(result.output, null, 2));
     } else {
       const err = result.error!;
-      process.stderr.write(`corral: ${err.message} (${err.code})\n`);
+      process.stderr.write(`corral: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
     }
     // Never a silent drop: the result stands, but say that its record is missing.
-    if (result.snapshot?.error) process.stderr.write(`corral: warning: snapshot ${result.snapshot.id} not saved: ${result.snapshot.error}\n`);
+    if (result.snapshot?.error) {
+      process.stderr.write(`corral: warning: snapshot ${result.snapshot.id} not saved: ${forTerminal(result.snapshot.error, { oneLine: true })}\n`);
+    }
     return result.ok ? EXIT_OK : EXIT_TOOL_FAILED;
   } finally {
     await corral.close();
@@ -283,7 +289,8 @@ async function validateCommand(args: string[], print: (s: string) => void): Prom
   else if (verdict.ok) print(`${path}: valid (${verdict.spec.name}@${verdict.spec.version})`);
   else {
     print(`${path}: ${verdict.problems.length} problem${verdict.problems.length === 1 ? '' : 's'}`);
-    for (const p of verdict.problems) print(`  ${p.path}: ${p.message}`);
+    // Paths and messages quote the spec's own keys and values: keep each problem on its line.
+    for (const p of verdict.problems) print(`  ${forTerminal(`${p.path}: ${p.message}`, { oneLine: true })}`);
   }
   return verdict.ok ? EXIT_OK : EXIT_TOOL_FAILED;
 }

@@ -29,7 +29,8 @@ export interface CorralOptions extends WorkerExecutorOptions {
    * file, or false for none. Default: the SQLite file at `defaultStorePath()`
    * ($CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db, else
    * ~/.local/share/corral/snapshots.db). A file that is not a Corral store,
-   * or one from a newer Corral, makes `create` throw E_STORE.
+   * one from a newer Corral, or a path that is not a regular file (a folder,
+   * FIFO, device) makes `create` throw E_STORE.
    */
   store?: Store | string | false;
   /** Keep each call's input in its snapshot (the hash is always kept). Default true. */

@@ -1,31 +1,45 @@
 /**
- * A host folder as a wasi:filesystem descriptor tree (Node only; runs in the
- * sandbox worker). Reads and writes go to the real folder and never outside
- * it: every path is resolved segment by segment, `..` may not climb above the
- * mount, absolute paths are refused, and each existing path is checked again
- * after resolving its real path, so a symlink that leads out of the folder
- * reads as `not-permitted`. The guest may not create links (a link it made
- * could mislead the host's own tools later).
+ * A host folder as a mount's storage (Node only; runs in the sandbox worker).
  *
- * Files are opened per operation rather than kept open: the shim gives no
- * reliable signal when a guest drops a descriptor, and a leaked fd would
- * outlive the call.
+ * Corral resolves every guest path itself, one name at a time
+ * (@corral/wasi's resolve.ts); this backend only ever answers for ONE name
+ * in ONE directory it handed out, and never follows a symlink in that last
+ * position. How a directory is held decides whether the host can race it:
+ *
+ *   - 'fd' (Linux): every directory is an O_PATH descriptor, and a name in
+ *     it is reached as `/proc/self/fd/N/name`: the kernel jumps to the very
+ *     directory the fd holds (not to whatever path it had), then looks up
+ *     that one name. A folder renamed or swapped for a symlink while a tool
+ *     works cannot redirect a lookup, whoever swapped it.
+ *   - 'path' (other systems, or no /proc): directories are real paths, each
+ *     component checked with lstat just before use. Corral's own resolution
+ *     still refuses `..`, absolute paths and symlinks out of the mount, but
+ *     a concurrent *host* process swapping a folder for a symlink between
+ *     the check and the use could win that race. SECURITY.md says so.
+ *
+ * Files are opened only when they are regular files: the name is first
+ * opened O_PATH (which never blocks, even on a FIFO) and checked with
+ * fstat, and only then reopened through /proc for reading or writing.
  */
 import {
-  closeSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, renameSync,
-  rmdirSync, statSync, truncateSync, unlinkSync, utimesSync, writeSync, type Stats,
+  closeSync, constants, fstatSync, fsyncSync, ftruncateSync, futimesSync, linkSync, lstatSync, lutimesSync, mkdirSync,
+  openSync, readdirSync, readlinkSync, readSync, realpathSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync,
+  utimesSync, writeSync, type BigIntStats, type Dirent,
 } from 'node:fs';
-import { join, sep } from 'node:path';
-import { streamWrites, type Descriptor, type WasiShim } from '@corral/wasi';
+import { join } from 'node:path';
+import type { ClosableBackend, DirectoryListing, EntryStat, EntryType, NewTime, OpenMode } from '@corral/wasi';
 
-type Io = Pick<WasiShim['io'], 'inputStreamCreate' | 'outputStreamCreate' | 'ioErrorCreate'>;
-type FsErrorCode = string;
+/** open(2)'s O_PATH on Linux (every architecture Node runs on); Node does not export it. */
+const O_PATH = 0o10000000;
+const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants;
 
-const NODE_TO_WASI: Record<string, FsErrorCode> = {
+const NODE_TO_WASI: Record<string, string> = {
   ENOENT: 'no-entry', EEXIST: 'exist', ENOTDIR: 'not-directory', EISDIR: 'is-directory', ENOTEMPTY: 'not-empty',
   EACCES: 'access', EPERM: 'not-permitted', ENOSPC: 'insufficient-space', EDQUOT: 'quota', EROFS: 'read-only',
   EINVAL: 'invalid', ELOOP: 'loop', ENAMETOOLONG: 'name-too-long', EBADF: 'bad-descriptor', EBUSY: 'busy',
-  EXDEV: 'cross-device', EFBIG: 'file-too-large', EMLINK: 'too-many-links', EIO: 'io',
+  EXDEV: 'cross-device', EFBIG: 'file-too-large', EMLINK: 'too-many-links', EIO: 'io', ENXIO: 'no-such-device',
+  ENOMEM: 'insufficient-memory', EMFILE: 'insufficient-memory', ENFILE: 'insufficient-memory', ETXTBSY: 'text-file-busy',
+  EOVERFLOW: 'overflow', ENOTSUP: 'unsupported', EOPNOTSUPP: 'unsupported',
 };
 
 /** Run a node:fs call, turning its error into a wasi:filesystem error code. */
@@ -33,272 +47,269 @@ function fs<T>(call: () => T): T {
   try {
     return call();
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
     if (typeof err === 'string') throw err;
+    const code = (err as NodeJS.ErrnoException).code;
     throw (code && NODE_TO_WASI[code]) || 'io';
   }
 }
 
-/** Open `hostPath` (a directory) as the root descriptor of a mount. */
-export function openHostDirectory(hostPath: string, io: Io): Descriptor {
-  const root = fs(() => realpathSync(hostPath));
-  if (!fs(() => statSync(root)).isDirectory()) throw new TypeError(`${hostPath} is not a directory`);
-  return new HostDescriptor({ root, io }, root) as unknown as Descriptor;
+/** A directory of the mount: `path` names it for the kernel (`/proc/self/fd/N`, or a real path). */
+interface Dir {
+  fd: number;
+  path: string;
 }
 
-interface Mount {
-  root: string;
-  io: Io;
+interface File {
+  fd: number;
 }
 
-class HostDescriptor {
-  readonly #mount: Mount;
-  /** Real path of the object this descriptor names. */
-  readonly #path: string;
+export type Confinement = 'fd' | 'path';
 
-  constructor(mount: Mount, path: string) {
-    this.#mount = mount;
-    this.#path = path;
+let confinement: Confinement | undefined;
+
+/**
+ * How host folders are held on this system: 'fd' where the kernel can be
+ * asked about a name inside a held directory (Linux with /proc), else 'path'.
+ */
+export function hostConfinement(): Confinement {
+  if (confinement) return confinement;
+  confinement = 'path';
+  if (process.platform !== 'linux') return confinement;
+  try {
+    const fd = openSync('/', O_PATH | O_DIRECTORY);
+    try {
+      const held = fstatSync(fd, { bigint: true });
+      const seen = statSync(`/proc/self/fd/${fd}`, { bigint: true });
+      if (held.ino === seen.ino && held.dev === seen.dev) confinement = 'fd';
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // no /proc, or O_PATH refused: checked paths it is.
+  }
+  return confinement;
+}
+
+/** Open `hostPath` (a directory) as a mount's storage, held until `close`. */
+export function openHostDirectory(hostPath: string): ClosableBackend {
+  return hostConfinement() === 'fd' ? HostFolder.held(hostPath) : HostFolder.checked(hostPath);
+}
+
+class HostFolder implements ClosableBackend {
+  readonly root: Dir;
+  readonly hostRoot: string;
+  readonly #held: boolean;
+
+  private constructor(root: Dir, hostRoot: string, held: boolean) {
+    this.root = root;
+    this.hostRoot = hostRoot;
+    this.#held = held;
   }
 
-  #inside(real: string): boolean {
-    const { root } = this.#mount;
-    return real === root || real.startsWith(root + sep);
+  static held(hostPath: string): HostFolder {
+    const real = fs(() => realpathSync(hostPath));
+    const fd = fs(() => openSync(real, O_PATH | O_DIRECTORY));
+    return new HostFolder({ fd, path: `/proc/self/fd/${fd}` }, real, true);
   }
 
-  /**
-   * Resolve `path` relative to this descriptor to a real path inside the
-   * mount. With `mayBeMissing`, the last segment need not exist (create).
-   */
-  #resolve(path: string, followFinal: boolean, mayBeMissing = false): string {
-    if (path.startsWith('/') || path.includes('\0')) throw 'not-permitted';
-    const segments = path.split('/').filter((s) => s !== '' && s !== '.');
-    let current = this.#path;
-    for (let i = 0; i < segments.length; i++) {
-      const segment = segments[i]!;
-      const final = i === segments.length - 1;
-      if (segment === '..') {
-        if (current === this.#mount.root) throw 'not-permitted';
-        current = current.slice(0, current.lastIndexOf(sep)) || sep;
-        continue;
-      }
-      const candidate = join(current, segment);
-      let info: Stats;
+  static checked(hostPath: string): HostFolder {
+    const real = fs(() => realpathSync(hostPath));
+    if (!fs(() => statSync(real)).isDirectory()) throw 'not-directory';
+    return new HostFolder({ fd: -1, path: real }, real, false);
+  }
+
+  close(): void {
+    if (this.#held) closeSync(this.root.fd);
+  }
+
+  #at(dir: Dir, name: string): string {
+    return this.#held ? `${dir.path}/${name}` : join(dir.path, name);
+  }
+
+  stat(dir: Dir, name: string | null): EntryStat {
+    if (name !== null) return toStat(fs(() => lstatSync(this.#at(dir, name), { bigint: true })));
+    return toStat(fs(() => (this.#held ? fstatSync(dir.fd, { bigint: true }) : lstatSync(dir.path, { bigint: true }))));
+  }
+
+  openDirectory(dir: Dir, name: string): Dir {
+    const path = this.#at(dir, name);
+    if (!this.#held) {
+      // Checked, not held: a host process could still swap it before the next use.
+      if (!fs(() => lstatSync(path)).isDirectory()) throw 'not-directory';
+      return { fd: -1, path };
+    }
+    // O_NOFOLLOW with O_PATH opens a symlink itself, which O_DIRECTORY then refuses.
+    const fd = fs(() => openSync(path, O_PATH | O_DIRECTORY | O_NOFOLLOW));
+    return { fd, path: `/proc/self/fd/${fd}` };
+  }
+
+  releaseDirectory(dir: Dir): void {
+    if (this.#held) closeSync(dir.fd);
+  }
+
+  readDirectory(dir: Dir): DirectoryListing[] {
+    return fs(() => readdirSync(dir.path, { withFileTypes: true })).map((e) => ({ name: e.name, type: direntType(e) }));
+  }
+
+  readlink(dir: Dir, name: string): string {
+    return fs(() => readlinkSync(this.#at(dir, name)));
+  }
+
+  createDirectory(dir: Dir, name: string): void {
+    fs(() => mkdirSync(this.#at(dir, name)));
+  }
+
+  removeDirectory(dir: Dir, name: string): void {
+    fs(() => rmdirSync(this.#at(dir, name)));
+  }
+
+  unlink(dir: Dir, name: string): void {
+    fs(() => unlinkSync(this.#at(dir, name)));
+  }
+
+  rename(fromDir: Dir, fromName: string, toDir: Dir, toName: string): void {
+    fs(() => renameSync(this.#at(fromDir, fromName), this.#at(toDir, toName)));
+  }
+
+  symlink(dir: Dir, name: string, target: string): void {
+    fs(() => symlinkSync(target, this.#at(dir, name)));
+  }
+
+  link(fromDir: Dir, fromName: string, toDir: Dir, toName: string): void {
+    // link(2) does not follow a symlink it is given, on Linux.
+    fs(() => linkSync(this.#at(fromDir, fromName), this.#at(toDir, toName)));
+  }
+
+  setTimes(dir: Dir, name: string | null, atime: NewTime, mtime: NewTime): void {
+    // lutimes never follows the last name; a held directory itself is reached through its fd.
+    const path = name === null ? dir.path : this.#at(dir, name);
+    const follow = name === null && this.#held;
+    const current = fs(() => lstatSync(path, { bigint: true }));
+    const [a, m] = times(current, atime, mtime);
+    fs(() => (follow ? utimesSync(path, a, m) : lutimesSync(path, a, m)));
+  }
+
+  openFile(dir: Dir, name: string, mode: OpenMode): File {
+    const path = this.#at(dir, name);
+    const access = mode.write ? (mode.read ? O_RDWR : O_WRONLY) : O_RDONLY;
+    if (mode.create) {
       try {
-        info = lstatSync(candidate);
+        // O_EXCL: the file is ours, new and regular; nothing else is opened this way.
+        return { fd: fs(() => openSync(path, access | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666)) };
       } catch (err) {
-        if (final && mayBeMissing && (err as NodeJS.ErrnoException).code === 'ENOENT') return candidate;
-        return fs(() => {
-          throw err;
-        });
-      }
-      if (info.isSymbolicLink() && (!final || followFinal)) {
-        const real = fs(() => realpathSync(candidate));
-        if (!this.#inside(real)) throw 'not-permitted';
-        current = real;
-      } else {
-        current = candidate;
+        if (err !== 'exist' || mode.exclusive) throw err;
       }
     }
-    if (!this.#inside(current)) throw 'not-permitted';
-    return current;
+    return this.#held ? this.#reopen(path, access, mode) : this.#openChecked(path, access, mode);
   }
 
-  #child(path: string): HostDescriptor {
-    return new HostDescriptor(this.#mount, path);
-  }
-
-  getType() {
-    return typeOf(fs(() => lstatSync(this.#path)));
-  }
-
-  getFlags() {
-    return { read: true, write: true, mutateDirectory: true };
-  }
-
-  stat() {
-    return toStat(fs(() => statSync(this.#path)));
-  }
-
-  statAt(pathFlags: { symlinkFollow?: boolean }, path: string) {
-    const target = this.#resolve(path, !!pathFlags.symlinkFollow);
-    return toStat(fs(() => (pathFlags.symlinkFollow ? statSync(target) : lstatSync(target))));
-  }
-
-  openAt(
-    pathFlags: { symlinkFollow?: boolean },
-    path: string,
-    openFlags: { create?: boolean; directory?: boolean; exclusive?: boolean; truncate?: boolean },
-    _flags: unknown,
-  ): HostDescriptor {
-    const target = this.#resolve(path, !!pathFlags.symlinkFollow, !!openFlags.create);
-    let info: Stats | undefined;
+  /** Open a name O_PATH (never blocks), check it is a regular file, then reopen that very file for I/O. */
+  #reopen(path: string, access: number, mode: OpenMode): File {
+    const handle = fs(() => openSync(path, O_PATH | O_NOFOLLOW));
     try {
-      info = lstatSync(target);
-    } catch {
-      info = undefined;
-    }
-    if (info && openFlags.create && openFlags.exclusive) throw 'exist';
-    if (!info) {
-      if (openFlags.directory) throw 'no-entry';
-      fs(() => closeSync(openSync(target, 'wx')));
-    } else if (info.isSymbolicLink()) {
-      throw 'loop'; // O_NOFOLLOW on a link
-    } else if (openFlags.directory && !info.isDirectory()) {
-      throw 'not-directory';
-    } else if (openFlags.truncate) {
-      if (info.isDirectory()) throw 'is-directory';
-      fs(() => truncateSync(target, 0));
-    }
-    return this.#child(target);
-  }
-
-  read(length: bigint, offset: bigint): [Uint8Array, boolean] {
-    const buffer = new Uint8Array(Number(length));
-    const fd = fs(() => openSync(this.#path, 'r'));
-    try {
-      const n = fs(() => readSync(fd, buffer, 0, buffer.length, Number(offset)));
-      const size = fs(() => statSync(this.#path)).size;
-      return [buffer.subarray(0, n), Number(offset) + n >= size];
+      checkRegular(fs(() => fstatSync(handle)).mode);
+      return { fd: fs(() => openSync(`/proc/self/fd/${handle}`, access | (mode.truncate ? O_TRUNC : 0))) };
     } finally {
-      closeSync(fd);
+      closeSync(handle);
     }
   }
 
-  write(buffer: Uint8Array, offset: bigint): bigint {
-    const fd = fs(() => openSync(this.#path, 'r+'));
+  /** Without /proc: lstat, then open non-blocking (a FIFO must not hang the call) and check again. */
+  #openChecked(path: string, access: number, mode: OpenMode): File {
+    const before = fs(() => lstatSync(path));
+    checkRegular(before.mode);
+    const fd = fs(() => openSync(path, access | O_NOFOLLOW | O_NONBLOCK));
     try {
-      return BigInt(fs(() => writeSync(fd, buffer, 0, buffer.length, Number(offset))));
-    } finally {
+      const after = fs(() => fstatSync(fd));
+      checkRegular(after.mode);
+      if (after.ino !== before.ino || after.dev !== before.dev) throw 'busy';
+      if (mode.truncate) fs(() => ftruncateSync(fd, 0));
+      return { fd };
+    } catch (err) {
       closeSync(fd);
+      throw err;
     }
   }
 
-  readViaStream(offset: bigint) {
-    let position = offset;
-    return this.#mount.io.inputStreamCreate({
-      blockingRead: (len: bigint) => {
-        const [bytes] = this.read(len, position);
-        if (bytes.length === 0) throw { tag: 'closed' };
-        position += BigInt(bytes.length);
-        return bytes;
-      },
-    });
+  fileStat(file: File): EntryStat {
+    return toStat(fs(() => fstatSync(file.fd, { bigint: true })));
   }
 
-  writeViaStream(offset: bigint) {
-    let position = offset;
-    return streamWrites(this.#mount.io, (bytes) => {
-      position += this.write(bytes, position);
-    });
+  read(file: File, into: Uint8Array, position: number): number {
+    return fs(() => readSync(file.fd, into, 0, into.length, position));
   }
 
-  appendViaStream() {
-    return streamWrites(this.#mount.io, (bytes) => void this.write(bytes, BigInt(fs(() => statSync(this.#path)).size)));
+  write(file: File, data: Uint8Array, position: number): number {
+    let done = 0;
+    while (done < data.length) done += fs(() => writeSync(file.fd, data, done, data.length - done, position + done));
+    return done;
   }
 
-  setSize(size: bigint) {
-    fs(() => truncateSync(this.#path, Number(size)));
+  setSize(file: File, size: number): void {
+    fs(() => ftruncateSync(file.fd, size));
   }
 
-  setTimes(atime: NewTimestamp, mtime: NewTimestamp) {
-    setTimesOf(this.#path, atime, mtime);
+  setFileTimes(file: File, atime: NewTime, mtime: NewTime): void {
+    const [a, m] = times(fs(() => fstatSync(file.fd, { bigint: true })), atime, mtime);
+    fs(() => futimesSync(file.fd, a, m));
   }
 
-  setTimesAt(pathFlags: { symlinkFollow?: boolean }, path: string, atime: NewTimestamp, mtime: NewTimestamp) {
-    setTimesOf(this.#resolve(path, !!pathFlags.symlinkFollow), atime, mtime);
+  sync(file: File): void {
+    fs(() => fsyncSync(file.fd));
   }
 
-  readDirectory() {
-    const entries = fs(() => readdirSync(this.#path, { withFileTypes: true }))
-      .map((e) => ({ name: e.name, type: e.isDirectory() ? 'directory' : e.isFile() ? 'regular-file' : e.isSymbolicLink() ? 'symbolic-link' : 'unknown' }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    let next = 0;
-    return { readDirectoryEntry: () => entries[next++] };
+  closeFile(file: File): void {
+    closeSync(file.fd);
   }
-
-  createDirectoryAt(path: string) {
-    const target = this.#resolve(path, false, true);
-    fs(() => mkdirSync(target));
-  }
-
-  removeDirectoryAt(path: string) {
-    const target = this.#resolve(path, false);
-    fs(() => rmdirSync(target));
-  }
-
-  unlinkFileAt(path: string) {
-    const target = this.#resolve(path, false);
-    if (fs(() => lstatSync(target)).isDirectory()) throw 'is-directory';
-    fs(() => unlinkSync(target));
-  }
-
-  renameAt(oldPath: string, newDescriptor: unknown, newPath: string) {
-    if (!(newDescriptor instanceof HostDescriptor) || newDescriptor.#mount.root !== this.#mount.root) throw 'cross-device';
-    const from = this.#resolve(oldPath, false);
-    const to = newDescriptor.#resolve(newPath, false, true);
-    fs(() => renameSync(from, to));
-  }
-
-  readlinkAt(path: string) {
-    return fs(() => readlinkSync(this.#resolve(path, false)));
-  }
-
-  symlinkAt(_oldPath: string, _newPath: string): never {
-    throw 'not-permitted';
-  }
-
-  linkAt(): never {
-    throw 'not-permitted';
-  }
-
-  isSameObject(other: unknown) {
-    if (!(other instanceof HostDescriptor)) return false;
-    const a = fs(() => statSync(this.#path));
-    const b = fs(() => statSync(other.#path));
-    return a.dev === b.dev && a.ino === b.ino;
-  }
-
-  metadataHash() {
-    const s = fs(() => statSync(this.#path, { bigint: true }));
-    return { lower: s.ino, upper: s.dev };
-  }
-
-  metadataHashAt(pathFlags: { symlinkFollow?: boolean }, path: string) {
-    const target = this.#resolve(path, !!pathFlags.symlinkFollow);
-    const s = fs(() => (pathFlags.symlinkFollow ? statSync(target, { bigint: true }) : lstatSync(target, { bigint: true })));
-    return { lower: s.ino, upper: s.dev };
-  }
-
-  advise() {}
-  sync() {}
-  syncData() {}
 }
 
-type NewTimestamp = { tag: 'no-change' } | { tag: 'now' } | { tag: 'timestamp'; val: { seconds: bigint; nanoseconds: number } };
-
-function setTimesOf(path: string, atime: NewTimestamp, mtime: NewTimestamp): void {
-  const current = fs(() => statSync(path));
-  const pick = (t: NewTimestamp, old: Date) =>
-    t.tag === 'now' ? new Date() : t.tag === 'timestamp' ? new Date(Number(t.val.seconds) * 1000 + t.val.nanoseconds / 1e6) : old;
-  fs(() => utimesSync(path, pick(atime, current.atime), pick(mtime, current.mtime)));
+/** Only regular files are opened; a directory, symlink, FIFO, socket or device is refused. */
+function checkRegular(mode: number | bigint): void {
+  const type = Number(mode) & constants.S_IFMT;
+  if (type === constants.S_IFREG) return;
+  if (type === constants.S_IFDIR) throw 'is-directory';
+  if (type === constants.S_IFLNK) throw 'loop';
+  throw 'not-permitted';
 }
 
-function typeOf(info: Stats): string {
-  if (info.isDirectory()) return 'directory';
+/** New access and modification times for utimes, in seconds (Node takes no "leave it" or "now" marker). */
+function times(current: BigIntStats, atime: NewTime, mtime: NewTime): [number, number] {
+  const now = Date.now() / 1000;
+  const pick = (t: NewTime, old: bigint) => (t === null ? Number(old) / 1e9 : t === 'now' ? now : Number(t) / 1e9);
+  return [pick(atime, current.atimeNs), pick(mtime, current.mtimeNs)];
+}
+
+function typeOf(info: BigIntStats): EntryType {
   if (info.isFile()) return 'regular-file';
+  if (info.isDirectory()) return 'directory';
   if (info.isSymbolicLink()) return 'symbolic-link';
+  if (info.isFIFO()) return 'fifo';
+  if (info.isSocket()) return 'socket';
+  if (info.isCharacterDevice()) return 'character-device';
+  if (info.isBlockDevice()) return 'block-device';
   return 'unknown';
 }
 
-function toStat(info: Stats) {
-  const time = (ms: number) => ({ seconds: BigInt(Math.floor(ms / 1000)), nanoseconds: Math.floor((ms % 1000) * 1e6) });
+function direntType(e: Dirent): EntryType {
+  if (e.isFile()) return 'regular-file';
+  if (e.isDirectory()) return 'directory';
+  if (e.isSymbolicLink()) return 'symbolic-link';
+  if (e.isFIFO()) return 'fifo';
+  if (e.isSocket()) return 'socket';
+  if (e.isCharacterDevice()) return 'character-device';
+  if (e.isBlockDevice()) return 'block-device';
+  return 'unknown';
+}
+
+function toStat(info: BigIntStats): EntryStat {
   return {
     type: typeOf(info),
-    linkCount: BigInt(info.nlink),
-    size: BigInt(info.size),
-    dataAccessTimestamp: time(info.atimeMs),
-    dataModificationTimestamp: time(info.mtimeMs),
-    statusChangeTimestamp: time(info.ctimeMs),
+    dev: info.dev,
+    ino: info.ino,
+    nlink: info.nlink,
+    size: info.size,
+    atimeNs: info.atimeNs,
+    mtimeNs: info.mtimeNs,
+    ctimeNs: info.ctimeNs,
   };
 }

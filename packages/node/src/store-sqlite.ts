@@ -12,7 +12,7 @@
  * the tail of NORMAL commits but not of FULL ones (the fsync itself is the
  * tail on these disks), so the simple design stays.
  */
-import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -37,7 +37,11 @@ export const SCHEMA_VERSION = 1;
 /** PRAGMA application_id of Corral stores ("CRRL"), to tell them from other SQLite files. */
 export const APPLICATION_ID = 0x4352524c;
 
-/** Migration N takes a store from user_version N to N+1. Append, never edit. */
+/**
+ * Migration N takes a store from user_version N to N+1. Append, never edit:
+ * an existing store must hold exactly the objects these statements make
+ * (see checkOwnership), so an edited migration would refuse every older store.
+ */
 const MIGRATIONS: string[] = [
   `CREATE TABLE decisions (
      id            TEXT PRIMARY KEY,
@@ -115,15 +119,16 @@ export class SqliteStore implements Store {
 
   /**
    * Open (or create) the store at `path`. Refuses, with E_STORE and without
-   * writing a byte, a file that is not SQLite, an SQLite file that is not a
-   * Corral store, and a store from a newer Corral. When the place cannot be
-   * written at all (read-only, full disk, a file where the folder should be)
+   * writing a byte, a path that is not a regular file, a file that is not
+   * SQLite, an SQLite file that is not exactly a Corral store, and a store
+   * from a newer Corral. When the place cannot be written at all (read-only,
+   * full disk, a file where the folder should be)
    * the E_STORE error has `details.unwritable: true`, so a host can keep
    * running calls and report each snapshot as not written (see Corral.create).
    */
   static async open(path: string = defaultStorePath(), options: SqliteStoreOptions = {}): Promise<SqliteStore> {
     const location = resolve(path);
-    checkMagic(location);
+    const holdsData = checkFile(location);
     const unwritable = (what: string, err: unknown) =>
       storeError(location, `${what}: ${describe(err)}`, { sqlite_code: codeOf(err), unwritable: true });
     if (!options.readonly) {
@@ -133,6 +138,11 @@ export class SqliteStore implements Store {
         throw unwritable(`its folder ${dirname(location)} cannot be created`, err);
       }
     }
+    // A WAL with frames in it (its program crashed, or is running) would be
+    // checkpointed into the file when a writable connection closes: judge such
+    // a file through a read-only connection first. Without one, a refused
+    // file is only read, and the writable connection removes its side files.
+    if (holdsData && existsSync(`${location}-wal`)) inspect(location);
     let db: Database.Database;
     try {
       db = new Database(location, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
@@ -153,26 +163,8 @@ export class SqliteStore implements Store {
 
   #setUp(options: SqliteStoreOptions): void {
     const db = this.#db;
-    const appId = db.pragma('application_id', { simple: true }) as number;
-    const version = db.pragma('user_version', { simple: true }) as number;
-    const tables = (db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name);
-    const fresh = appId === 0 && version === 0 && tables.length === 0;
-    if (!fresh && appId !== APPLICATION_ID) {
-      throw storeError(
-        this.location,
-        `is an SQLite database but not a Corral snapshot store (application_id ${appId}, tables: ${tables.join(', ') || 'none'}); ` +
-          'Corral will not write to it. Choose another file with --store or CORRAL_STORE',
-        { application_id: appId, tables },
-      );
-    }
-    if (version > SCHEMA_VERSION) {
-      throw storeError(
-        this.location,
-        `was written by a newer Corral (schema version ${version}; this Corral understands up to ${SCHEMA_VERSION}). ` +
-          'Upgrade Corral to use it, or choose another file with --store or CORRAL_STORE',
-        { schema_version: version, supported_version: SCHEMA_VERSION },
-      );
-    }
+    // Again on this connection: the file may have been empty, or changed since it was inspected.
+    const { version } = checkOwnership(db, this.location);
     // Not persistent: a connection opened without it runs at the default, so set it every time.
     db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
     if (options.readonly) {
@@ -454,23 +446,46 @@ function commitBatch(db: Database.Database, writes: WriteOp[][], statements: Map
   return results;
 }
 
-/** Refuse a non-empty file that is not SQLite before SQLite opens (or ever writes) it. */
-function checkMagic(location: string): void {
-  let size: number;
+/** What `stat` says a path is when it is not a regular file: [details.kind, words for the message]. */
+function kindOf(st: Stats): [string, string] | null {
+  if (st.isFile()) return null;
+  if (st.isDirectory()) return ['directory', 'a directory'];
+  if (st.isFIFO()) return ['fifo', 'a named pipe (FIFO)'];
+  if (st.isSocket()) return ['socket', 'a socket'];
+  if (st.isCharacterDevice()) return ['character-device', 'a character device'];
+  if (st.isBlockDevice()) return ['block-device', 'a block device'];
+  return ['other', 'not a regular file'];
+}
+
+/**
+ * Before SQLite opens (or ever writes) anything: refuse a path that is not a
+ * regular file (SQLite on a folder fails with a raw EISDIR, on a FIFO it
+ * could block, on /dev/null it "writes" into nothing) and a non-empty file
+ * that is not SQLite. Returns whether the file exists with bytes in it.
+ */
+function checkFile(location: string): boolean {
+  let st: Stats;
   try {
-    size = statSync(location).size;
+    st = statSync(location); // follows symlinks: a link to a store is fine, a link to a folder is not
   } catch {
-    return; // missing: it will be created
+    return false; // missing (it will be created), or unreachable (opening says why)
   }
-  if (size === 0) return;
+  const refuseKind = ([kind, words]: [string, string]) =>
+    storeError(location, `is ${words}, not a file; a snapshot store is an SQLite file. Choose another path with --store or CORRAL_STORE`, { kind });
+  const kind = kindOf(st);
+  if (kind) throw refuseKind(kind);
+  if (st.size === 0) return false;
   const head = Buffer.alloc(16);
   let fd: number;
   try {
-    fd = openSync(location, 'r');
+    // O_NONBLOCK: if the path was swapped for a FIFO since the stat, the open must not wait for a writer.
+    fd = openSync(location, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     throw storeError(location, `cannot be read: ${describe(err)}`);
   }
   try {
+    const swapped = kindOf(fstatSync(fd));
+    if (swapped) throw refuseKind(swapped);
     readSync(fd, head, 0, 16, 0);
   } finally {
     closeSync(fd);
@@ -480,9 +495,122 @@ function checkMagic(location: string): void {
       location,
       `is not an SQLite database (it may be damaged, or another kind of file); Corral will not touch it. ` +
         'Move it away or choose another file with --store or CORRAL_STORE',
-      { size },
+      { size: st.size },
     );
   }
+  return true;
+}
+
+/**
+ * Run checkOwnership on a read-only connection. A file that cannot even be
+ * opened read-only (a WAL file in a folder we cannot write) is left to the
+ * writable open, which says why; a damaged one is refused here.
+ */
+function inspect(location: string): void {
+  let db: Database.Database;
+  try {
+    db = new Database(location, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    if (isWriteProblem(err)) return;
+    throw storeError(location, describe(err), { sqlite_code: codeOf(err) });
+  }
+  try {
+    checkOwnership(db, location);
+  } catch (err) {
+    if (err instanceof CorralError) throw err;
+    if (isWriteProblem(err)) return;
+    throw storeError(location, describe(err), { sqlite_code: codeOf(err) });
+  } finally {
+    db.close();
+  }
+}
+
+interface SchemaObject {
+  type: string;
+  name: string;
+  tbl_name: string;
+  sql: string | null;
+}
+
+/** sqlite_schema, minus ANALYZE's statistics tables (SQLite's own, and harmless). */
+function schemaOf(db: Database.Database): SchemaObject[] {
+  const rows = db.prepare('SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name').all() as SchemaObject[];
+  return rows.filter((o) => !o.name.startsWith('sqlite_stat'));
+}
+
+/** The objects the first `version` migrations make, read back from an in-memory database: exactly what a store of that version holds. */
+const expectedSchemas = new Map<number, SchemaObject[]>();
+function expectedSchema(version: number): SchemaObject[] {
+  let schema = expectedSchemas.get(version);
+  if (!schema) {
+    const mem = new Database(':memory:');
+    try {
+      for (let v = 0; v < version; v++) mem.exec(MIGRATIONS[v]!);
+      schema = schemaOf(mem);
+    } finally {
+      mem.close();
+    }
+    expectedSchemas.set(version, schema);
+  }
+  return schema;
+}
+
+/**
+ * Throws E_STORE unless the database is a Corral store this code can use, or
+ * holds nothing at all. Only reads. An SQLite file with no objects, no
+ * application_id and no user_version is accepted as new: that is also what a
+ * store looks like while another process is creating it (journal mode set,
+ * migration not yet committed).
+ */
+function checkOwnership(db: Database.Database, location: string): { version: number } {
+  const appId = db.pragma('application_id', { simple: true }) as number;
+  const version = db.pragma('user_version', { simple: true }) as number;
+  const objects = schemaOf(db);
+  const fresh = appId === 0 && version === 0 && objects.length === 0;
+  if (fresh) return { version };
+  if (appId !== APPLICATION_ID) {
+    const tables = objects.filter((o) => o.type === 'table').map((o) => o.name);
+    const others = ['view', 'index', 'trigger']
+      .map((type) => [type, objects.filter((o) => o.type === type && o.sql !== null).map((o) => o.name)] as const)
+      .filter(([, names]) => names.length > 0)
+      .map(([type, names]) => `, ${type === 'index' ? 'indexes' : `${type}s`}: ${names.join(', ')}`)
+      .join('');
+    throw storeError(
+      location,
+      `is an SQLite database but not a Corral snapshot store (application_id ${appId}, tables: ${tables.join(', ') || 'none'}${others}); ` +
+        'Corral will not write to it. Choose another file with --store or CORRAL_STORE',
+      { application_id: appId, tables },
+    );
+  }
+  if (version > SCHEMA_VERSION) {
+    throw storeError(
+      location,
+      `was written by a newer Corral (schema version ${version}; this Corral understands up to ${SCHEMA_VERSION}). ` +
+        'Upgrade Corral to use it, or choose another file with --store or CORRAL_STORE',
+      { schema_version: version, supported_version: SCHEMA_VERSION },
+    );
+  }
+  // The right id is a claim, not proof: a trigger or view another program added would run on our writes.
+  const key = (o: SchemaObject) => `${o.type}\0${o.name}\0${o.tbl_name}\0${o.sql ?? ''}`;
+  const label = (o: SchemaObject) => `${o.type} ${o.name}`;
+  const expected = expectedSchema(version);
+  const have = new Set(objects.map(key));
+  const want = new Set(expected.map(key));
+  const unexpected = objects.filter((o) => !want.has(key(o))).map(label);
+  const missing = expected.filter((o) => !have.has(key(o))).map(label);
+  if (unexpected.length > 0 || missing.length > 0) {
+    const parts = [
+      unexpected.length > 0 ? `not Corral’s: ${unexpected.join(', ')}` : '',
+      missing.length > 0 ? `missing or changed: ${missing.join(', ')}` : '',
+    ].filter(Boolean);
+    throw storeError(
+      location,
+      `has Corral’s application_id but not its schema (${parts.join('; ')}), so it is not a Corral snapshot store as this Corral wrote it; ` +
+        'Corral will not write to it. Choose another file with --store or CORRAL_STORE',
+      { application_id: appId, schema_version: version, unexpected, missing },
+    );
+  }
+  return { version };
 }
 
 function toExecution(r: Row): ExecutionSnapshot {

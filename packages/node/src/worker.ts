@@ -1,8 +1,8 @@
 /**
  * The sandbox worker: a worker_threads thread that hosts @corral/wasi.
  * It transpiles components when asked and runs each call in a fresh instance.
- * It holds no host capabilities of its own: the shim it loads is the
- * preview2-shim browser variant (no real stdio, filesystem or process.exit).
+ * It holds no host capabilities of its own: tools get Corral's WASI host
+ * (@corral/wasi), whose stdio, environment and filesystem are per call.
  */
 import { parentPort } from 'node:worker_threads';
 import { expose } from 'comlink';
@@ -12,7 +12,6 @@ import { openHostDirectory } from './host-fs.js';
 import {
   ComponentRunner,
   Preview1Runner,
-  loadShim,
   outcomeOf,
   transpileComponent,
   type Outcome,
@@ -20,19 +19,9 @@ import {
   type RunRequest,
 } from '@corral/wasi';
 
-// preview2-shim's export map hands Node its node variant; load the browser
-// modules by file URL instead (same package, same version).
-const shimDir = new URL('../browser/', import.meta.resolve('@bytecodealliance/preview2-shim/cli'));
-const shim = await loadShim((name) => import(new URL(`${name}.js`, shimDir).href));
-const runnerOptions = { openHostDirectory: (path: string) => openHostDirectory(path, shim.io) };
-const runner = new ComponentRunner(shim, runnerOptions);
-const preview1 = new Preview1Runner(shim, runnerOptions);
-
-// preview2-shim's browser pollables can reject after the call that made them
-// is over (a timer a component slept on, disposed when the call ended). Such
-// a rejection belongs to no call, and must not stop the worker and with it
-// the next call; a real failure of a call surfaces through that call.
-process.on('unhandledRejection', () => {});
+const runnerOptions = { openHostDirectory };
+const runner = new ComponentRunner(runnerOptions);
+const preview1 = new Preview1Runner(runnerOptions);
 
 const api = {
   /** Transpile a component (the host caches the result by content hash). */

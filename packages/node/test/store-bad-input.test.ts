@@ -3,10 +3,11 @@
  * byte-for-byte alone; a store Corral cannot write (read-only, full disk)
  * never costs a call its result: the envelope says the snapshot was not saved.
  */
-import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,15 +22,19 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const fileHash = async (path: string) => sha256(new Uint8Array(readFileSync(path)));
 
-/** Run the CLI in a child; `shell` wraps the command (for ulimit), `uid` runs it as another user. */
-async function corral(args: string[], opts: { uid?: number; gid?: number; prefix?: string } = {}) {
+/**
+ * Run the CLI in a child; `shell` wraps the command (for ulimit), `uid` runs it as another user.
+ * `killed` says the child outlived `timeout` (a hang) and was stopped.
+ */
+async function corral(args: string[], opts: { uid?: number; gid?: number; prefix?: string; timeout?: number } = {}) {
   const env = { ...process.env, CORRAL_CACHE_DIR: cacheDir };
   const [file, argv] = opts.prefix
     ? ['bash', ['-c', `${opts.prefix}; exec "$0" "$@"`, process.execPath, CLI, ...args]]
     : [process.execPath, [CLI, ...args]];
-  return promisify(execFile)(file, argv as string[], { env, maxBuffer: 64 << 20, ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {}) }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+  const options = { env, maxBuffer: 64 << 20, timeout: opts.timeout ?? 0, ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {}) };
+  return promisify(execFile)(file, argv as string[], options).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr, killed: false }),
+    (err: { code: number; stdout: string; stderr: string; killed?: boolean }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr, killed: err.killed === true }),
   );
 }
 
@@ -196,6 +201,165 @@ describe('a store that cannot be written never costs a call its result', () => {
     } finally {
       await corral.close();
     }
+    expect(readFileSync(blocker, 'utf8')).toBe('not a folder');
+  });
+});
+
+/** A real Corral store (created by SqliteStore, nothing in it), changed by `alter` the way another program would. */
+async function alteredStore(name: string, alter: (db: Database.Database) => void): Promise<string> {
+  const path = join(dir, name);
+  await (await SqliteStore.open(path)).close();
+  const db = new Database(path);
+  alter(db);
+  db.close();
+  return path;
+}
+
+/** An SQLite file another program made (not a Corral store at all). */
+function foreignFile(name: string, build: (db: Database.Database) => void): string {
+  const path = join(dir, name);
+  const db = new Database(path);
+  build(db);
+  db.close();
+  return path;
+}
+
+describe('an SQLite file that is not exactly a Corral store is refused, untouched', () => {
+  const cases: [string, () => Promise<string>][] = [
+    ['only a view', async () => foreignFile('view-only.db', (db) => db.exec('CREATE VIEW answer AS SELECT 42 AS x'))],
+    ['a Corral schema under another application_id', async () => alteredStore('other-app-id.db', (db) => db.pragma('application_id = 42'))],
+    ['Corral’s application_id and version over another program’s table', async () =>
+      foreignFile('claims-corral.db', (db) => {
+        db.exec('CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)');
+        db.pragma(`application_id = ${APPLICATION_ID}`);
+        db.pragma(`user_version = ${SCHEMA_VERSION}`);
+      })],
+    ['a Corral store with a trigger added', async () =>
+      alteredStore('trigger.db', (db) => db.exec('CREATE TRIGGER wipe AFTER INSERT ON executions BEGIN DELETE FROM decisions; END'))],
+    ['a Corral store with a table added', async () => alteredStore('extra-table.db', (db) => db.exec('CREATE TABLE notes (x TEXT)'))],
+    ['a Corral store with an index added', async () => alteredStore('extra-index.db', (db) => db.exec('CREATE INDEX by_exit ON executions (exit_code)'))],
+    ['a Corral store with a view added', async () => alteredStore('extra-view.db', (db) => db.exec('CREATE VIEW failures AS SELECT * FROM executions WHERE error_code IS NOT NULL'))],
+    ['a Corral store whose executions table was redefined', async () =>
+      alteredStore('redefined.db', (db) => db.exec('DROP TABLE executions; CREATE TABLE executions (id TEXT PRIMARY KEY, tool TEXT)'))],
+  ];
+
+  it.each(cases)('%s', async (_, make) => {
+    const path = await make();
+    const before = await fileHash(path);
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(/not a Corral snapshot store.*Corral will not write to it/) });
+    await expect(Corral.create({ bundled: false, store: path })).rejects.toMatchObject({ code: 'E_STORE' });
+    expect(readdirSync(dir).filter((f) => f.startsWith(`${basename(path)}-`))).toEqual([]); // no -wal, -shm or -journal left behind
+    // (A read-only connection to a WAL file cannot remove the -shm it needs, so this one comes last.)
+    await expect(SqliteStore.open(path, { readonly: true })).rejects.toMatchObject({ code: 'E_STORE' });
+    expect(await fileHash(path)).toBe(before);
+  });
+
+  it('says which objects are not Corral’s', async () => {
+    const path = await alteredStore('named.db', (db) => db.exec('CREATE TRIGGER wipe AFTER INSERT ON executions BEGIN DELETE FROM decisions; END'));
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({
+      message: expect.stringMatching(/has Corral’s application_id but not its schema \(not Corral’s: trigger wipe\)/),
+      details: { unexpected: ['trigger wipe'], missing: [] },
+    });
+    const viewOnly = foreignFile('view-only-2.db', (db) => db.exec('CREATE VIEW v AS SELECT 1'));
+    await expect(SqliteStore.open(viewOnly)).rejects.toMatchObject({
+      message: expect.stringMatching(/is an SQLite database but not a Corral snapshot store \(application_id 0, tables: none, views: v\)/),
+    });
+  });
+
+  it('`corral run` and `corral snapshots list` refuse a view-only file with E_STORE, untouched', async () => {
+    const path = foreignFile('view-only-cli.db', (db) => db.exec('CREATE VIEW answer AS SELECT 42 AS x'));
+    const before = await fileHash(path);
+    const run = await corral(['run', 'echo', '--tools', TOOLS, '--input', '{}', '--store', path]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/not a Corral snapshot store.*\(E_STORE\)\n$/);
+    const list = await corral(['snapshots', 'list', '--store', path]);
+    expect(list.code).toBe(1);
+    expect(list.stderr).toMatch(/not a Corral snapshot store.*\(E_STORE\)\n$/);
+    expect(await fileHash(path)).toBe(before);
+  });
+
+  it('a foreign database whose WAL was never checkpointed (its program crashed) is not checkpointed by Corral', async () => {
+    const path = join(dir, 'crashed-wal.db');
+    // A child writes through the WAL and dies without closing: the rows live only in crashed-wal.db-wal.
+    const script = `
+      const Database = require('better-sqlite3');
+      const db = new Database(${JSON.stringify(path)});
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada')");
+      process.kill(process.pid, 'SIGKILL');`;
+    expect(() => execFileSync(process.execPath, ['-e', script], { cwd: join(ROOT, 'packages/node') })).toThrow();
+    expect(existsSync(`${path}-wal`)).toBe(true);
+    const before = await fileHash(path);
+    const walBefore = await fileHash(`${path}-wal`);
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(/not a Corral snapshot store/) });
+    expect(await fileHash(path)).toBe(before);
+    expect(await fileHash(`${path}-wal`)).toBe(walBefore);
+  });
+
+  it('an empty (0-byte) file and a missing path become stores', async () => {
+    const empty = join(dir, 'empty.db');
+    writeFileSync(empty, '');
+    for (const path of [empty, join(dir, 'not-yet', 'made.db')]) {
+      const store = await SqliteStore.open(path);
+      await store.close();
+      const db = new Database(path, { readonly: true });
+      expect(db.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
+      db.close();
+    }
+  });
+});
+
+describe('a --store path that is not a regular file is refused with E_STORE, without blocking', () => {
+  const kinds: [string, () => string, RegExp, string][] = [
+    ['a directory', () => (mkdirSync(join(dir, 'a-dir.db')), join(dir, 'a-dir.db')), /is a directory, not a file/, 'directory'],
+    ['a symlink to a directory', () => (mkdirSync(join(dir, 'linked-dir')), symlinkSync(join(dir, 'linked-dir'), join(dir, 'dir-link.db')), join(dir, 'dir-link.db')), /is a directory, not a file/, 'directory'],
+    ['a FIFO', () => (execFileSync('mkfifo', [join(dir, 'pipe.db')]), join(dir, 'pipe.db')), /is a named pipe \(FIFO\), not a file/, 'fifo'],
+    ['/dev/null', () => '/dev/null', /is a character device, not a file/, 'character-device'],
+    ['/dev/zero', () => '/dev/zero', /is a character device, not a file/, 'character-device'],
+  ];
+
+  it.each(kinds)('%s', async (_, make, says, kind) => {
+    const path = make();
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(says), details: { kind } });
+    await expect(Corral.create({ bundled: false, store: path })).rejects.toMatchObject({ code: 'E_STORE' });
+    // A hang here would be the child blocked on the FIFO: the timeout stops it, and `killed` says so.
+    for (const args of [['run', 'echo', '--tools', TOOLS, '--input', '{}', '--store', path], ['snapshots', 'list', '--store', path]]) {
+      const r = await corral(args, { timeout: 20_000 });
+      expect(r.killed, `${args[0]} hung on ${path}`).toBe(false);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`${says.source}.*\\(E_STORE\\)\\n$`));
+    }
+    if (path.startsWith(dir)) expect(readdirSync(dir).filter((f) => f.startsWith(`${basename(path)}-`))).toEqual([]); // no -wal or -journal beside it
+  });
+
+  it('a Unix socket', async () => {
+    const path = join(dir, 'socket.db');
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    try {
+      await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(/is a socket, not a file/) });
+      const r = await corral(['run', 'echo', '--tools', TOOLS, '--input', '{}', '--store', path], { timeout: 20_000 });
+      expect(r.killed).toBe(false);
+      expect(r.stderr).toMatch(/is a socket, not a file.*\(E_STORE\)\n$/);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a path whose parent is a file: E_STORE from the store, a warning from `corral run`, the file untouched', async () => {
+    const blocker = join(dir, 'parent-file');
+    writeFileSync(blocker, 'not a folder');
+    const path = join(blocker, 'snapshots.db');
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({
+      code: 'E_STORE',
+      message: expect.stringMatching(/its folder .*parent-file cannot be created: a file is in the way/),
+      details: { unwritable: true },
+    });
+    const r = await corral(['run', 'echo', '--tools', TOOLS, '--input', '{"e":5}', '--store', path], { timeout: 20_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ e: 5 });
+    expect(r.stderr).toMatch(/^corral: warning: snapshot \S+ not saved: .*a file is in the way/m);
     expect(readFileSync(blocker, 'utf8')).toBe('not a folder');
   });
 });

@@ -1,21 +1,13 @@
 export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
 export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';
 export { ComponentRunner, type RunRequest, type RunnerOptions } from './run.js';
-export { loadShim, shimModuleNames, type WasiShim, type ShimModuleName } from './shim.js';
-export { toFileData, fromFileData, type FileDataEntry } from './fs.js';
 export { capModule, tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES } from './limits.js';
-export {
-  callFilesystem,
-  guard,
-  streamWrites,
-  DiskQuota,
-  type Descriptor,
-  type HostDirectoryOpener,
-  type OpfsDirectoryOpener,
-  type MountRequest,
-  type MountRules,
-  type CallFilesystem,
-} from './vfs.js';
+export { callFilesystem, mountRoot, type HostDirectoryOpener, type OpfsDirectoryOpener, type ClosableBackend, type CallFilesystem } from './vfs.js';
+export type { FsBackend, EntryStat, EntryType, DirectoryListing, NewTime, OpenMode } from './fs/backend.js';
+export { Descriptor, DiskQuota, ENTRY_BYTES, MAX_OPEN_FILES, type DescriptorStat } from './fs/filesystem.js';
+export { MemoryBackend, type FileDataEntry } from './fs/memory.js';
+export { preview2Imports, type Preview2Call } from './preview2.js';
+export { GuestTypeError } from './guest.js';
 export { SandboxPool, type PoolWorker, type SandboxPoolOptions, type TaskOptions } from './pool.js';
 export {
   Preview1Runner,

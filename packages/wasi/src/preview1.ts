@@ -22,13 +22,13 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import type { RunRequest, RunnerOptions } from './run.js';
-import type { WasiShim } from './shim.js';
 import { capModule, WASM_PAGE_BYTES } from './limits.js';
-import { callFilesystem, type Descriptor, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
+import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
+import { MAX_OPEN_FILES, type Descriptor, type DescriptorStat } from './fs/filesystem.js';
+import { monotonicNs, realtimeNs, sleepNs } from './io.js';
 import { CappedSink, ProcExit, classify, finishRun, type RunEnd } from './outcome.js';
 
-type DescriptorStat = ReturnType<Descriptor['stat']>;
-type NewTimestamp = Parameters<Descriptor['setTimes']>[0];
+type NewTimestamp = { tag: 'no-change' } | { tag: 'now' } | { tag: 'timestamp'; val: { seconds: bigint; nanoseconds: number } };
 
 /** Preopened directories: [descriptor, guest path], in the order the guest sees them (fd 3, 4, …). */
 export type Preopens = Array<[Descriptor, string]>;
@@ -201,8 +201,8 @@ const SUBSCRIPTION_SIZE = 48;
 const EVENT_SIZE = 32;
 
 const MAX_OFFSET = Number.MAX_SAFE_INTEGER;
-/** Open fds a call may hold; a guest opening files without end gets EMFILE, not the host's heap. */
-const MAX_FDS = 4096;
+/** Open fds a call may hold (the filesystem's own cap on open files is MAX_OPEN_FILES, the same): past it, EMFILE. */
+const MAX_FDS = MAX_OPEN_FILES;
 
 const utf8 = new TextEncoder();
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
@@ -618,16 +618,22 @@ export class Preview1Host {
 
   // --- fd state ------------------------------------------------------------------
   fd_close(fd: number): number {
-    if (!this.#fds[fd]) return E.BADF;
+    const entry = this.#fds[fd];
+    if (!entry) return E.BADF;
     this.#fds[fd] = undefined;
+    // Frees the host file it held (directories hold nothing).
+    entry.descriptor?.close();
     return E.SUCCESS;
   }
 
   fd_renumber(from: number, to: number): number {
     const entry = this.#fds[from];
-    if (!entry || !this.#fds[to]) return E.BADF;
+    const replaced = this.#fds[to];
+    if (!entry || !replaced) return E.BADF;
+    if (from === to) return E.SUCCESS;
     this.#fds[to] = entry;
-    if (from !== to) this.#fds[from] = undefined;
+    this.#fds[from] = undefined;
+    replaced.descriptor?.close();
     return E.SUCCESS;
   }
 
@@ -774,14 +780,16 @@ export class Preview1Host {
     const dir = this.#dir(fd, needed);
     const path = this.#path(pathPtr, pathLen);
     if (oflags & O_CREAT && oflags & O_DIRECTORY) return E.INVAL;
+    if (this.#fds.filter(Boolean).length >= MAX_FDS) return E.MFILE;
     if (fdflags & ~FDFLAGS_ALL) return E.INVAL;
     // "The implementation is allowed to return a file descriptor with fewer
     // rights than specified": never more than the directory passes on.
     const base = rightsBase & dir.inheriting;
     const inheriting = rightsInheriting & dir.inheriting;
-    // Write access is asked of the mount only for a file meant for writing;
-    // a directory ignores byte-I/O rights ("rights that do not apply").
-    const write = !(oflags & O_DIRECTORY) && ((base & WRITE_RIGHTS) !== 0n || (fdflags & FDFLAG_APPEND) !== 0);
+    // Write rights ask for write access, on a directory too: opening one for
+    // writing is EISDIR, as in POSIX and wasmtime (wasi-libc asks for them
+    // only with O_WRONLY or O_RDWR).
+    const write = (base & WRITE_RIGHTS) !== 0n || (fdflags & FDFLAG_APPEND) !== 0;
     const opened = dir.descriptor.openAt(
       { symlinkFollow: (dirflags & LOOKUP_SYMLINK_FOLLOW) !== 0 },
       path,
@@ -1021,10 +1029,10 @@ function concat(views: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** A file's serial number: the descriptor layer's metadata hash (unique per entry in memory), 0 when it has none. */
+/** A file's serial number: the lower half of the descriptor's metadata hash (as the preview1 adapter reads it), 0 when it has none. */
 function inodeOf(hash: () => { upper: bigint; lower: bigint }): bigint {
   try {
-    return BigInt.asUintN(64, hash().upper);
+    return BigInt.asUintN(64, hash().lower);
   } catch {
     return 0n;
   }
@@ -1054,40 +1062,6 @@ function newTimestamps(atim: bigint, mtim: bigint, flags: number): [NewTimestamp
 
 function datetimeNs(t: { seconds: bigint; nanoseconds: number } | undefined): bigint {
   return t ? BigInt.asUintN(64, t.seconds * 1_000_000_000n + BigInt(t.nanoseconds)) : 0n;
-}
-
-function realtimeNs(): bigint {
-  // Microseconds since the epoch still fit a double exactly.
-  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n;
-}
-
-function monotonicNs(): bigint {
-  return BigInt(Math.round(performance.now() * 1e6));
-}
-
-/**
- * Block the thread: Atomics.wait where the host allows it (workers, Node),
- * else a busy wait. In slices, so a host stopping the worker is not kept
- * waiting for a long sleep.
- */
-function sleepNs(ns: bigint): void {
-  const end = performance.now() + Number(ns) / 1e6;
-  let cell: Int32Array | undefined;
-  try {
-    cell = new Int32Array(new SharedArrayBuffer(4));
-  } catch {
-    cell = undefined;
-  }
-  for (let left = end - performance.now(); left > 0; left = end - performance.now()) {
-    if (cell) {
-      try {
-        Atomics.wait(cell, 0, 0, Math.min(left, 100));
-        continue;
-      } catch {
-        cell = undefined;
-      }
-    }
-  }
 }
 
 // --- loading ------------------------------------------------------------------------
@@ -1179,15 +1153,13 @@ let syncInstantiate = true;
  * classification of exits, traps and limits.
  */
 export class Preview1Runner {
-  readonly #shim: Pick<WasiShim, 'filesystem' | 'io'>;
   readonly #openHostDirectory: HostDirectoryOpener | undefined;
   readonly #openOpfsDirectory: OpfsDirectoryOpener | undefined;
   readonly #modules = new Map<string, Uint8Array>();
   /** Compiled per module and memory cap: the cap is part of the compiled code. */
   readonly #compiled = new Map<string, Promise<WebAssembly.Module>>();
 
-  constructor(shim: Pick<WasiShim, 'filesystem' | 'io'>, options: RunnerOptions = {}) {
-    this.#shim = shim;
+  constructor(options: RunnerOptions = {}) {
     this.#openHostDirectory = options.openHostDirectory;
     this.#openOpfsDirectory = options.openOpfsDirectory;
   }
@@ -1218,7 +1190,7 @@ export class Preview1Runner {
 
     const stdout = new CappedSink(request.outputLimitBytes, 'head');
     const stderr = new CappedSink(request.outputLimitBytes, 'tail');
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#shim, this.#openHostDirectory, this.#openOpfsDirectory);
+    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory);
     const host = new Preview1Host({ args: request.args, env: request.env, stdin: request.stdin, stdout, stderr, preopens: callFs.preopens });
 
     let end: RunEnd = { exitCode: 0 };
@@ -1230,6 +1202,8 @@ export class Preview1Runner {
       (instance.exports._start as () => void)();
     } catch (err) {
       end = classify(err, request.toolName, stderr);
+    } finally {
+      callFs.close();
     }
     if (host.networkCalls.length > 0 && end.error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
       const calls = [...new Set(host.networkCalls)];

@@ -2,8 +2,8 @@ import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/erro
 import type { ExecutionResult, MountBinding } from '@corral/core';
 import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
-import type { WasiShim } from './shim.js';
-import { callFilesystem, type Descriptor, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
+import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
+import { preview2Imports } from './preview2.js';
 import { capModule, WASM_PAGE_BYTES } from './limits.js';
 import { CappedSink, classify, finishRun } from './outcome.js';
 
@@ -41,18 +41,17 @@ interface LoadedComponent {
 
 /**
  * Compiles a prepared component once and runs it many times, each run in a
- * fresh instance with its own stdio, environment and filesystem.
+ * fresh instance with its own stdio, environment and filesystem, against
+ * Corral's own WASI 0.2 host (preview2.ts).
  */
 export class ComponentRunner {
-  readonly #shim: WasiShim;
   readonly #openHostDirectory: HostDirectoryOpener | undefined;
   readonly #openOpfsDirectory: OpfsDirectoryOpener | undefined;
   readonly #prepared = new Map<string, PreparedComponent>();
   /** Compiled per component and memory cap: the cap is part of the compiled code. */
   readonly #compiled = new Map<string, Promise<LoadedComponent>>();
 
-  constructor(shim: WasiShim, options: RunnerOptions = {}) {
-    this.#shim = shim;
+  constructor(options: RunnerOptions = {}) {
     this.#openHostDirectory = options.openHostDirectory;
     this.#openOpfsDirectory = options.openOpfsDirectory;
   }
@@ -82,53 +81,16 @@ export class ComponentRunner {
 
     const stdout = new CappedSink(request.outputLimitBytes, 'head');
     const stderr = new CappedSink(request.outputLimitBytes, 'tail');
-    const { cli, filesystem, io, clocks, random } = this.#shim;
-    let stdinOffset = 0;
-    const stdinBytes = request.stdin;
-    const wasiCli = cli.createCli({
-      stdin: {
-        blockingRead(len: bigint) {
-          if (stdinOffset >= stdinBytes.length) throw { tag: 'closed' };
-          const chunk = stdinBytes.subarray(stdinOffset, stdinOffset + Number(len));
-          stdinOffset += chunk.length;
-          return chunk;
-        },
-      },
-      stdout: { write: (bytes: Uint8Array) => stdout.write(bytes), blockingFlush() {} },
-      stderr: { write: (bytes: Uint8Array) => stderr.write(bytes), blockingFlush() {} },
-      environment: request.env,
-      arguments: request.args,
-      initialCwd: '/',
+    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory);
+    const imports = preview2Imports({
+      args: request.args,
+      env: request.env,
+      stdin: request.stdin,
+      stdout,
+      stderr,
+      preopens: callFs.preopens,
+      memoryLimitBytes: request.memoryLimitBytes,
     });
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#shim, this.#openHostDirectory, this.#openOpfsDirectory);
-    // The descriptors are built already (and guarded); the adapter hands them over as they are.
-    const wasiFs = filesystem.createFilesystem<Descriptor>({
-      adapter: { getRoot: (root) => root },
-      preopens: Object.fromEntries(callFs.preopens.map(([root, guest]) => [guest, root])),
-    });
-
-    const imports: Record<string, unknown> = {
-      'wasi:cli/environment': wasiCli.environment,
-      'wasi:cli/exit': wasiCli.exit,
-      'wasi:cli/stdin': wasiCli.stdin,
-      'wasi:cli/stdout': wasiCli.stdout,
-      'wasi:cli/stderr': wasiCli.stderr,
-      'wasi:cli/terminal-input': wasiCli.terminalInput,
-      'wasi:cli/terminal-output': wasiCli.terminalOutput,
-      'wasi:cli/terminal-stdin': wasiCli.terminalStdin,
-      'wasi:cli/terminal-stdout': wasiCli.terminalStdout,
-      'wasi:cli/terminal-stderr': wasiCli.terminalStderr,
-      'wasi:clocks/monotonic-clock': clocks.monotonicClock,
-      'wasi:clocks/wall-clock': clocks.wallClock,
-      'wasi:filesystem/types': wasiFs.types,
-      'wasi:filesystem/preopens': wasiFs.preopens,
-      'wasi:io/error': io.error,
-      'wasi:io/poll': io.poll,
-      'wasi:io/streams': io.streams,
-      'wasi:random/random': random.random,
-      'wasi:random/insecure': random.insecure,
-      'wasi:random/insecure-seed': random.insecureSeed,
-    };
 
     // Keep every memory the component's core instances export, to report the
     // peak and to recognise a tool that failed because it hit its memory cap.
@@ -157,7 +119,7 @@ export class ComponentRunner {
       exitCode = outcome.exitCode;
       error = outcome.error;
     } finally {
-      wasiFs.dispose();
+      callFs.close();
     }
     return finishRun(
       { exitCode, ...(error ? { error } : {}) },

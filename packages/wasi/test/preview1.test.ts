@@ -1,36 +1,27 @@
 /**
- * The preview1 host, call by call, against preview2-shim's in-memory
- * descriptors (the same interface the guarded mounts implement), and the
- * Preview1Runner in-process on the committed preview1 fixtures.
+ * The preview1 host, call by call, over an in-memory mount (the same
+ * descriptors every mount is), and the Preview1Runner in-process on the
+ * committed preview1 fixtures.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import {
   CappedSink,
   DiskQuota,
+  ENTRY_BYTES,
   Preview1Host,
   Preview1Runner,
   ProcExit,
+  MemoryBackend,
   checkPreview1Module,
-  guard,
-  loadShim,
-  type Descriptor,
+  mountRoot,
+  type FileDataEntry,
   type RunRequest,
-  type WasiShim,
 } from '@corral/wasi';
 
 const FIXTURES = new URL('../../../test/fixtures/preview1/', import.meta.url);
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`${name}/p1-${name}.wasm`, FIXTURES)));
 
-let shim: WasiShim;
-beforeAll(async () => {
-  // The browser variant, as every Corral host loads it.
-  const cli = createRequire(import.meta.url).resolve('@bytecodealliance/preview2-shim/cli');
-  const dir = new URL('../browser/', pathToFileURL(cli));
-  shim = await loadShim((name) => import(/* @vite-ignore */ new URL(`${name}.js`, dir).href));
-});
 
 // errno values, from the preview1 witx
 const E = { SUCCESS: 0, BADF: 8, EXIST: 20, FAULT: 21, INVAL: 28, ISDIR: 31, NOENT: 44, NOSPC: 51, NOTDIR: 54, NOTEMPTY: 55, NOTSUP: 58, PERM: 63, ROFS: 69, SPIPE: 70, NOTCAPABLE: 76 };
@@ -38,6 +29,8 @@ const RIGHTS_ALL = (1n << 30n) - 1n;
 const FD_READ = 1n << 1n;
 const FD_SEEK = 1n << 2n;
 const FD_WRITE = 1n << 6n;
+/** What wasi-libc asks for with O_RDONLY: everything but the write rights (FD_WRITE, FD_ALLOCATE, FD_FILESTAT_SET_SIZE). */
+const RIGHTS_READ_ONLY = RIGHTS_ALL & ~(FD_WRITE | (1n << 8n) | (1n << 22n));
 const O_CREAT = 1;
 const O_DIRECTORY = 2;
 const O_TRUNC = 8;
@@ -48,9 +41,8 @@ function harness(tree: Record<string, unknown>, options: { readOnly?: boolean; q
   const memory = new WebAssembly.Memory({ initial: 4 });
   const stdout = new CappedSink(1 << 20, 'head');
   const stderr = new CappedSink(1 << 20, 'tail');
-  let root = new shim.filesystem.InMemoryFilesystemAdapter().getRoot(tree as Parameters<InstanceType<WasiShim['filesystem']['InMemoryFilesystemAdapter']>['getRoot']>[0]) as Descriptor;
   const quota = new DiskQuota(options.quotaBytes ?? 1 << 20);
-  if (options.readOnly !== undefined || options.quotaBytes !== undefined) root = guard(root, { readOnly: !!options.readOnly, quota, io: shim.io });
+  const root = mountRoot(MemoryBackend.fromFileData(tree as FileDataEntry), { readOnly: !!options.readOnly, quota });
   const host = new Preview1Host({
     args: ['tool', 'héllo'],
     env: { TZ: 'UTC', LANG: 'C' },
@@ -187,7 +179,9 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
   it('lists a directory with "." and "..", across calls when the buffer is small', () => {
     const names = ['b.txt', 'a.txt', 'sub', 'a-much-longer-file-name-than-the-others.txt'];
     const h = harness({ dir: Object.fromEntries(names.map((n) => [n, n === 'sub' ? { dir: {} } : { source: n }])) });
-    const [opened, fd] = h.open('.', O_DIRECTORY);
+    // Asking to write a directory is EISDIR, as in POSIX and wasmtime.
+    expect(h.open('.', O_DIRECTORY)[0]).toBe(E.ISDIR);
+    const [opened, fd] = h.open('.', O_DIRECTORY, RIGHTS_READ_ONLY);
     expect(opened).toBe(E.SUCCESS);
     const seen: Array<[string, number]> = [];
     let cookie = 0n;
@@ -251,7 +245,8 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     expect(ro.open('a.txt', 0, FD_READ | FD_WRITE)[0]).toBe(E.ROFS);
     expect(ro.open('a.txt', 0, FD_READ)[0]).toBe(E.SUCCESS);
     expect(ro.call('path_unlink_file', 3, ...ro.bytes('a.txt'))).toBe(E.ROFS);
-    const small = harness({ dir: {} }, { quotaBytes: 8 });
+    // Creating the file costs one entry; then 8 bytes of contents fit.
+    const small = harness({ dir: {} }, { quotaBytes: ENTRY_BYTES + 8 });
     const [, fd] = small.open('f', O_CREAT);
     expect(small.write(fd, '12345678')).toEqual([E.SUCCESS, 8]);
     expect(small.write(fd, '9')[0]).toBe(E.NOSPC);
@@ -403,7 +398,7 @@ describe('Preview1Runner in-process', () => {
   });
 
   it('runs a command: stdin to stdout, exit 0, fresh state each call', async () => {
-    const runner = new Preview1Runner(shim);
+    const runner = new Preview1Runner();
     const first = await runner.run('echo', fixture('echo'), request());
     expect(first.exitCode).toBe(0);
     expect(first.error).toBeUndefined();
@@ -415,27 +410,27 @@ describe('Preview1Runner in-process', () => {
   });
 
   it('keeps the exit code of proc_exit', async () => {
-    const result = await new Preview1Runner(shim).run('x', fixture('exit-fail'), request());
+    const result = await new Preview1Runner().run('x', fixture('exit-fail'), request());
     expect(result.exitCode).toBe(3);
     expect(result.error).toBeUndefined();
     expect(new TextDecoder().decode(result.stderr)).toContain('refusing on purpose');
   });
 
   it('classifies a trap as E_UNEXPECTED_EXIT with the stderr tail', async () => {
-    const result = await new Preview1Runner(shim).run('x', fixture('trap'), request());
+    const result = await new Preview1Runner().run('x', fixture('trap'), request());
     expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { trap: true } });
     expect(result.error?.details.stderr_tail).toContain('about to hit unreachable');
   });
 
   it('stops a flood at the output cap', async () => {
-    const result = await new Preview1Runner(shim).run('x', fixture('stdout-flood'), request({ outputLimitBytes: 64 * 1024 }));
+    const result = await new Preview1Runner().run('x', fixture('stdout-flood'), request({ outputLimitBytes: 64 * 1024 }));
     expect(result.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'output' } });
     expect(result.stdoutTruncated).toBe(true);
     expect(result.stdout.length).toBe(64 * 1024);
   });
 
   it('caps memory at memoryLimitBytes, compiled once per cap', async () => {
-    const runner = new Preview1Runner(shim);
+    const runner = new Preview1Runner();
     const small = await runner.run('bomb', fixture('memory-bomb'), request({ memoryLimitBytes: 16 * 2 ** 20 }));
     expect(small.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'memory' } });
     expect(small.peakMemoryBytes).toBeLessThanOrEqual(16 * 2 ** 20);
@@ -445,14 +440,14 @@ describe('Preview1Runner in-process', () => {
   });
 
   it('reports socket calls as E_NETWORK_BLOCKED even when the tool exits 0', async () => {
-    const result = await new Preview1Runner(shim).run('x', fixture('socket'), request());
+    const result = await new Preview1Runner().run('x', fixture('socket'), request());
     expect(JSON.parse(new TextDecoder().decode(result.stdout))).toEqual({ sock_send: 58, sock_recv: 58 });
     expect(result.error).toMatchObject({ code: 'E_NETWORK_BLOCKED', details: { call: 'sock_send', calls: ['sock_send', 'sock_recv'], exit_code: 0 } });
   });
 
   it('refuses modules with imports it does not provide, before running anything', async () => {
-    await expect(new Preview1Runner(shim).run('x', fixture('bad-import'), request())).rejects.toMatchObject({ code: 'E_REGISTRATION' });
-    await expect(new Preview1Runner(shim).run('y', fixture('net-import'), request())).rejects.toMatchObject({
+    await expect(new Preview1Runner().run('x', fixture('bad-import'), request())).rejects.toMatchObject({ code: 'E_REGISTRATION' });
+    await expect(new Preview1Runner().run('y', fixture('net-import'), request())).rejects.toMatchObject({
       code: 'E_NETWORK_BLOCKED',
       details: { imports: ['wasi_snapshot_preview1.sock_open'] },
     });

@@ -1,0 +1,561 @@
+/**
+ * wasi:filesystem 0.2 (`types`, `preopens`) over Corral's mounts: the one
+ * filesystem layer every tool goes through, components and preview1 modules
+ * alike (preview1.ts speaks to these descriptors too).
+ *
+ * The rules live here, once, for every backend:
+ *   - containment: every path is resolved by resolve.ts from the mount root
+ *     at every use. A directory descriptor is its path from the root, walked
+ *     again each time it is used, so renaming folders or swapping one for a
+ *     symlink (by the tool, or by the host meanwhile) cannot make it lead
+ *     elsewhere. A file descriptor holds the file it opened (as in POSIX);
+ *     only regular files and directories can be opened at all.
+ *   - access: a `read` mount refuses every change ('read-only'); a
+ *     descriptor does only what it was opened for ('bad-descriptor').
+ *   - quota: bytes a call adds to files, and a fixed cost per entry it
+ *     creates, count against one disk quota (disk_mb) across its mounts.
+ *   - the mount root can be neither removed nor renamed: it can only be
+ *     named as `.` or `..`, which no remove or rename accepts.
+ *   - every value from the guest is checked (guest.ts) before use.
+ */
+import type { EntryStat, FsBackend } from './backend.js';
+import { parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
+import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
+import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
+
+/** What creating one entry (file, folder, link) costs against the disk quota, like an inode and a directory slot. */
+export const ENTRY_BYTES = 512;
+/** Files one call may hold open at once (host files are real fds, shared by the whole process). */
+export const MAX_OPEN_FILES = 1024;
+
+/** Bytes a call may add to files, across all its writable mounts and /tmp. */
+export class DiskQuota {
+  readonly limitBytes: number;
+  usedBytes = 0;
+  /** Set once a write was refused, so the run can report E_RESOURCE_EXHAUSTED (disk). */
+  exceeded = false;
+
+  constructor(limitBytes: number) {
+    this.limitBytes = limitBytes;
+  }
+
+  /** Account for `bytes` of growth, or refuse the write that would cause it. */
+  charge(bytes: number): void {
+    if (!Number.isFinite(bytes)) throw new TypeError(`disk quota charged a non-number (${bytes})`);
+    if (bytes <= 0) return;
+    if (this.usedBytes + bytes > this.limitBytes) {
+      this.exceeded = true;
+      throw 'insufficient-space';
+    }
+    this.usedBytes += bytes;
+  }
+
+  /** Give back an entry's cost when the entry is removed. */
+  refund(bytes: number): void {
+    this.usedBytes = Math.max(0, this.usedBytes - bytes);
+  }
+}
+
+/** One mount of one call: its storage, its access and the call's shared state. */
+export interface Mount {
+  backend: FsBackend<unknown, unknown>;
+  readOnly: boolean;
+  quota: DiskQuota;
+  /** Files open in this call (across its mounts), closed when it ends. */
+  open: Set<Descriptor>;
+}
+
+interface DescriptorFlags {
+  read: boolean;
+  write: boolean;
+  mutateDirectory: boolean;
+}
+
+const HOST = Symbol('corral filesystem');
+const DISPOSE: symbol = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('dispose');
+const PATH_FLAGS = ['symlinkFollow'] as const;
+const OPEN_FLAGS = ['create', 'directory', 'exclusive', 'truncate'] as const;
+const DESCRIPTOR_FLAGS = ['read', 'write', 'fileIntegritySync', 'dataIntegritySync', 'requestedWriteSync', 'mutateDirectory'] as const;
+const ADVICE = ['normal', 'sequential', 'random', 'will-need', 'dont-need', 'no-reuse'] as const;
+
+/** wasi:filesystem `descriptor-stat`. */
+export interface DescriptorStat {
+  type: string;
+  linkCount: bigint;
+  size: bigint;
+  dataAccessTimestamp: { seconds: bigint; nanoseconds: number } | undefined;
+  dataModificationTimestamp: { seconds: bigint; nanoseconds: number } | undefined;
+  statusChangeTimestamp: { seconds: bigint; nanoseconds: number } | undefined;
+}
+
+/** wasi:filesystem `descriptor`: a directory (its path from the mount root) or an open regular file. */
+export class Descriptor {
+  readonly #mount: Mount;
+  /** Directory: its physical path from the mount root. File: null. */
+  readonly #path: readonly string[] | null;
+  #file: unknown;
+  readonly #flags: DescriptorFlags;
+
+  constructor(token: typeof HOST, mount: Mount, path: readonly string[] | null, file: unknown, flags: DescriptorFlags) {
+    if (token !== HOST) throw new GuestTypeError('descriptors are opened by the host');
+    this.#mount = mount;
+    this.#path = path;
+    this.#file = file;
+    this.#flags = flags;
+  }
+
+  // --- helpers -----------------------------------------------------------------
+  #backend(): FsBackend<unknown, unknown> {
+    return this.#mount.backend;
+  }
+
+  /** This directory's path, or 'not-directory' for a file. */
+  #dir(): readonly string[] {
+    if (this.#path === null) throw 'not-directory';
+    return this.#path;
+  }
+
+  /** This file's backend handle, or 'is-directory' / 'bad-descriptor'. */
+  #openFile(need: 'read' | 'write' | null): unknown {
+    if (this.#path !== null) throw 'is-directory';
+    if (this.#file === undefined) throw 'bad-descriptor';
+    if (need && !this.#flags[need]) throw 'bad-descriptor';
+    if (need === 'write' && this.#mount.readOnly) throw 'read-only';
+    return this.#file;
+  }
+
+  /** Changes below this directory: the mount must be writable and the descriptor allowed to mutate. */
+  #mutable(): void {
+    if (this.#mount.readOnly) throw 'read-only';
+    if (!this.#flags.mutateDirectory) throw 'not-permitted';
+  }
+
+  #resolve(path: unknown, follow: boolean): Resolved<unknown> {
+    const base = this.#dir();
+    return resolve(this.#backend(), base, parsePath(string(path, 'path')), follow);
+  }
+
+  /** Run `op` on a resolved path, releasing the directories it held. */
+  #at<T>(path: unknown, follow: boolean, op: (r: Resolved<unknown>) => T): T {
+    const r = this.#resolve(path, follow);
+    try {
+      return op(r);
+    } finally {
+      r.release();
+    }
+  }
+
+  #statOf(r: Resolved<unknown>): EntryStat {
+    const info = this.#backend().stat(r.dir, r.name);
+    if (r.trailingSlash && info.type !== 'directory') throw 'not-directory';
+    return info;
+  }
+
+  /** The directory itself (for stat and set-times of a directory descriptor). */
+  #self<T>(op: (r: Resolved<unknown>) => T): T {
+    const r = resolve(this.#backend(), this.#dir(), { segments: [], trailingSlash: false }, false);
+    try {
+      return op(r);
+    } finally {
+      r.release();
+    }
+  }
+
+  // --- descriptor-level ----------------------------------------------------------
+  getFlags(): DescriptorFlags {
+    return { ...this.#flags };
+  }
+
+  getType(): string {
+    if (this.#path !== null) return 'directory';
+    return this.#backend().fileStat(this.#openFile(null)).type;
+  }
+
+  stat(): DescriptorStat {
+    if (this.#path !== null) return this.#self((r) => toStat(this.#backend().stat(r.dir, r.name)));
+    return toStat(this.#backend().fileStat(this.#openFile(null)));
+  }
+
+  statAt(pathFlags: unknown, path: unknown): DescriptorStat {
+    const { symlinkFollow } = flagsOf(pathFlags, 'path-flags', PATH_FLAGS);
+    return this.#at(path, symlinkFollow, (r) => toStat(this.#statOf(r)));
+  }
+
+  metadataHash(): { lower: bigint; upper: bigint } {
+    const info = this.#path !== null ? this.#self((r) => this.#backend().stat(r.dir, r.name)) : this.#backend().fileStat(this.#openFile(null));
+    return hashOf(info);
+  }
+
+  metadataHashAt(pathFlags: unknown, path: unknown): { lower: bigint; upper: bigint } {
+    const { symlinkFollow } = flagsOf(pathFlags, 'path-flags', PATH_FLAGS);
+    return this.#at(path, symlinkFollow, (r) => hashOf(this.#statOf(r)));
+  }
+
+  isSameObject(other: unknown): boolean {
+    const that = resource(other, 'other descriptor', Descriptor);
+    if (that.#mount.backend !== this.#mount.backend) return false;
+    const a = this.metadataHash();
+    const b = that.metadataHash();
+    return a.lower === b.lower && a.upper === b.upper;
+  }
+
+  // --- opening -------------------------------------------------------------------
+  openAt(pathFlags: unknown, path: unknown, openFlags: unknown, descriptorFlags: unknown): Descriptor {
+    const { symlinkFollow } = flagsOf(pathFlags, 'path-flags', PATH_FLAGS);
+    const open = flagsOf(openFlags, 'open-flags', OPEN_FLAGS);
+    const asked = flagsOf(descriptorFlags, 'descriptor-flags', DESCRIPTOR_FLAGS);
+    this.#dir();
+    // A descriptor opened from this one can do at most what this one can.
+    const wantsWrite = asked.write || open.create || open.truncate;
+    if (this.#mount.readOnly && (wantsWrite || asked.mutateDirectory)) throw 'read-only';
+    if ((wantsWrite || asked.mutateDirectory) && !this.#flags.mutateDirectory) throw 'not-permitted';
+    const flags: DescriptorFlags = { read: asked.read, write: asked.write, mutateDirectory: asked.mutateDirectory };
+    if (this.#mount.open.size >= MAX_OPEN_FILES) throw 'insufficient-memory';
+    return this.#at(path, symlinkFollow, (r) => {
+      const backend = this.#backend();
+      if (r.name === null) {
+        // The directory the walk ended in (`.`, `a/..`).
+        if (open.create && open.exclusive) throw 'exist';
+        if (asked.write || open.truncate) throw 'is-directory';
+        return this.#child(r, null, flags);
+      }
+      let info: EntryStat | null;
+      try {
+        info = backend.stat(r.dir, r.name);
+      } catch (err) {
+        if (err !== 'no-entry') throw err;
+        info = null;
+      }
+      if (info === null) {
+        if (!open.create) throw 'no-entry';
+        if (open.directory || r.trailingSlash) throw 'is-directory';
+        this.#mount.quota.charge(ENTRY_BYTES);
+      } else {
+        if (open.create && open.exclusive) throw 'exist';
+        if (info.type === 'symbolic-link') throw 'loop'; // O_NOFOLLOW on a link
+        if (info.type === 'directory') {
+          if (asked.write || open.truncate) throw 'is-directory';
+          return this.#child(r, r.name, flags);
+        }
+        if (open.directory || r.trailingSlash) throw 'not-directory';
+        if (info.type !== 'regular-file') throw 'not-permitted';
+      }
+      const file = backend.openFile(r.dir, r.name, {
+        read: asked.read,
+        write: asked.write,
+        create: open.create,
+        exclusive: open.create && open.exclusive,
+        truncate: open.truncate,
+      });
+      const descriptor = new Descriptor(HOST, this.#mount, null, file, flags);
+      this.#mount.open.add(descriptor);
+      return descriptor;
+    });
+  }
+
+  /** A directory descriptor for `name` in `r.dir` (or `r.dir` itself), with its physical path. */
+  #child(r: Resolved<unknown>, name: string | null, flags: DescriptorFlags): Descriptor {
+    const path = physicalPath(r, name);
+    return new Descriptor(HOST, this.#mount, path, undefined, flags);
+  }
+
+  // --- file contents -------------------------------------------------------------
+  read(length: unknown, offset: unknown): [Uint8Array, boolean] {
+    const want = Math.min(u64Number(length, 'length'), MAX_CHUNK);
+    const at = u64Number(offset, 'offset');
+    const file = this.#openFile('read');
+    const buffer = new Uint8Array(want);
+    const n = want === 0 ? 0 : this.#backend().read(file, buffer, at);
+    const size = Number(this.#backend().fileStat(file).size);
+    return [buffer.subarray(0, n), at + n >= size];
+  }
+
+  write(buffer: unknown, offset: unknown): bigint {
+    const data = bytes(buffer, 'buffer');
+    const at = u64Number(offset, 'offset');
+    const file = this.#openFile('write');
+    this.#grow(file, at + data.length);
+    return BigInt(this.#backend().write(file, data, at));
+  }
+
+  /** Charge the growth of `file` to `end` bytes to the disk quota. */
+  #grow(file: unknown, end: number): void {
+    const size = Number(this.#backend().fileStat(file).size);
+    if (end > Number.MAX_SAFE_INTEGER) throw 'file-too-large';
+    this.#mount.quota.charge(end - size);
+  }
+
+  readViaStream(offset: unknown): InputStream {
+    let position = u64Number(offset, 'offset');
+    const file = this.#openFile('read');
+    return inputStream({
+      read: (max) => {
+        const buffer = new Uint8Array(max);
+        const n = this.#backend().read(file, buffer, position);
+        if (n === 0) return null;
+        position += n;
+        return buffer.subarray(0, n);
+      },
+    });
+  }
+
+  writeViaStream(offset: unknown): OutputStream {
+    let position = u64Number(offset, 'offset');
+    const file = this.#openFile('write');
+    return outputStream({
+      write: (data) => {
+        this.#grow(file, position + data.length);
+        position += this.#backend().write(file, data, position);
+      },
+    });
+  }
+
+  appendViaStream(): OutputStream {
+    const file = this.#openFile('write');
+    return outputStream({
+      write: (data) => {
+        const end = Number(this.#backend().fileStat(file).size);
+        this.#grow(file, end + data.length);
+        this.#backend().write(file, data, end);
+      },
+    });
+  }
+
+  setSize(size: unknown): void {
+    const n = u64Number(size, 'size');
+    const file = this.#openFile('write');
+    this.#grow(file, n);
+    this.#backend().setSize(file, n);
+  }
+
+  advise(offset: unknown, length: unknown, advice: unknown): void {
+    u64(offset, 'offset');
+    u64(length, 'length');
+    oneOf(advice, 'advice', ADVICE);
+    this.#openFile(null);
+  }
+
+  sync(): void {
+    if (this.#path === null) this.#backend().sync(this.#openFile(null));
+  }
+
+  syncData(): void {
+    this.sync();
+  }
+
+  setTimes(atime: unknown, mtime: unknown): void {
+    const a = newTimestamp(atime, 'data-access-timestamp');
+    const m = newTimestamp(mtime, 'data-modification-timestamp');
+    if (this.#mount.readOnly) throw 'read-only';
+    if (this.#path !== null) return this.#self((r) => this.#backend().setTimes(r.dir, r.name, a, m));
+    this.#backend().setFileTimes(this.#openFile(null), a, m);
+  }
+
+  // --- directories ---------------------------------------------------------------
+  readDirectory(): DirectoryEntryStream {
+    const entries = this.#self((r) => this.#backend().readDirectory(r.dir));
+    return new DirectoryEntryStream(HOST, entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)));
+  }
+
+  setTimesAt(pathFlags: unknown, path: unknown, atime: unknown, mtime: unknown): void {
+    const { symlinkFollow } = flagsOf(pathFlags, 'path-flags', PATH_FLAGS);
+    const a = newTimestamp(atime, 'data-access-timestamp');
+    const m = newTimestamp(mtime, 'data-modification-timestamp');
+    if (this.#mount.readOnly) throw 'read-only';
+    // Resolved (and followed, if asked) by Corral; the backend never follows the last name.
+    this.#at(path, symlinkFollow, (r) => {
+      this.#statOf(r);
+      this.#backend().setTimes(r.dir, r.name, a, m);
+    });
+  }
+
+  createDirectoryAt(path: unknown): void {
+    this.#mutable();
+    this.#at(path, false, (r) => {
+      if (r.name === null) throw 'exist';
+      this.#mount.quota.charge(ENTRY_BYTES);
+      try {
+        this.#backend().createDirectory(r.dir, r.name);
+      } catch (err) {
+        this.#mount.quota.refund(ENTRY_BYTES);
+        throw err;
+      }
+    });
+  }
+
+  removeDirectoryAt(path: unknown): void {
+    this.#mutable();
+    this.#at(path, false, (r) => {
+      // `.`, `..` and the mount root: never removed.
+      if (r.name === null) throw 'invalid';
+      this.#backend().removeDirectory(r.dir, r.name);
+      this.#mount.quota.refund(ENTRY_BYTES);
+    });
+  }
+
+  unlinkFileAt(path: unknown): void {
+    this.#mutable();
+    this.#at(path, false, (r) => {
+      if (r.name === null) throw 'is-directory';
+      const info = this.#backend().stat(r.dir, r.name);
+      if (info.type === 'directory') throw 'is-directory';
+      if (r.trailingSlash) throw 'not-directory';
+      this.#backend().unlink(r.dir, r.name);
+      this.#mount.quota.refund(ENTRY_BYTES);
+    });
+  }
+
+  renameAt(oldPath: unknown, newDescriptor: unknown, newPath: unknown): void {
+    const target = resource(newDescriptor, 'new descriptor', Descriptor);
+    this.#mutable();
+    target.#mutable();
+    if (target.#mount.backend !== this.#mount.backend) throw 'cross-device';
+    this.#at(oldPath, false, (from) => {
+      if (from.name === null) throw 'busy';
+      const info = this.#backend().stat(from.dir, from.name);
+      target.#at(newPath, false, (to) => {
+        if (to.name === null) throw 'busy';
+        if ((from.trailingSlash || to.trailingSlash) && info.type !== 'directory') throw 'not-directory';
+        this.#backend().rename(from.dir, from.name!, to.dir, to.name);
+      });
+    });
+  }
+
+  symlinkAt(oldPath: unknown, newPath: unknown): void {
+    const linkTarget = string(oldPath, 'symlink target');
+    this.#mutable();
+    this.#at(newPath, false, (r) => {
+      if (r.name === null) throw 'exist';
+      if (r.trailingSlash) {
+        this.#backend().stat(r.dir, r.name); // 'no-entry' when missing
+        throw 'exist';
+      }
+      // A link may point only where the guest could go: relative, and inside the mount from where it sits.
+      if (!staysInside(linkTarget, r.depth)) throw 'not-permitted';
+      this.#mount.quota.charge(ENTRY_BYTES);
+      try {
+        this.#backend().symlink(r.dir, r.name, linkTarget);
+      } catch (err) {
+        this.#mount.quota.refund(ENTRY_BYTES);
+        throw err;
+      }
+    });
+  }
+
+  readlinkAt(path: unknown): string {
+    return this.#at(path, false, (r) => {
+      if (r.name === null) throw 'invalid';
+      return visibleTarget(this.#backend(), this.#backend().readlink(r.dir, r.name), r.depth);
+    });
+  }
+
+  linkAt(oldPathFlags: unknown, oldPath: unknown, newDescriptor: unknown, newPath: unknown): void {
+    const { symlinkFollow } = flagsOf(oldPathFlags, 'path-flags', PATH_FLAGS);
+    const target = resource(newDescriptor, 'new descriptor', Descriptor);
+    this.#mutable();
+    target.#mutable();
+    if (target.#mount.backend !== this.#mount.backend) throw 'cross-device';
+    this.#at(oldPath, symlinkFollow, (from) => {
+      if (from.name === null) throw 'not-permitted';
+      const info = this.#statOf(from);
+      if (info.type === 'directory') throw 'not-permitted';
+      target.#at(newPath, false, (to) => {
+        if (to.name === null || to.trailingSlash) throw 'exist';
+        this.#mount.quota.charge(ENTRY_BYTES);
+        try {
+          this.#backend().link(from.dir, from.name!, to.dir, to.name);
+        } catch (err) {
+          this.#mount.quota.refund(ENTRY_BYTES);
+          throw err;
+        }
+      });
+    });
+  }
+
+  // --- locks: advisory, nothing else shares these files within a call -------------
+  lockShared(): void {}
+  lockExclusive(): void {}
+  tryLockShared(): boolean {
+    return true;
+  }
+  tryLockExclusive(): boolean {
+    return true;
+  }
+  unlock(): void {}
+
+  /** The guest dropped this descriptor: close its file. */
+  [DISPOSE](): void {
+    this.close();
+  }
+
+  /** Close the file this descriptor holds (the call ending closes every one). */
+  close(): void {
+    if (this.#file === undefined) return;
+    const file = this.#file;
+    this.#file = undefined;
+    this.#mount.open.delete(this);
+    this.#backend().closeFile(file);
+  }
+}
+
+/** wasi:filesystem `directory-entry-stream`: a listing taken when the stream was opened. */
+export class DirectoryEntryStream {
+  readonly #entries: Array<{ name: string; type: string }>;
+  #next = 0;
+
+  constructor(token: typeof HOST, entries: Array<{ name: string; type: string }>) {
+    if (token !== HOST) throw new GuestTypeError('directory streams are opened by the host');
+    this.#entries = entries;
+  }
+
+  readDirectoryEntry(): { name: string; type: string } | undefined {
+    const entry = this.#entries[this.#next];
+    if (entry) this.#next++;
+    return entry ? { type: entry.type, name: entry.name } : undefined;
+  }
+}
+
+for (const type of [Descriptor, DirectoryEntryStream]) {
+  Object.setPrototypeOf(type.prototype, null);
+  Object.setPrototypeOf(type, null);
+}
+
+/** A mount's root directory as a descriptor. */
+export function rootDescriptor(mount: Mount): Descriptor {
+  const flags = { read: true, write: !mount.readOnly, mutateDirectory: !mount.readOnly };
+  return new Descriptor(HOST, mount, [], undefined, flags);
+}
+
+/**
+ * wasi:filesystem/types `filesystem-error-code`: the error code behind a
+ * stream error, when a filesystem operation caused it.
+ */
+export function filesystemErrorCode(err: unknown): string | undefined {
+  return resource(err, 'error', IoError).code;
+}
+
+/** The physical path from the mount root of `name` in `r.dir`, or of `r.dir` itself. */
+function physicalPath(r: Resolved<unknown>, name: string | null): string[] {
+  return name === null ? [...r.path] : [...r.path, name];
+}
+
+function toStat(info: EntryStat): DescriptorStat {
+  return {
+    type: info.type,
+    linkCount: info.nlink,
+    size: info.size,
+    dataAccessTimestamp: datetime(info.atimeNs),
+    dataModificationTimestamp: datetime(info.mtimeNs),
+    statusChangeTimestamp: datetime(info.ctimeNs),
+  };
+}
+
+function datetime(ns: bigint): { seconds: bigint; nanoseconds: number } {
+  const t = ns < 0n ? 0n : ns;
+  return { seconds: t / 1_000_000_000n, nanoseconds: Number(t % 1_000_000_000n) };
+}
+
+/** The preview1 adapter reads `lower` as the inode; `upper` holds the device. */
+function hashOf(info: EntryStat): { lower: bigint; upper: bigint } {
+  return { lower: info.ino, upper: info.dev };
+}

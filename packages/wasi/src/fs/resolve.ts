@@ -1,0 +1,200 @@
+/**
+ * Path resolution, done by Corral for every backend and at every use.
+ *
+ * A guest path is walked one component at a time from a directory handle
+ * the backend gave out, never handed to the kernel (or a tree) whole:
+ *   - `..` pops the walk's own stack of directories, and may not pop past
+ *     the directory the walk started from (`not-permitted`), as wasmtime's
+ *     cap-std does;
+ *   - a symlink is read and its target walked under the same rule: a
+ *     relative target may climb only as far as the start, an absolute one
+ *     is followed only when the host made it point inside the mount
+ *     (`hostRoot`), otherwise `not-permitted`;
+ *   - at most 40 symlinks per walk (`loop`), names of at most 255 bytes and
+ *     paths of at most 4096 (`name-too-long`).
+ * Each step asks the backend about one name in one directory handle, so a
+ * folder swapped for a symlink between two calls (by the tool or by the
+ * host) is seen as the symlink it now is.
+ */
+import type { EntryStat, FsBackend } from './backend.js';
+
+const MAX_SYMLINKS = 40;
+const NAME_MAX = 255;
+const PATH_MAX = 4096;
+
+const utf8 = new TextEncoder();
+
+export interface ParsedPath {
+  segments: string[];
+  /** The path ended in `/`: its last component must be a directory (and is followed). */
+  trailingSlash: boolean;
+}
+
+/** Check a guest path: relative, no NUL, not empty, within NAME_MAX and PATH_MAX. */
+export function parsePath(path: string): ParsedPath {
+  if (path === '') throw 'no-entry';
+  if (path.includes('\0')) throw 'invalid';
+  if (path.startsWith('/')) throw 'not-permitted';
+  if (path.length > PATH_MAX && utf8.encode(path).length > PATH_MAX) throw 'name-too-long';
+  const segments = path.split('/').filter((s) => s !== '');
+  for (const s of segments) if (s.length > NAME_MAX / 3 && utf8.encode(s).length > NAME_MAX) throw 'name-too-long';
+  return { segments, trailingSlash: path.endsWith('/') };
+}
+
+/**
+ * Where a path led: the directory holding its last component (held open
+ * until `release`) and that component's name, or name null when the path
+ * names the directory itself (`.`, `a/..`).
+ */
+export interface Resolved<D> {
+  dir: D;
+  name: string | null;
+  trailingSlash: boolean;
+  /** How deep `dir` is below the mount root. */
+  depth: number;
+  /** The names of the folders from the mount root to `dir`: its physical path. */
+  path: readonly string[];
+  release(): void;
+}
+
+/**
+ * Walk `base` (a descriptor's own path from the mount root, already
+ * physical) and then `path` from it. `followFinal` follows a symlink in the
+ * last position too (a trailing slash always does).
+ */
+export function resolve<D>(backend: FsBackend<D>, base: readonly string[], path: ParsedPath, followFinal: boolean): Resolved<D> {
+  const stack: Walk<D> = { dirs: [backend.root], names: [] };
+  const release = () => {
+    while (stack.dirs.length > 1) backend.releaseDirectory(stack.dirs.pop()!);
+  };
+  try {
+    // The descriptor's own directory: re-walked from the root at every use.
+    const last = walk(backend, stack, [...base], 0, true, { links: 0 });
+    if (last !== null) enter(backend, stack, last);
+    const floor = stack.names.length;
+    const name = walk(backend, stack, [...path.segments], floor, followFinal || path.trailingSlash, { links: 0 });
+    const depth = stack.names.length;
+    return { dir: stack.dirs[depth]!, name, trailingSlash: path.trailingSlash, depth, path: [...stack.names], release };
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+/** The directories a walk is in, from the mount root, and their names. */
+interface Walk<D> {
+  dirs: D[];
+  names: string[];
+}
+
+function enter<D>(backend: FsBackend<D>, stack: Walk<D>, name: string): void {
+  stack.dirs.push(backend.openDirectory(stack.dirs[stack.dirs.length - 1]!, name));
+  stack.names.push(name);
+}
+
+function leave<D>(backend: FsBackend<D>, stack: Walk<D>): void {
+  backend.releaseDirectory(stack.dirs.pop()!);
+  stack.names.pop();
+}
+
+/**
+ * Walk `pending` from the top of `stack`, entering each directory on the
+ * way. Returns the last component's name (not entered), or null when the
+ * walk ends on a directory it entered (or the path was empty).
+ */
+function walk<D>(backend: FsBackend<D>, stack: Walk<D>, pending: string[], floor: number, followFinal: boolean, count: { links: number }): string | null {
+  let last: string | null = null;
+  while (pending.length > 0) {
+    const segment = pending.shift()!;
+    const final = pending.length === 0;
+    if (segment === '.') {
+      last = null;
+      continue;
+    }
+    if (segment === '..') {
+      if (stack.names.length <= floor) throw 'not-permitted';
+      leave(backend, stack);
+      last = null;
+      continue;
+    }
+    const top = stack.dirs[stack.dirs.length - 1]!;
+    if (!final) {
+      // Most components are plain directories: enter at once (the backend
+      // never follows a symlink there), and look closer only when that fails.
+      try {
+        enter(backend, stack, segment);
+        continue;
+      } catch (err) {
+        if (err !== 'not-directory' && err !== 'loop') throw err;
+      }
+    }
+    let info: EntryStat;
+    try {
+      info = backend.stat(top, segment);
+    } catch (err) {
+      // A missing last component is the caller's to judge (create, mkdir, …).
+      if (final && err === 'no-entry') return segment;
+      throw err;
+    }
+    if (info.type === 'symbolic-link' && (!final || followFinal)) {
+      if (++count.links > MAX_SYMLINKS) throw 'loop';
+      const target = backend.readlink(top, segment);
+      const absolute = absoluteInside(backend, target);
+      if (absolute) {
+        // Inside the mount by its host path: walk it from the root.
+        if (floor > 0) throw 'not-permitted';
+        while (stack.names.length > 0) leave(backend, stack);
+      } else if (target.startsWith('/') || target === '') {
+        throw 'not-permitted';
+      }
+      const targetSegments = (absolute ?? target).split('/').filter((s) => s !== '');
+      // A target ending in `/` must be a directory: follow it like a trailing slash.
+      if (final && target.endsWith('/') && targetSegments.length > 0) followFinal = true;
+      pending.unshift(...targetSegments);
+      last = null;
+      continue;
+    }
+    if (final) return segment;
+    if (info.type !== 'directory') throw 'not-directory';
+    enter(backend, stack, segment);
+  }
+  return last;
+}
+
+/** An absolute symlink target the host made under the mount's own host path, as a path from the mount root. */
+function absoluteInside(backend: FsBackend<unknown>, target: string): string | undefined {
+  const root = backend.hostRoot;
+  if (!root || !target.startsWith('/')) return undefined;
+  const prefix = root.endsWith('/') ? root : `${root}/`;
+  if (target === root) return '.';
+  return target.startsWith(prefix) ? target.slice(prefix.length) || '.' : undefined;
+}
+
+/**
+ * The target of a symlink as the guest may see it (readlink), or
+ * `not-permitted` when it leads out of the mount: a relative target that
+ * stays inside when read from the link's folder (`depth` below the root),
+ * or an absolute one under the mount's host path, given relative.
+ */
+export function visibleTarget(backend: FsBackend<unknown>, target: string, depth: number): string {
+  const inside = absoluteInside(backend, target);
+  if (inside !== undefined) {
+    const up = Array(depth).fill('..');
+    const down = inside === '.' ? [] : inside.split('/').filter((s) => s !== '');
+    return [...up, ...down].join('/') || '.';
+  }
+  if (!staysInside(target, depth)) throw 'not-permitted';
+  return target;
+}
+
+/** True when a relative `target`, read from a folder `depth` below the root, never climbs above the root. */
+export function staysInside(target: string, depth: number): boolean {
+  if (target === '' || target.startsWith('/') || target.includes('\0')) return false;
+  let at = depth;
+  for (const s of target.split('/')) {
+    if (s === '..') at--;
+    else if (s !== '' && s !== '.') at++;
+    if (at < 0) return false;
+  }
+  return true;
+}

@@ -1,0 +1,119 @@
+/**
+ * The WASI 0.2 imports of one component call: exactly the interfaces
+ * Corral provides (PROVIDED_INTERFACES), built fresh per call, in objects
+ * with no prototype. A component importing anything else was refused when
+ * it was loaded (component-imports.ts); here a name outside the list simply
+ * does not exist, and `imports['constructor']` is undefined, not Object.
+ *
+ * Every function checks its arguments (guest.ts); nothing here keeps state
+ * between calls or leaves a timer or promise behind.
+ */
+import { GuestTypeError, u32, u64 } from './guest.js';
+import { IoError, InputStream, OutputStream, Pollable, deadlinePollable, inputStream, monotonicNs, outputStream, poll, readyPollable, realtimeNs, type ByteSink } from './io.js';
+import { Descriptor, DirectoryEntryStream, filesystemErrorCode } from './fs/filesystem.js';
+import { ProcExit } from './outcome.js';
+
+export interface Preview2Call {
+  args: readonly string[];
+  env: Readonly<Record<string, string>>;
+  stdin: Uint8Array;
+  stdout: ByteSink;
+  stderr: ByteSink;
+  /** Preopened directories: [descriptor, guest path]. */
+  preopens: ReadonlyArray<readonly [Descriptor, string]>;
+  /** The call's memory budget: no single host allocation for the guest is larger. */
+  memoryLimitBytes: number;
+}
+
+/** A namespace object: only its own properties, nothing inherited. */
+function ns(members: Record<string, unknown>): Record<string, unknown> {
+  return Object.assign(Object.create(null) as Record<string, unknown>, members);
+}
+
+class TerminalInput {}
+class TerminalOutput {}
+for (const type of [TerminalInput, TerminalOutput]) {
+  Object.setPrototypeOf(type.prototype, null);
+  Object.setPrototypeOf(type, null);
+}
+
+/** The import object for jco's `instantiate`, keyed by interface name without version. */
+export function preview2Imports(call: Preview2Call): Record<string, Record<string, unknown>> {
+  let stdinAt = 0;
+  const stdin = inputStream({
+    read(max) {
+      if (stdinAt >= call.stdin.length) return null;
+      const chunk = call.stdin.subarray(stdinAt, stdinAt + max);
+      stdinAt += chunk.length;
+      return chunk;
+    },
+  });
+  const stdout = outputStream(call.stdout);
+  const stderr = outputStream(call.stderr);
+  const environment = Object.entries(call.env).map(([k, v]) => [k, v] as [string, string]);
+  const args = [...call.args];
+
+  const randomBytes = (len: unknown): Uint8Array => {
+    const n = u64(len, 'random byte length');
+    // The guest could never receive more than its memory holds.
+    if (n > BigInt(call.memoryLimitBytes)) throw new GuestTypeError(`random byte length ${n} exceeds the call's memory limit`);
+    const out = new Uint8Array(Number(n));
+    for (let at = 0; at < out.length; at += 65536) crypto.getRandomValues(out.subarray(at, at + 65536));
+    return out;
+  };
+  const randomU64 = (): bigint => crypto.getRandomValues(new BigUint64Array(1))[0]!;
+  const seed: [bigint, bigint] = [randomU64(), randomU64()];
+
+  const imports: Record<string, Record<string, unknown>> = Object.create(null);
+  Object.assign(imports, {
+    'wasi:cli/environment': ns({
+      getEnvironment: () => environment.map(([k, v]) => [k, v]),
+      getArguments: () => [...args],
+      initialCwd: () => undefined,
+    }),
+    'wasi:cli/exit': ns({
+      exit(status: unknown) {
+        const tag = (status as { tag?: unknown } | null)?.tag;
+        if (tag !== 'ok' && tag !== 'err') throw new GuestTypeError('exit status must be ok or err');
+        throw new ProcExit(tag === 'ok' ? 0 : 1);
+      },
+      exitWithCode(code: unknown) {
+        throw new ProcExit(u32(code, 'exit code') & 0xff);
+      },
+    }),
+    'wasi:cli/stdin': ns({ getStdin: () => stdin }),
+    'wasi:cli/stdout': ns({ getStdout: () => stdout }),
+    'wasi:cli/stderr': ns({ getStderr: () => stderr }),
+    'wasi:cli/terminal-input': ns({ TerminalInput }),
+    'wasi:cli/terminal-output': ns({ TerminalOutput }),
+    // Not terminals: tools' stdio is captured.
+    'wasi:cli/terminal-stdin': ns({ getTerminalStdin: () => undefined }),
+    'wasi:cli/terminal-stdout': ns({ getTerminalStdout: () => undefined }),
+    'wasi:cli/terminal-stderr': ns({ getTerminalStderr: () => undefined }),
+    'wasi:clocks/monotonic-clock': ns({
+      now: monotonicNs,
+      resolution: () => 1000n,
+      subscribeInstant: (when: unknown) => deadlinePollable(u64(when, 'instant')),
+      subscribeDuration: (ns: unknown) => {
+        const duration = u64(ns, 'duration');
+        return duration === 0n ? readyPollable() : deadlinePollable(monotonicNs() + duration);
+      },
+    }),
+    'wasi:clocks/wall-clock': ns({
+      now: () => {
+        const t = realtimeNs();
+        return { seconds: t / 1_000_000_000n, nanoseconds: Number(t % 1_000_000_000n) };
+      },
+      resolution: () => ({ seconds: 0n, nanoseconds: 1000 }),
+    }),
+    'wasi:filesystem/types': ns({ Descriptor, DirectoryEntryStream, filesystemErrorCode }),
+    'wasi:filesystem/preopens': ns({ getDirectories: () => call.preopens.map(([d, guest]) => [d, guest]) }),
+    'wasi:io/error': ns({ Error: IoError }),
+    'wasi:io/poll': ns({ Pollable, poll }),
+    'wasi:io/streams': ns({ InputStream, OutputStream }),
+    'wasi:random/random': ns({ getRandomBytes: randomBytes, getRandomU64: randomU64 }),
+    'wasi:random/insecure': ns({ getInsecureRandomBytes: randomBytes, getInsecureRandomU64: randomU64 }),
+    'wasi:random/insecure-seed': ns({ insecureSeed: () => [...seed] }),
+  });
+  return imports;
+}

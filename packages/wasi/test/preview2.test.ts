@@ -1,0 +1,129 @@
+/**
+ * Corral's WASI 0.2 host, called the way jco's glue calls it — including
+ * the way a component that lies about WASI's types makes the glue call it
+ * (strings where numbers belong, huge lengths, names from Object.prototype).
+ */
+import { describe, expect, it } from 'vitest';
+import { CappedSink, DiskQuota, GuestTypeError, MemoryBackend, mountRoot, preview2Imports, ProcExit, type Descriptor } from '@corral/wasi';
+
+function host(options: { quotaBytes?: number; file?: Uint8Array } = {}) {
+  const quota = new DiskQuota(options.quotaBytes ?? 1 << 20);
+  const root = mountRoot(MemoryBackend.fromTree({ 'big.bin': options.file ?? new Uint8Array(8 << 20) }), { readOnly: false, quota });
+  const stdout = new CappedSink(1 << 20, 'head');
+  const imports = preview2Imports({
+    args: ['tool'],
+    env: { TZ: 'UTC' },
+    stdin: new TextEncoder().encode('{"a":1}'),
+    stdout,
+    stderr: new CappedSink(1 << 20, 'tail'),
+    preopens: [[root, '/data']],
+    memoryLimitBytes: 16 << 20,
+  });
+  const fs = imports['wasi:filesystem/types']!;
+  const open = (path: string, write = false) =>
+    (root as unknown as { openAt: (...a: unknown[]) => Descriptor }).openAt(
+      { symlinkFollow: false },
+      path,
+      { create: write, directory: false, exclusive: false, truncate: false },
+      { read: true, write },
+    );
+  return { imports, quota, root, open, stdout, fs };
+}
+
+describe('the imports object', () => {
+  it('has exactly the WASI interfaces, and nothing inherited anywhere', () => {
+    const { imports } = host();
+    expect(Object.getPrototypeOf(imports)).toBeNull();
+    expect(imports['constructor']).toBeUndefined();
+    expect(imports['__proto__']).toBeUndefined();
+    for (const [name, iface] of Object.entries(imports)) {
+      expect(name).toMatch(/^wasi:(cli|clocks|filesystem|io|random)\//);
+      expect(Object.getPrototypeOf(iface), name).toBeNull();
+      expect(iface['constructor'], name).toBeUndefined();
+      expect(iface['toString'], name).toBeUndefined();
+    }
+    const { Descriptor } = imports['wasi:filesystem/types'] as { Descriptor: { bind?: unknown; prototype: object } };
+    // `[static]descriptor.bind` or a `to-string` method would find nothing.
+    expect(Descriptor.bind).toBeUndefined();
+    expect((Descriptor.prototype as { toString?: unknown }).toString).toBeUndefined();
+  });
+
+  it('hands out resources only the host can make', () => {
+    const { fs, imports } = host();
+    const D = fs['Descriptor'] as new (...a: unknown[]) => unknown;
+    expect(() => new D()).toThrow(GuestTypeError);
+    const { Pollable } = imports['wasi:io/poll'] as { Pollable: new (...a: unknown[]) => unknown };
+    expect(() => new Pollable()).toThrow(GuestTypeError);
+  });
+});
+
+describe('values a lying component passes', () => {
+  it('descriptor.write(buffer: string, offset: string) traps and the quota stays a number', () => {
+    const { open, quota } = host({ quotaBytes: 1 << 20 });
+    const file = open('new.txt', true) as unknown as { write: (...a: unknown[]) => unknown };
+    const used = quota.usedBytes;
+    expect(() => file.write('x'.repeat(100), '0')).toThrow(GuestTypeError);
+    expect(() => file.write(new Uint8Array(4), 'NaN')).toThrow(GuestTypeError);
+    expect(() => file.write(new Uint8Array(4), -1n)).toThrow(GuestTypeError);
+    expect(() => file.write(new Uint8Array(4), 2n ** 64n)).toThrow(GuestTypeError);
+    expect(() => file.write(new Uint8Array(4), Number.NaN)).toThrow(GuestTypeError);
+    expect(quota.usedBytes).toBe(used);
+    expect(Number.isFinite(quota.usedBytes)).toBe(true);
+    // And the quota still holds: a write past it is refused.
+    expect(() => file.write(new Uint8Array(2 << 20), 0n)).toThrow('insufficient-space');
+    expect(quota.exceeded).toBe(true);
+  });
+
+  it('a read of 2^31-1 bytes returns one bounded chunk, not the whole length', () => {
+    const { open } = host();
+    const file = open('big.bin') as unknown as { read: (...a: unknown[]) => [Uint8Array, boolean] };
+    const [chunk, end] = file.read(2n ** 31n - 1n, 0n);
+    expect(chunk.length).toBe(1 << 20);
+    expect(end).toBe(false);
+    expect(() => file.read('2147483647', 0n)).toThrow(GuestTypeError);
+  });
+
+  it('path and flag arguments of the wrong type trap', () => {
+    const { root } = host();
+    const d = root as unknown as { openAt: (...a: unknown[]) => unknown; statAt: (...a: unknown[]) => unknown };
+    expect(() => d.statAt({ symlinkFollow: false }, 42)).toThrow(GuestTypeError);
+    expect(() => d.statAt({ symlinkFollow: 'yes' }, 'big.bin')).toThrow(GuestTypeError);
+    expect(() => d.openAt(null, 'big.bin', {}, {})).toThrow(GuestTypeError);
+    expect(() => (root as unknown as { renameAt: (...a: unknown[]) => unknown }).renameAt('big.bin', {}, 'x')).toThrow(GuestTypeError);
+  });
+
+  it('random bytes are bounded by the memory limit, stream reads by one chunk', () => {
+    const { imports } = host();
+    const random = imports['wasi:random/random'] as { getRandomBytes: (n: unknown) => Uint8Array };
+    expect(random.getRandomBytes(16n)).toHaveLength(16);
+    expect(() => random.getRandomBytes(2n ** 40n)).toThrow(GuestTypeError);
+    expect(() => random.getRandomBytes(16)).toThrow(GuestTypeError);
+    const stdin = (imports['wasi:cli/stdin'] as { getStdin: () => { blockingRead: (n: unknown) => Uint8Array } }).getStdin();
+    expect(new TextDecoder().decode(stdin.blockingRead(2n ** 63n))).toBe('{"a":1}');
+    expect(() => stdin.blockingRead(-1n)).toThrow(GuestTypeError);
+  });
+
+  it('exit codes are checked; exit unwinds with the code', () => {
+    const exit = host().imports['wasi:cli/exit'] as { exit: (s: unknown) => never; exitWithCode: (c: unknown) => never };
+    expect(() => exit.exit({ tag: 'err' })).toThrow(ProcExit);
+    expect(() => exit.exit('ok')).toThrow(GuestTypeError);
+    expect(() => exit.exitWithCode(3.5)).toThrow(GuestTypeError);
+  });
+});
+
+describe('wasi:io/poll', () => {
+  it('answers synchronously: ready pollables at once, a timer after its duration', () => {
+    const { imports } = host();
+    const { poll } = imports['wasi:io/poll'] as { poll: (l: unknown) => Uint32Array };
+    const clock = imports['wasi:clocks/monotonic-clock'] as { subscribeDuration: (ns: bigint) => unknown };
+    const stdin = (imports['wasi:cli/stdin'] as { getStdin: () => { subscribe: () => unknown } }).getStdin();
+    const ready = poll([clock.subscribeDuration(10_000_000_000n), stdin.subscribe()]);
+    expect(ready).toBeInstanceOf(Uint32Array);
+    expect([...ready]).toEqual([1]);
+    const started = performance.now();
+    expect([...poll([clock.subscribeDuration(20_000_000n)])]).toEqual([0]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(19);
+    expect(() => poll([])).toThrow(GuestTypeError);
+    expect(() => poll([{}])).toThrow(GuestTypeError);
+  });
+});
