@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corral, ComponentCache, WorkerPool, CorralError } from '@corral/node';
+import { Corral, ComponentCache, WorkerPool, SandboxWorker, CorralError, DEFAULT_RESOURCE_LIMITS } from '@corral/node';
 
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
 let corral: Corral;
@@ -56,6 +56,18 @@ describe('the worker pool', () => {
     } finally {
       await pool.close();
     }
+  });
+
+  it('starts every worker with default V8 limits, which a caller overrides one by one', async () => {
+    expect(DEFAULT_RESOURCE_LIMITS).toEqual({ maxOldGenerationSizeMb: 1024, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 });
+    const limitsOf = async (worker: SandboxWorker) => {
+      await new Promise((resolve) => worker.thread.once('online', resolve));
+      const limits = worker.thread.resourceLimits;
+      await worker.terminate();
+      return limits;
+    };
+    expect(await limitsOf(new SandboxWorker({}))).toMatchObject(DEFAULT_RESOURCE_LIMITS);
+    expect(await limitsOf(new SandboxWorker({ resourceLimits: { maxOldGenerationSizeMb: 300 } }))).toMatchObject({ ...DEFAULT_RESOURCE_LIMITS, maxOldGenerationSizeMb: 300 });
   });
 
   it('cancels a queued call and a running one; the pool carries on', async () => {

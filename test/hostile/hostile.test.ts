@@ -5,15 +5,18 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Corral, ComponentCache } from '@corral/node';
 
 const FIXTURES = new URL('../fixtures/tools/', import.meta.url).pathname;
 const NETWORK_FIXTURES = new URL('../fixtures/network/', import.meta.url).pathname;
+const WAT_FIXTURES = new URL('../fixtures/wat/', import.meta.url).pathname;
 const SECRET = 'corral-secret-7f3a9c';
 
 let corral: Corral;
+let cacheDir: string;
 let rssAtStart = 0;
 let base: string;
 let workspace: string;
@@ -36,13 +39,15 @@ function listing(dir: string): Record<string, string> {
 }
 
 beforeAll(async () => {
-  corral = await Corral.create({ toolDirs: [FIXTURES, NETWORK_FIXTURES], size: 2, store: false, cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))) });
+  cacheDir = mkdtempSync(join(tmpdir(), 'corral-cache-'));
+  corral = await Corral.create({ toolDirs: [FIXTURES, NETWORK_FIXTURES, WAT_FIXTURES], size: 2, store: false, cache: new ComponentCache(cacheDir) });
   await Promise.all([corral.invoke('echo', { warm: 1 }), corral.invoke('echo', { warm: 2 })]);
   rssAtStart = process.memoryUsage().rss;
 });
 afterAll(async () => {
   await corral?.close();
   rmSync(base, { recursive: true, force: true });
+  rmSync(cacheDir, { recursive: true, force: true });
 });
 
 beforeEach(() => {
@@ -141,6 +146,38 @@ describe('hostile tools', () => {
     expect(result.error?.message).toContain(iface);
     expect(result.error?.details.imports).toEqual([iface]);
     expect(result.exit_code).toBeNull();
+  });
+
+  // Read from the component's import section: jco lists only the imports a
+  // component calls, and the glue looked each one up by name
+  // (imports['constructor'] was Object; declares-http never calls http, and ran).
+  it.each([
+    ['imports-constructor', 'E_REGISTRATION', ['constructor']],
+    ['imports-unknown', 'E_REGISTRATION', ['acme:evil/thing@1.0.0']],
+    ['declares-http', 'E_NETWORK_BLOCKED', ['wasi:http/outgoing-handler']],
+  ])('%s: an import Corral does not provide is refused at load with %s, before anything runs', async (name, code, imports) => {
+    const result = await corral.invoke(name, {});
+    expect(result.error?.code).toBe(code);
+    expect(result.error?.details.imports).toEqual(imports);
+    expect(result.error?.message).toContain(imports[0]);
+    expect(result.exit_code).toBeNull();
+  });
+
+  it('a transpiled component from the cache is checked again before it is compiled', async () => {
+    expect((await corral.invoke('echo', { cached: true })).ok).toBe(true);
+    const sha256 = createHash('sha256').update(readFileSync(join(FIXTURES, 'echo', 'echo.wasm'))).digest('hex');
+    const entry = readdirSync(cacheDir).find((name) => name.startsWith(`${sha256}-`))!;
+    const metaPath = join(cacheDir, entry, 'meta.json');
+    const meta = JSON.parse(readFileSync(metaPath, 'utf8')) as { imports: string[] };
+    writeFileSync(metaPath, JSON.stringify({ ...meta, imports: [...meta.imports, 'constructor'] }));
+    const other = await Corral.create({ bundled: false, toolDirs: [FIXTURES], size: 1, store: false, cache: new ComponentCache(cacheDir) });
+    try {
+      const result = await other.invoke('echo', {});
+      expect(result.error?.code).toBe('E_REGISTRATION');
+      expect(result.error?.details.imports).toEqual(['constructor']);
+    } finally {
+      await other.close();
+    }
   });
 
   it('a file that is not WebAssembly is refused at registration, with E_REGISTRATION', () => {

@@ -12,6 +12,8 @@ const SECRET = 'corral-secret-7f3a9c';
 const COMPONENTS = ['echo', 'escape', 'fs-writer', 'fill-disk', 'memory-bomb', 'spin', 'stdout-flood', 'env-dump', 'deep-recursion'];
 const NETWORK = ['uses-sockets', 'uses-http'];
 const MODULES = ['echo', 'escape', 'fs-writer', 'memory-bomb', 'spin', 'socket', 'net-import'];
+/** Written in WAT (test/fixtures/wat/build.mjs). */
+const WAT = ['table-bomb', 'p1-table-bomb', 'p1-table-min-bomb', 'p1-gc-bomb', 'imports-constructor', 'imports-unknown', 'declares-http'];
 
 type Attempt = { op: string; ok: boolean; errno: number; detail: string };
 const attempts = (output: unknown) => (output as { attempts: Attempt[] }).attempts;
@@ -36,6 +38,7 @@ beforeAll(async () => {
   for (const name of COMPONENTS) await registerFolder(corral, `/test/fixtures/tools/${name}`);
   for (const name of NETWORK) await registerFolder(corral, `/test/fixtures/network/${name}`);
   for (const name of MODULES) await registerFolder(corral, `/test/fixtures/preview1/${name}`);
+  for (const name of WAT) await registerFolder(corral, `/test/fixtures/wat/${name}`);
 });
 
 afterAll(async () => {
@@ -159,6 +162,41 @@ describe('more hostile components', () => {
     const result = await corral.invoke('deep-recursion', {});
     expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
     expect((await corral.invoke('echo', { ok: 1 })).output).toEqual({ ok: 1 });
+  });
+});
+
+// A tab has one heap for the page and its workers' wasm: a table bomb or a
+// GC bomb that got through would take the page down, not just a worker.
+describe('growable structures and imports, in a browser', () => {
+  it('60 funcref tables grown by 10 million entries each: table.grow is refused at the cap (module and component)', async () => {
+    const module = await corral.invoke('p1-table-bomb', {});
+    expect(module.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(module.stderr_tail).toBe('table-bomb: table.grow was refused\n');
+    const component = await corral.invoke('table-bomb', {});
+    expect(component.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(component.error?.details).toMatchObject({ trap: true });
+    expect((await corral.invoke('echo', { after: 'tables' })).output).toEqual({ after: 'tables' });
+  });
+
+  it('tables over the budget at start are E_RESOURCE_EXHAUSTED (memory); wasm GC types are refused at load', async () => {
+    const tables = await corral.invoke('p1-table-min-bomb', {});
+    expect(tables.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(tables.error?.details).toMatchObject({ resource: 'memory', table_entries: 600_000_000 });
+    // Chromium runs wasm GC, so here the check is all that stands in the way.
+    const gc = await corral.invoke('p1-gc-bomb', {});
+    expect(gc.error?.code).toBe('E_REGISTRATION');
+    expect(gc.error?.message).toMatch(/uses wasm GC types/);
+  });
+
+  it.each([
+    ['imports-constructor', 'E_REGISTRATION', ['constructor']],
+    ['imports-unknown', 'E_REGISTRATION', ['acme:evil/thing@1.0.0']],
+    ['declares-http', 'E_NETWORK_BLOCKED', ['wasi:http/outgoing-handler']],
+  ])('%s: its declared imports are refused at load with %s', async (name, code, imports) => {
+    const result = await corral.invoke(name, {});
+    expect(result.error?.code).toBe(code);
+    expect(result.error?.details.imports).toEqual(imports);
+    expect(result.exit_code).toBeNull();
   });
 });
 

@@ -98,7 +98,7 @@ describe('transpiling components in the browser', () => {
   it('a component that is not valid is refused with E_REGISTRATION when it is first run', async () => {
     const corral = await BrowserCorral.create({ size: 1, store: false, cache: false });
     try {
-      // A component header followed by garbage: detected as a component, refused by jco.
+      // A component header followed by garbage: detected as a component, refused when its imports are read.
       const bogus = new Uint8Array([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0, 0xff, 0xff, 0xff]);
       const spec = { ...(bundledTools[0]!.spec as object), name: 'bogus' };
       await corral.register(spec, bogus);

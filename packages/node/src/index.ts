@@ -1,6 +1,6 @@
 export { Corral, BUNDLED_TOOLS_DIR, type CorralOptions } from './corral.js';
 export { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
-export { WorkerPool, SandboxWorker, type PoolOptions, type TaskOptions } from './pool.js';
+export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, type TaskOptions } from './pool.js';
 export { ComponentCache, defaultCacheDir } from './cache.js';
 export { parseMountFlag, resolveHostMounts } from './mounts.js';
 export { openHostDirectory, hostConfinement, type Confinement } from './host-fs.js';

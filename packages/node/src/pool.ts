@@ -10,12 +10,45 @@ export type { TaskOptions } from '@corral/wasi';
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 
+/**
+ * V8 limits every sandbox worker starts with; a caller's `resourceLimits`
+ * override them one by one. They bound what a tool can make its worker
+ * allocate on the JS heap (objects and strings the glue and the host build
+ * for it; wasm memories and tables are capped separately, in limits.ts). A
+ * worker that reaches them stops, and its call gets E_RESOURCE_EXHAUSTED
+ * (memory); the pool starts a replacement.
+ *
+ * Why 1024 MB and not less: Node gives a worker that reaches its limit only
+ * 16 MB more to finish in, and when the allocation that crossed the limit
+ * is bigger than that, V8 aborts the whole process (nodejs/node#47224). A
+ * tool can arrange such allocations: the tables behind its handles double
+ * in one piece as it leaks stream handles, and a 400 MiB path is copied
+ * onto the heap as a property key. With 64 or 256 MB both aborted the host; with
+ * 1024 MB (as with Node's default, 4 GB here) both end inside the worker
+ * (test/fixtures/wat handle-leak, string-bomb). So this bounds slow growth;
+ * it does not make every out-of-memory survivable (only a process per
+ * sandbox would).
+ *
+ * Measured on Node 20: jco's transpile, which runs in these workers, works
+ * with an 8 MB old generation even for an 11.6 MB componentize-js component
+ * (jco's bindgen runs in wasm memory, not on the heap). A 16 MB young
+ * generation made diff-summary calls ~15% slower (2.14 vs 1.85 ms); 32 MB
+ * is as fast as Node's 48 MB default. 4 MB of stack is Node's default.
+ * `--max-old-space-size` on the host's command line overrides these in
+ * every worker (nodejs/node#43991).
+ */
+export const DEFAULT_RESOURCE_LIMITS: Readonly<ResourceLimits> = Object.freeze({
+  maxOldGenerationSizeMb: 1024,
+  maxYoungGenerationSizeMb: 32,
+  stackSizeMb: 4,
+});
+
 export interface PoolOptions {
   /** Most workers alive at once. Default: the number of cores. */
   size?: number;
   /** Most calls waiting for a worker; one more is refused. Default 1000. */
   maxQueue?: number;
-  /** V8 heap limits for each worker (wasm memory is capped separately). */
+  /** V8 heap limits for each worker, over DEFAULT_RESOURCE_LIMITS (wasm memory is capped separately). */
   resourceLimits?: ResourceLimits;
 }
 
@@ -32,8 +65,14 @@ export class SandboxWorker implements PoolWorker {
   alive = true;
 
   constructor(options: PoolOptions) {
+    const resourceLimits = { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits };
     this.thread = new Worker(WORKER_URL, {
-      resourceLimits: options.resourceLimits,
+      resourceLimits,
+      // Not the parent's flags: from `node --input-type=module -e …` they made
+      // every worker fail to start, and --import/--loader/--inspect would run
+      // the host's own hooks or debugger inside the sandbox. The worker is
+      // plain compiled ESM and needs no flag.
+      execArgv: [],
       // A tool never sees the host's environment, and the worker needs none of it.
       env: {},
       stdout: true,
@@ -41,20 +80,29 @@ export class SandboxWorker implements PoolWorker {
     });
     const endpoint = (nodeEndpoint as unknown as (w: Worker) => Parameters<typeof wrap>[0])(this.thread);
     this.api = wrap<SandboxWorkerApi>(endpoint);
+    // Node emits 'error' before 'exit'; a worker over its heap limit ends
+    // with ERR_WORKER_OUT_OF_MEMORY.
+    let error: unknown;
     this.exited = new Promise((resolve) => {
       this.thread.once('exit', (code) => {
         this.alive = false;
         resolve(code);
       });
-      this.thread.on('error', () => {
+      this.thread.on('error', (err) => {
+        error = err;
         this.alive = false;
       });
     });
-    this.crashed = this.exited.then(
-      (code) =>
-        new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly (exit code ${code}).`, {
-          worker_exit_code: code,
-        }),
+    this.crashed = this.exited.then((code) =>
+      (error as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        ? new CorralError(
+            ErrorCodes.RESOURCE_EXHAUSTED,
+            `The call ran its sandbox worker out of JS heap (${resourceLimits.maxOldGenerationSizeMb} MB, resourceLimits.maxOldGenerationSizeMb); the worker was stopped and replaced.`,
+            { resource: 'memory', worker_heap_limit_mb: resourceLimits.maxOldGenerationSizeMb, worker_exit_code: code },
+          )
+        : new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly (exit code ${code}).`, {
+            worker_exit_code: code,
+          }),
     );
   }
 

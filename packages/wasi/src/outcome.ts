@@ -6,7 +6,7 @@
  */
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
-import { WASM_PAGE_BYTES } from './memory.js';
+import { WASM_PAGE_BYTES } from './limits.js';
 import type { DiskQuota } from './fs/filesystem.js';
 import type { RunRequest } from './run.js';
 
@@ -123,11 +123,16 @@ export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
  * Collects a stdio stream up to a byte cap. stdout keeps its head and stops
  * the tool when the cap is passed (a cut JSON document is useless); stderr
  * keeps its tail, the part that explains a failure.
+ *
+ * The bytes live in one buffer that doubles as it fills, never in a list of
+ * chunks: a tool writing one byte per call made a chunk list cost ~250 bytes
+ * of worker heap per byte of output (1 MiB of output, 250 MB of heap).
  */
 export class CappedSink {
   readonly #limit: number;
   readonly #keep: 'head' | 'tail';
-  #chunks: Uint8Array[] = [];
+  #buffer = new Uint8Array(0);
+  /** Bytes in #buffer; for a tail, up to twice the limit between compactions. */
   #size = 0;
   truncated = false;
 
@@ -137,28 +142,45 @@ export class CappedSink {
   }
 
   write(bytes: Uint8Array): void {
-    this.#chunks.push(bytes.slice());
-    this.#size += bytes.length;
-    if (this.#size <= this.#limit) return;
-    this.truncated = true;
     if (this.#keep === 'head') {
-      this.#chunks = [this.bytes().subarray(0, this.#limit)];
-      this.#size = this.#limit;
-      throw new OutputLimitExceeded(`${this.#limit}-byte`);
+      const room = Math.max(0, this.#limit - this.#size);
+      this.#append(bytes.subarray(0, room));
+      if (bytes.length > room) {
+        this.truncated = true;
+        throw new OutputLimitExceeded(`${this.#limit}-byte`);
+      }
+      return;
     }
-    this.#chunks = [this.bytes().subarray(this.#size - this.#limit)];
-    this.#size = this.#limit;
+    if (bytes.length >= this.#limit) {
+      if (this.#size + bytes.length > this.#limit) this.truncated = true;
+      this.#buffer = bytes.slice(bytes.length - this.#limit);
+      this.#size = this.#limit;
+      return;
+    }
+    // Keep the last #limit bytes, compacting only once the buffer holds
+    // twice that: each byte is moved at most once per #limit bytes written.
+    if (this.#size + bytes.length > 2 * this.#limit) {
+      this.#buffer.copyWithin(0, this.#size - this.#limit, this.#size);
+      this.#size = this.#limit;
+    }
+    this.#append(bytes);
+    if (this.#size > this.#limit) this.truncated = true;
   }
 
-  bytes(): Uint8Array {
-    if (this.#chunks.length === 1) return this.#chunks[0]!;
-    const out = new Uint8Array(this.#size);
-    let offset = 0;
-    for (const chunk of this.#chunks) {
-      out.set(chunk, offset);
-      offset += chunk.length;
+  #append(bytes: Uint8Array): void {
+    const needed = this.#size + bytes.length;
+    if (needed > this.#buffer.length) {
+      const grown = new Uint8Array(Math.max(needed, Math.min(2 * this.#buffer.length || 4096, (this.#keep === 'head' ? 1 : 2) * this.#limit)));
+      grown.set(this.#buffer.subarray(0, this.#size));
+      this.#buffer = grown;
     }
-    this.#chunks = [out];
-    return out;
+    this.#buffer.set(bytes, this.#size);
+    this.#size = needed;
+  }
+
+  /** What was kept: a copy, so it can be posted without the buffer's spare room. */
+  bytes(): Uint8Array {
+    const start = this.#keep === 'tail' ? Math.max(0, this.#size - this.#limit) : 0;
+    return this.#buffer.slice(start, this.#size);
   }
 }

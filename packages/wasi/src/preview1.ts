@@ -22,7 +22,7 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import type { RunRequest, RunnerOptions } from './run.js';
-import { capMemory, WASM_PAGE_BYTES } from './memory.js';
+import { capModule, WASM_PAGE_BYTES } from './limits.js';
 import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { MAX_OPEN_FILES, type Descriptor, type DescriptorStat } from './fs/filesystem.js';
 import { monotonicNs, realtimeNs, sleepNs } from './io.js';
@@ -1115,7 +1115,7 @@ export function checkPreview1Module(module: WebAssembly.Module, toolName: string
 
 /** Compile a module with its memory capped, and check it is something this host runs. */
 export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<WebAssembly.Module> {
-  const capped = capMemory(bytes, maxPages, toolName);
+  const capped = capModule(bytes, maxPages, toolName);
   let module: WebAssembly.Module;
   try {
     module = await WebAssembly.compile(capped as BufferSource);

@@ -1,9 +1,10 @@
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult, MountBinding } from '@corral/core';
-import { assertNoNetworkImports, type PreparedComponent } from './transpile.js';
+import type { PreparedComponent } from './transpile.js';
+import { checkComponentImports } from './component-imports.js';
 import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { preview2Imports } from './preview2.js';
-import { capMemory, WASM_PAGE_BYTES } from './memory.js';
+import { capModule, WASM_PAGE_BYTES } from './limits.js';
 import { CappedSink, classify, finishRun } from './outcome.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
@@ -137,11 +138,11 @@ export class ComponentRunner {
 
 async function compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
   // Checked here too, not only at transpile time: prepared components also come from caches.
-  assertNoNetworkImports(prepared.imports, toolName);
+  checkComponentImports(prepared.imports, toolName);
   const modules = new Map<string, WebAssembly.Module>();
   await Promise.all(
     Object.entries(prepared.modules).map(async ([name, bytes]) => {
-      modules.set(name, await WebAssembly.compile(capMemory(bytes, maxPages, toolName) as BufferSource));
+      modules.set(name, await WebAssembly.compile(capModule(bytes, maxPages, toolName) as BufferSource));
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.

@@ -1,4 +1,5 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { checkComponentImports } from './component-imports.js';
 
 /**
  * A component turned into something a JS engine can instantiate: jco's glue
@@ -9,37 +10,27 @@ import { CorralError, ErrorCodes } from '@corral/core/errors';
 export interface PreparedComponent {
   glue: string;
   modules: Record<string, Uint8Array>;
-  /** WASI interfaces the component imports, e.g. `wasi:cli/stdin`. */
+  /**
+   * Every import the component declares, read from its binary with versions
+   * (`wasi:cli/stdin@0.2.0`); checked again before each compile, since
+   * prepared components also come from caches.
+   */
   imports: string[];
 }
 
 /**
  * Names the transpiler and glue format, so caches drop entries made by
- * another jco. Must match the pinned @bytecodealliance/jco (a test checks).
+ * another jco or another layout. Must match the pinned @bytecodealliance/jco.
+ * v2: `imports` holds the declared imports (from the binary), not jco's list
+ * of used ones.
  */
-export const PREPARED_FORMAT = 'jco-1.15.4/v1';
-
-/** Interfaces that reach the network; a component importing one is refused. */
-const NETWORK_INTERFACES = /^wasi:(sockets|http)\//;
-
-/**
- * Refuse components that import network interfaces, naming the import.
- * Runs before anything is instantiated, so those interfaces never reach an
- * import object.
- */
-export function assertNoNetworkImports(imports: readonly string[], toolName: string): void {
-  const network = imports.filter((name) => NETWORK_INTERFACES.test(name));
-  if (network.length > 0) {
-    throw new CorralError(
-      ErrorCodes.NETWORK_BLOCKED,
-      `${toolName} imports ${network.join(', ')}; Corral tools run without network access.`,
-      { imports: network },
-    );
-  }
-}
+export const PREPARED_FORMAT = 'jco-1.15.4/v2';
 
 /** Transpile a component with jco (≈1 s the first time: callers cache the result). */
 export async function transpileComponent(bytes: Uint8Array, toolName = 'component'): Promise<PreparedComponent> {
+  // Before jco: a refused component never reaches the transpiler, and jco's
+  // own import list names only the imports a component uses.
+  const imports = checkComponentImports(bytes, toolName);
   let result;
   try {
     // Imported on first use: loading jco compiles its own multi-megabyte
@@ -64,8 +55,16 @@ export async function transpileComponent(bytes: Uint8Array, toolName = 'componen
       reason,
     });
   }
-  const imports = result.imports.map(stripVersion);
-  assertNoNetworkImports(imports, toolName);
+  // jco's list of used imports (versions stripped, at least for some) must
+  // be a subset of the declared ones; one that is not means the two parsers
+  // disagree, and the component is refused.
+  const declared = new Set(imports.map(withoutVersion));
+  const undeclared = result.imports.filter((name) => !declared.has(withoutVersion(name)));
+  if (undeclared.length > 0) {
+    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} uses imports its import section does not declare: ${undeclared.join(', ')}`, {
+      imports: undeclared,
+    });
+  }
   const modules: Record<string, Uint8Array> = {};
   let glue = '';
   for (const [name, source] of result.files) {
@@ -78,7 +77,7 @@ export async function transpileComponent(bytes: Uint8Array, toolName = 'componen
   return { glue, modules, imports };
 }
 
-function stripVersion(name: string): string {
+function withoutVersion(name: string): string {
   const at = name.indexOf('@');
   return at === -1 ? name : name.slice(0, at);
 }

@@ -1,0 +1,123 @@
+/**
+ * Tools that took, or could take, the whole host process down. Each runs
+ * in a child process (child.ts), and each test asserts that the child
+ * survived (exit status 0), the call's error code, and that nothing in a
+ * folder beside the tool changed. Sources: test/fixtures/wat/build.mjs.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runInChild, treeHash, type ChildRun } from './child.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const TOOLS = new URL('../fixtures/tools/', import.meta.url).pathname;
+
+let base: string;
+let before: string;
+beforeEach(() => {
+  base = mkdtempSync(join(tmpdir(), 'corral-survives-'));
+  mkdirSync(join(base, 'outside'));
+  writeFileSync(join(base, 'outside', 'keep.txt'), 'a sibling of the sandbox\n');
+  before = treeHash(base);
+});
+afterEach(() => {
+  expect(treeHash(base), 'a folder beside the sandbox changed').toBe(before);
+  rmSync(base, { recursive: true, force: true });
+});
+
+/** The child survived, and made exactly one call: its result. */
+function only(run: ChildRun) {
+  expect(run.stderr).not.toMatch(/FATAL ERROR/);
+  expect(run.signal).toBeNull();
+  expect(run.status).toBe(0);
+  expect(run.results).toHaveLength(1);
+  return run.results[0]!;
+}
+
+describe('growable structures are capped', () => {
+  // Before table caps: "FATAL ERROR: Reached heap limit" and SIGABRT.
+  it('60 funcref tables grown by 10 million entries each (preview1): table.grow is refused, the tool says so and exits 1', async () => {
+    const result = only(await runInChild([{ tool: 'p1-table-bomb' }]));
+    expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(result.exit_code).toBe(1);
+    expect(result.stderr_tail).toBe('table-bomb: table.grow was refused\n');
+  }, 60_000);
+
+  it('the same bomb as a component with no imports: the refused grow traps, E_UNEXPECTED_EXIT', async () => {
+    const result = only(await runInChild([{ tool: 'table-bomb' }]));
+    expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(result.error?.details).toMatchObject({ trap: true, reason: 'unreachable' });
+  }, 60_000);
+
+  it('tables that ask for 600 million entries up front are refused at load: E_RESOURCE_EXHAUSTED (memory)', async () => {
+    const result = only(await runInChild([{ tool: 'p1-table-min-bomb' }]));
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(result.error?.details).toEqual({ resource: 'memory', table_entries: 600_000_000, max_table_entries: 16 * 8192 });
+    expect(result.exit_code).toBeNull();
+  }, 60_000);
+
+  it('wasm GC types are refused at load, before any engine that has GC sees them: E_REGISTRATION', async () => {
+    const result = only(await runInChild([{ tool: 'p1-gc-bomb' }]));
+    expect(result.error?.code).toBe('E_REGISTRATION');
+    expect(result.error?.message).toMatch(/^p1-gc-bomb uses wasm GC types \(an array\)/);
+  }, 60_000);
+});
+
+describe("the sandbox worker's heap", () => {
+  it('one-byte writes up to a 4 MiB output cap fit in a 64 MB worker heap: E_RESOURCE_EXHAUSTED (output), quickly', async () => {
+    const result = only(
+      await runInChild([{ tool: 'p1-byte-flood', options: { outputLimitBytes: 4 * 2 ** 20 } }], { corral: { resourceLimits: { maxOldGenerationSizeMb: 64 } } }),
+    );
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(result.error?.details.resource).toBe('output');
+    expect(result.ms).toBeLessThan(15_000);
+  }, 60_000);
+
+  it('a worker that reaches its heap limit is stopped: E_RESOURCE_EXHAUSTED (memory), and the host carries on', async () => {
+    // 2 MB cannot even load the worker's code: every worker started dies of it.
+    const run = await runInChild([{ tool: 'echo' }, { tool: 'echo' }], { toolDirs: [TOOLS], corral: { resourceLimits: { maxOldGenerationSizeMb: 2 } } });
+    expect(run.status).toBe(0);
+    expect(run.results).toHaveLength(2);
+    for (const result of run.results) {
+      expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+      expect(result.error?.details).toMatchObject({ resource: 'memory', worker_heap_limit_mb: 2 });
+    }
+  }, 60_000);
+
+  // With a 64 or 256 MB worker limit this aborted the host: the tables
+  // behind the leaked handles grow by doubling, and a doubling bigger than
+  // the 16 MB Node grants past the limit is fatal to the process.
+  it('a tool that leaks stream handles is stopped by its timeout or its worker heap, never by the host dying', async () => {
+    const result = only(await runInChild([{ tool: 'handle-leak', options: { timeoutMs: 15_000 } }]));
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(['time', 'memory']).toContain(result.error?.details.resource);
+  }, 90_000);
+
+  // The glue makes the path a string before any host code can refuse it;
+  // with a 256 MB worker limit, copying it as a property key aborted the host.
+  it('a 400 MiB path ends inside the worker: the open fails, the tool finishes', async () => {
+    const result = only(await runInChild([{ tool: 'string-bomb' }]));
+    expect(result.error).toBeNull();
+    expect(result.output).toEqual({ ran: true });
+  }, 90_000);
+});
+
+describe('workers do not inherit the host process', () => {
+  // Workers inherited the parent's execArgv: `--input-type=module` made every
+  // worker fail to start, and an --import hook ran inside the sandbox.
+  it('from `node --import HOOK --input-type=module -e SCRIPT`, calls work and the hook stays out of the sandbox', () => {
+    const hook = `data:text/javascript,${encodeURIComponent("import { isMainThread } from 'node:worker_threads'; if (!isMainThread) throw new Error('host hook ran in a sandbox worker');")}`;
+    const script = `
+      import { Corral } from '@corral/node';
+      const corral = await Corral.create({ bundled: false, toolDirs: [${JSON.stringify(TOOLS)}], size: 1, store: false, cache: false });
+      const result = await corral.invoke('echo', { from: 'eval' });
+      console.log(JSON.stringify({ ok: result.ok, output: result.output, error: result.error }));
+      await corral.close();`;
+    const child = spawnSync(process.execPath, ['--import', hook, '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(0);
+    expect(JSON.parse(child.stdout)).toEqual({ ok: true, output: { from: 'eval' }, error: null });
+  }, 90_000);
+});
