@@ -436,8 +436,8 @@ export class Descriptor {
         if ((from.trailingSlash || to.trailingSlash) && info.type !== 'directory') throw 'not-directory';
         // A relative symlink means something else one folder up: moving it (or a folder holding
         // it) higher must not leave a link that leads out of the mount for the host to follow.
-        if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, to.depth);
-        else if (info.type === 'directory' && to.depth < from.depth) this.#linksMayMove(from.dir, from.name!, to.depth + 1);
+        if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, from.depth, to.depth);
+        else if (info.type === 'directory' && to.depth < from.depth) this.#linksMayMove(from.dir, from.name!, from.depth + 1, to.depth + 1);
         this.#backend().rename(from.dir, from.name!, to.dir, to.name);
       });
     });
@@ -483,7 +483,7 @@ export class Descriptor {
       if (info.type === 'directory') throw 'not-permitted';
       target.#at(newPath, false, (to) => {
         if (to.name === null || to.trailingSlash) throw 'exist';
-        if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, to.depth);
+        if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, from.depth, to.depth);
         this.#mount.quota.chargeEntry();
         try {
           this.#backend().link(from.dir, from.name!, to.dir, to.name);
@@ -495,34 +495,40 @@ export class Descriptor {
     });
   }
 
-  /** Refuse to place the symlink `name` of `dir` in a folder `depth` below the root if it would then lead out. */
-  #linkMayMove(dir: unknown, name: string, depth: number): void {
+  /**
+   * Refuse to move the symlink `name` of `dir` from a folder `from` levels
+   * below the root to one `to` levels below if it leads inside now and would
+   * lead out there. (A link that already leads out is the host's; moving it
+   * changes nothing.)
+   */
+  #linkMayMove(dir: unknown, name: string, from: number, to: number): void {
+    if (to >= from) return;
     const target = this.#backend().readlink(dir, name);
     // An absolute target means the same wherever the link sits.
-    if (!target.startsWith('/') && !staysInside(target, depth)) throw 'not-permitted';
+    if (!target.startsWith('/') && staysInside(target, from) && !staysInside(target, to)) throw 'not-permitted';
   }
 
   /**
-   * Before the folder `name` of `dir` moves up to `depth` (the depth its
-   * entries will have), check every symlink in it would still lead inside.
+   * Before the folder `name` of `dir` moves up (its entries from `from`
+   * levels below the root to `to`), check the same for every symlink in it.
    * A folder too big to check (MAX_MOVE_SCAN entries) is not moved up.
    */
-  #linksMayMove(dir: unknown, name: string, depth: number): void {
+  #linksMayMove(dir: unknown, name: string, from: number, to: number): void {
     const backend = this.#backend();
     let budget = MAX_MOVE_SCAN;
-    const scan = (parent: unknown, folder: string, at: number): void => {
+    const scan = (parent: unknown, folder: string, levels: number): void => {
       const handle = backend.openDirectory(parent, folder);
       try {
         for (const entry of backend.readDirectory(handle)) {
           if (--budget < 0) throw 'not-permitted';
-          if (entry.type === 'symbolic-link') this.#linkMayMove(handle, entry.name, at);
-          else if (entry.type === 'directory') scan(handle, entry.name, at + 1);
+          if (entry.type === 'symbolic-link') this.#linkMayMove(handle, entry.name, from + levels, to + levels);
+          else if (entry.type === 'directory') scan(handle, entry.name, levels + 1);
         }
       } finally {
         backend.releaseDirectory(handle);
       }
     };
-    scan(dir, name, depth);
+    scan(dir, name, 0);
   }
 
   // --- locks: advisory, nothing else shares these files within a call -------------
