@@ -6,7 +6,7 @@
  * other hosts in the same run: node:wasi, @wasmer/sdk, and a native process.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
@@ -25,7 +25,6 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
   const input = {};
   try {
     const corral = await Corral.create({
-      bundled: false,
       toolDirs: [COMPONENT_TOOLS, PREVIEW1_TOOLS],
       size: 2,
       store: false,
@@ -37,6 +36,19 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
     };
     const component = await sample(runs, () => call('echo'));
     const preview1 = await sample(runs, () => call('p1-echo'));
+
+    // The filesystem layer at work: file-stats walks a host folder of 10 folders × 10 files,
+    // resolving each path from the mount root as every call does.
+    const folder = join(scratch, 'workspace');
+    for (let d = 0; d < 10; d++) {
+      mkdirSync(join(folder, `dir-${d}`, 'nested'), { recursive: true });
+      for (let f = 0; f < 10; f++) writeFileSync(join(folder, `dir-${d}`, 'nested', `file-${f}.txt`), 'some words\n'.repeat(f + 1));
+    }
+    const mounts = [{ guest: '/workspace', access: 'read' as const, hostPath: folder }];
+    const fileStats = await sample(Math.max(20, runs / 5), async () => {
+      const r = await corral.invoke('file-stats', {}, { mounts });
+      if (!r.ok || (r.output as { totals?: { files?: number } }).totals?.files !== 100) throw new Error(`file-stats: ${JSON.stringify(r.error ?? r.output)}`);
+    });
 
     // Throughput: 8 callers keep both workers busy.
     const throughput = async (tool: string, total: number) => {
@@ -89,6 +101,7 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
       rows.push([what, samples ? fmt(median(samples)) : 'n/a', samples ? fmt(quantile(samples, 0.99)) : '', samples && !note ? `${(median(samples) / c).toFixed(2)}× component` : note]);
     row('trivial component (echo {}) through the pool', component, '1.00×');
     row('trivial preview1 module (echo {}) through the pool', preview1);
+    row('file-stats over a host folder (100 files in 20 folders, mounted read-only)', fileStats);
     rows.push(['pool throughput, 2 workers, 8 callers: component', `${componentRate.toFixed(0)} calls/s`, '', '']);
     rows.push(['pool throughput, 2 workers, 8 callers: preview1 module', `${preview1Rate.toFixed(0)} calls/s`, '', '']);
     row('first call after a timeout killed the only worker (recovery)', recovery, 'includes starting a worker');
