@@ -12,7 +12,9 @@
  *     add up to at most the memory cap (resources.memory_mb);
  *   - tables: each gets a maximum, and the maxima of one module's tables add
  *     up to at most TABLE_ENTRIES_PER_PAGE entries per page of the memory
- *     cap (see tableBudget).
+ *     cap (see tableBudget);
+ *   - the core modules of one component share those caps
+ *     (capComponentModules).
  *
  * `memory.grow` / `table.grow` past a cap then fail inside the tool (-1, a
  * NULL from malloc) instead of exhausting the host. A module whose minimums
@@ -60,11 +62,57 @@ function refuse(toolName: string, what: string, details: Record<string, unknown>
   return new CorralError(ErrorCodes.REGISTRATION, `${toolName} ${what}, which Corral does not run: it could allocate outside the tool's memory cap.`, details);
 }
 
+/** How much of the caps one module may use, when several modules of a component share them. */
+export interface ModuleShare {
+  /** Pages all this module's memories may add up to (default: maxPages). */
+  memoryPages?: number;
+  /** Entries all this module's tables may add up to (default: tableBudget(maxPages)). */
+  tableEntries?: number;
+}
+
+/**
+ * Cap every core module of a component so that together they stay within
+ * one call's caps: the memory cap is split among the modules that define
+ * memories, the table budget among those that define tables. (A component
+ * made from one preview1 module defines its memory in one module, so that
+ * module gets the whole cap; without the split, a component of N modules
+ * would get N times it.)
+ */
+export function capComponentModules(modules: Readonly<Record<string, Uint8Array>>, maxPages: number, toolName = 'tool'): Record<string, Uint8Array> {
+  const defined = Object.values(modules).map((bytes) => definedSections(bytes));
+  const withMemory = Math.max(1, defined.filter((d) => d.memory).length);
+  const withTable = Math.max(1, defined.filter((d) => d.table).length);
+  const share: ModuleShare = { memoryPages: Math.floor(maxPages / withMemory), tableEntries: Math.floor(tableBudget(maxPages) / withTable) };
+  return Object.fromEntries(Object.entries(modules).map(([name, bytes]) => [name, capModule(bytes, maxPages, toolName, share)]));
+}
+
+/** Whether a module defines memories or tables (a non-empty memory or table section). */
+function definedSections(module: Uint8Array): { memory: boolean; table: boolean } {
+  const found = { memory: false, table: false };
+  let pos = 8;
+  try {
+    while (pos < module.length) {
+      const id = module[pos]!;
+      const [size, sizeLen] = readU32(module, pos + 1);
+      const bodyStart = pos + 1 + sizeLen;
+      if (id === SECTION_MEMORY || id === SECTION_TABLE) {
+        const [count] = readU32(module, bodyStart);
+        if (count > 0) found[id === SECTION_MEMORY ? 'memory' : 'table'] = true;
+      }
+      pos = bodyStart + size;
+    }
+  } catch {
+    // Malformed: capModule says so, with the reason.
+  }
+  return found;
+}
+
 /**
  * Return a copy of `module` whose defined memories and tables have maxima
- * within the caps for `maxPages` pages of memory (see the file comment).
+ * within the caps for `maxPages` pages of memory (see the file comment), or
+ * within `share` of them.
  */
-export function capModule(module: Uint8Array, maxPages: number, toolName = 'tool'): Uint8Array {
+export function capModule(module: Uint8Array, maxPages: number, toolName = 'tool', share: ModuleShare = {}): Uint8Array {
   if (module.length < 8 || module[0] !== 0 || module[1] !== 0x61 || module[2] !== 0x73 || module[3] !== 0x6d || module[4] !== 1) {
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a core WebAssembly module (version 1).`);
   }
@@ -81,7 +129,10 @@ export function capModule(module: Uint8Array, maxPages: number, toolName = 'tool
       const body = module.subarray(bodyStart, bodyEnd);
       if (id === SECTION_TYPE) checkTypes(body, toolName);
       if (id === SECTION_MEMORY || id === SECTION_TABLE) {
-        const rewritten = id === SECTION_MEMORY ? rewriteMemories(body, maxPages, toolName) : rewriteTables(body, maxPages, toolName);
+        const rewritten =
+          id === SECTION_MEMORY
+            ? rewriteMemories(body, share.memoryPages ?? maxPages, toolName)
+            : rewriteTables(body, share.tableEntries ?? tableBudget(maxPages), maxPages, toolName);
         out.push(Uint8Array.from([id, ...writeU32(rewritten.length), ...rewritten]));
       } else {
         out.push(module.subarray(pos, bodyEnd));
@@ -180,7 +231,7 @@ function rewriteMemories(body: Uint8Array, maxPages: number, toolName: string): 
  * or 0x01 (min, max); 0x04/0x05 are 64-bit tables (refused), 0x02/0x03
  * shared ones (refused).
  */
-function rewriteTables(body: Uint8Array, maxPages: number, toolName: string): number[] {
+function rewriteTables(body: Uint8Array, budget: number, maxPages: number, toolName: string): number[] {
   const r = new Reader(body);
   const tables: Array<Limits & { type: number }> = [];
   for (let count = r.u32(); count > 0; count--) {
@@ -195,7 +246,6 @@ function rewriteTables(body: Uint8Array, maxPages: number, toolName: string): nu
     tables.push({ type, min, max });
   }
   if (r.pos !== body.length) throw new Malformed('the table section has bytes after its last table');
-  const budget = tableBudget(maxPages);
   const totalMin = tables.reduce((sum, t) => sum + t.min, 0);
   if (totalMin > budget) {
     throw new CorralError(

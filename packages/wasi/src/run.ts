@@ -4,7 +4,7 @@ import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
 import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { preview2Imports } from './preview2.js';
-import { capModule, WASM_PAGE_BYTES } from './limits.js';
+import { capComponentModules, WASM_PAGE_BYTES } from './limits.js';
 import { CappedSink, classify, finishRun } from './outcome.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
@@ -140,9 +140,10 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   // Checked here too, not only at transpile time: prepared components also come from caches.
   checkComponentImports(prepared.imports, toolName);
   const modules = new Map<string, WebAssembly.Module>();
+  const capped = capComponentModules(prepared.modules, maxPages, toolName);
   await Promise.all(
-    Object.entries(prepared.modules).map(async ([name, bytes]) => {
-      modules.set(name, await WebAssembly.compile(capModule(bytes, maxPages, toolName) as BufferSource));
+    Object.entries(capped).map(async ([name, bytes]) => {
+      modules.set(name, await WebAssembly.compile(bytes as BufferSource));
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
-import { capModule, tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES } from '@corral/wasi';
+import { capComponentModules, capModule, tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES } from '@corral/wasi';
 
 const ROOT = new URL('../../../', import.meta.url);
 
@@ -238,3 +238,22 @@ describe('real modules still compile after the rewrite', () => {
     for (const [min, max] of limitsOf(capped, 4)) expect(max).toBeGreaterThanOrEqual(min);
   });
 });
+
+describe('capComponentModules: the core modules of one component share the caps', () => {
+  it('one module defining memory (a component made from a preview1 module) keeps the whole cap', () => {
+    const capped = capComponentModules({ main: module(memories(memory(2))), adapter: module(), shim: module(tables(table(4))) }, 64);
+    expect(limitsOf(capped.main!, 5)).toEqual([[2, 64]]);
+    expect(limitsOf(capped.shim!, 4)).toEqual([[4, tableBudget(64)]]);
+  });
+
+  it('N modules defining memories or tables get 1/N of each cap, not N times it', () => {
+    const capped = capComponentModules(
+      { a: module(memories(memory(1)), tables(table(1))), b: module(memories(memory(1))), c: module(memories(memory(1)), tables(table(1))), d: module() },
+      90,
+    );
+    for (const name of ['a', 'b', 'c']) expect(limitsOf(capped[name]!, 5)).toEqual([[1, 30]]);
+    expect(limitsOf(capped.a!, 4)).toEqual([[1, Math.floor(tableBudget(90) / 2)]]);
+    expect(limitsOf(capped.c!, 4)).toEqual([[1, Math.floor(tableBudget(90) / 2)]]);
+  });
+});
+
