@@ -90,9 +90,13 @@ export function hostConfinement(): Confinement {
   return confinement;
 }
 
-/** Open `hostPath` (a directory) as a mount's storage, held until `close`. */
-export function openHostDirectory(hostPath: string): ClosableBackend {
-  return hostConfinement() === 'fd' ? HostFolder.held(hostPath) : HostFolder.checked(hostPath);
+/**
+ * Open `hostPath` (a directory) as a mount's storage, held until `close`.
+ * `confinement` defaults to the best this system has (tests pass 'path' to
+ * check the fallback on Linux too).
+ */
+export function openHostDirectory(hostPath: string, confinement: Confinement = hostConfinement()): ClosableBackend {
+  return confinement === 'fd' ? HostFolder.held(hostPath) : HostFolder.checked(hostPath);
 }
 
 class HostFolder implements ClosableBackend {
