@@ -113,7 +113,7 @@ class HostFolder implements ClosableBackend {
   static held(hostPath: string): HostFolder {
     const real = fs(() => realpathSync(hostPath));
     const fd = fs(() => openSync(real, O_PATH | O_DIRECTORY));
-    return new HostFolder({ fd, path: `/proc/self/fd/${fd}` }, real, true);
+    return new HostFolder({ fd, path: fdPath(fd) }, real, true);
   }
 
   static checked(hostPath: string): HostFolder {
@@ -149,7 +149,7 @@ class HostFolder implements ClosableBackend {
     }
     // O_NOFOLLOW with O_PATH opens a symlink itself, which O_DIRECTORY then refuses.
     const fd = fs(() => openSync(path, O_PATH | O_DIRECTORY | O_NOFOLLOW));
-    return { fd, path: `/proc/self/fd/${fd}` };
+    return { fd, path: fdPath(fd) };
   }
 
   releaseDirectory(dir: Dir): void {
@@ -217,7 +217,7 @@ class HostFolder implements ClosableBackend {
     const handle = fs(() => openSync(path, O_PATH | O_NOFOLLOW));
     try {
       checkRegular(fs(() => fstatSync(handle)).mode);
-      return { fd: fs(() => openSync(`/proc/self/fd/${handle}`, access | (mode.truncate ? O_TRUNC : 0))) };
+      return { fd: fs(() => openSync(fdPath(handle), access | (mode.truncate ? O_TRUNC : 0))) };
     } finally {
       closeSync(handle);
     }
@@ -270,6 +270,14 @@ class HostFolder implements ClosableBackend {
   closeFile(file: File): void {
     closeSync(file.fd);
   }
+}
+
+/**
+ * The path that reaches what fd `fd` holds. /proc/<pid>/ rather than
+ * /proc/self/: the kernel then has one symlink fewer to follow per lookup.
+ */
+function fdPath(fd: number): string {
+  return `/proc/${process.pid}/fd/${fd}`;
 }
 
 /** Only regular files are opened; a directory, symlink, FIFO, socket or device is refused. */

@@ -62,7 +62,8 @@ export function preview2Imports(call: Preview2Call): Record<string, Record<strin
     return out;
   };
   const randomU64 = (): bigint => crypto.getRandomValues(new BigUint64Array(1))[0]!;
-  const seed: [bigint, bigint] = [randomU64(), randomU64()];
+  // Drawn when first asked for (most tools never do): a fresh draw costs ~10 µs a call.
+  let seed: [bigint, bigint] | undefined;
 
   const imports: Record<string, Record<string, unknown>> = Object.create(null);
   Object.assign(imports, {
@@ -113,7 +114,7 @@ export function preview2Imports(call: Preview2Call): Record<string, Record<strin
     'wasi:io/streams': ns({ InputStream, OutputStream }),
     'wasi:random/random': ns({ getRandomBytes: randomBytes, getRandomU64: randomU64 }),
     'wasi:random/insecure': ns({ getInsecureRandomBytes: randomBytes, getInsecureRandomU64: randomU64 }),
-    'wasi:random/insecure-seed': ns({ insecureSeed: () => [...seed] }),
+    'wasi:random/insecure-seed': ns({ insecureSeed: () => [...(seed ??= [randomU64(), randomU64()])] }),
   });
   return imports;
 }

@@ -278,9 +278,9 @@ export class Descriptor {
     const want = Math.min(u64Number(length, 'length'), MAX_CHUNK);
     const at = u64Number(offset, 'offset');
     const file = this.#openFile('read');
-    const buffer = new Uint8Array(want);
-    const n = want === 0 ? 0 : this.#backend().read(file, buffer, at);
     const size = Number(this.#backend().fileStat(file).size);
+    const buffer = new Uint8Array(readLength(want, size, at));
+    const n = buffer.length === 0 ? 0 : this.#backend().read(file, buffer, at);
     return [buffer.subarray(0, n), at + n >= size];
   }
 
@@ -308,7 +308,7 @@ export class Descriptor {
     return inputStream({
       read: (max) => {
         const file = this.#openFile('read');
-        const buffer = new Uint8Array(max);
+        const buffer = new Uint8Array(readLength(max, Number(this.#backend().fileStat(file).size), position));
         const n = this.#backend().read(file, buffer, position);
         if (n === 0) return null;
         position += n;
@@ -591,6 +591,16 @@ export function rootDescriptor(mount: Mount): Descriptor {
  */
 export function filesystemErrorCode(err: unknown): string | undefined {
   return resource(err, 'error', IoError).code;
+}
+
+/**
+ * How many bytes to ask a file for: what the guest wants, but no more than
+ * the file holds past `at` (a buffer is zeroed when made, and guests ask for
+ * a lot). Files that report size 0 but have contents (procfs under a mount
+ * of `/`) are read 4 KiB at a time.
+ */
+function readLength(want: number, size: number, at: number): number {
+  return Math.min(want, Math.max(size - at, 4096));
 }
 
 /** The physical path from the mount root of `name` in `r.dir`, or of `r.dir` itself. */
