@@ -7,7 +7,7 @@
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import { WASM_PAGE_BYTES } from './limits.js';
-import type { DiskQuota } from './fs/filesystem.js';
+import type { DiskQuota } from './fs/quota.js';
 import type { RunRequest } from './run.js';
 
 /** Thrown from a stdio sink to unwind the guest when stdout passes its cap. */

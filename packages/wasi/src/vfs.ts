@@ -6,7 +6,8 @@
  */
 import type { MountBinding } from '@corral/core';
 import type { FsBackend } from './fs/backend.js';
-import { DiskQuota, rootDescriptor, type Descriptor, type Mount } from './fs/filesystem.js';
+import { rootDescriptor, type Descriptor, type Mount } from './fs/filesystem.js';
+import { DiskQuota } from './fs/quota.js';
 import { MemoryBackend } from './fs/memory.js';
 
 /** Opens a host folder as a mount's storage; only hosts with a filesystem (Node) supply one. */

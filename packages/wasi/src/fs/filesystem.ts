@@ -20,49 +20,15 @@
  *   - every value from the guest is checked (guest.ts) before use.
  */
 import type { EntryStat, FsBackend } from './backend.js';
+import type { DiskQuota } from './quota.js';
 import { parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
-/** What creating one entry (file, folder, link) costs against the disk quota, like an inode and a directory slot. */
-export const ENTRY_BYTES = 512;
 /** Files one call may hold open at once (host files are real fds, shared by the whole process). */
 export const MAX_OPEN_FILES = 1024;
 /** Entries checked for symlinks before a folder moves up; a bigger folder is not moved up. */
 const MAX_MOVE_SCAN = 10_000;
-
-/** Bytes a call may add to files, across all its writable mounts and /tmp. */
-export class DiskQuota {
-  readonly limitBytes: number;
-  usedBytes = 0;
-  /** Set once a write was refused, so the run can report E_RESOURCE_EXHAUSTED (disk). */
-  exceeded = false;
-
-  constructor(limitBytes: number) {
-    this.limitBytes = limitBytes;
-  }
-
-  /** Account for `bytes` of growth, or refuse the write that would cause it. */
-  charge(bytes: number): void {
-    if (!Number.isFinite(bytes)) throw new TypeError(`disk quota charged a non-number (${bytes})`);
-    if (bytes <= 0) return;
-    if (this.usedBytes + bytes > this.limitBytes) {
-      this.exceeded = true;
-      throw 'insufficient-space';
-    }
-    this.usedBytes += bytes;
-  }
-
-  /** Charge for one entry (file, folder, link) the call creates. */
-  chargeEntry(): void {
-    this.charge(ENTRY_BYTES);
-  }
-
-  /** A create that was charged failed: give its cost back. (Removing an entry frees nothing, as removing bytes does not.) */
-  refundEntry(): void {
-    this.usedBytes = Math.max(0, this.usedBytes - ENTRY_BYTES);
-  }
-}
 
 /** One mount of one call: its storage, its access and the call's shared state. */
 export interface Mount {
