@@ -179,11 +179,13 @@ export class Descriptor {
     const open = flagsOf(openFlags, 'open-flags', OPEN_FLAGS);
     const asked = flagsOf(descriptorFlags, 'descriptor-flags', DESCRIPTOR_FLAGS);
     this.#dir();
-    // A descriptor opened from this one can do at most what this one can.
-    const wantsWrite = asked.write || open.create || open.truncate;
-    if (this.#mount.readOnly && (wantsWrite || asked.mutateDirectory)) throw 'read-only';
-    if ((wantsWrite || asked.mutateDirectory) && !this.#flags.mutateDirectory) throw 'not-permitted';
-    const flags: DescriptorFlags = { read: asked.read, write: asked.write, mutateDirectory: asked.mutateDirectory };
+    // A descriptor opened from this one can do at most what this one can. As
+    // in wasmtime, a folder opened from a folder keeps its right to change
+    // what is below it (mutate-directory is inherited, whatever was asked):
+    // the preview1 adapter and wasi-libc ask for it inconsistently.
+    if (this.#mount.readOnly && (asked.write || open.create || open.truncate)) throw 'read-only';
+    if ((open.create || open.truncate) && !this.#flags.mutateDirectory) throw 'not-permitted';
+    const flags: DescriptorFlags = { read: asked.read, write: asked.write, mutateDirectory: this.#flags.mutateDirectory };
     if (this.#mount.open.size >= MAX_OPEN_FILES) throw 'insufficient-memory';
     return this.#at(path, symlinkFollow, (r) => {
       const backend = this.#backend();
@@ -227,7 +229,7 @@ export class Descriptor {
         if (info === null) this.#mount.quota.refundEntry();
         throw err;
       }
-      const descriptor = new Descriptor(HOST, this.#mount, null, file, flags);
+      const descriptor = new Descriptor(HOST, this.#mount, null, file, { ...flags, mutateDirectory: false });
       this.#mount.open.add(descriptor);
       return descriptor;
     });
