@@ -750,7 +750,14 @@ export class Preview1Host {
       const entry = f.listing[i]!;
       // dirent: d_next@0 d_ino@8 d_namlen@16 d_type@20
       hv.setBigUint64(0, BigInt(i + 1), true);
-      hv.setBigUint64(8, entry.lookup === null ? 0n : inodeOf(() => f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!)), true);
+      // `.` is the directory itself (its fstat inode); `..` may be outside the mount: 0.
+      const ino =
+        entry.lookup !== null
+          ? inodeOf(() => f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!))
+          : i === 0
+            ? inodeOf(() => f.descriptor.metadataHash())
+            : 0n;
+      hv.setBigUint64(8, ino, true);
       hv.setUint32(16, entry.name.length, true);
       hv.setUint8(20, entry.filetype);
       for (const part of [header, entry.name]) {

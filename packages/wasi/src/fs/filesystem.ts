@@ -450,7 +450,11 @@ export class Descriptor {
       const info = this.#statOf(from);
       if (info.type === 'directory') throw 'not-permitted';
       target.#at(newPath, false, (to) => {
-        if (to.name === null || to.trailingSlash) throw 'exist';
+        if (to.name === null) throw 'exist';
+        if (to.trailingSlash) {
+          this.#backend().stat(to.dir, to.name); // 'no-entry' when missing
+          throw 'exist';
+        }
         if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, from.depth, to.depth);
         this.#mount.quota.chargeEntry();
         try {
