@@ -1,0 +1,91 @@
+/**
+ * Red-team findings: each test pins one way a hostile tool (or a careless
+ * host) broke a promise of SECURITY.md, through the descriptors a
+ * component's glue calls (or a preview1 module's imports), over real host
+ * folders. Tests marked `it.fails` are open holes.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { openHostDirectory } from '@corral/node';
+
+const SECRET = 'SECRET-OUTSIDE-7c1d';
+
+let base: string;
+let mount: string;
+let outside: string;
+let call: CallFilesystem | undefined;
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+beforeEach(() => {
+  base = realpathSync(mkdtempSync(join(tmpdir(), 'corral-redteam-')));
+  mount = join(base, 'mount');
+  outside = join(base, 'outside');
+  mkdirSync(join(mount, 'dir', 'sub'), { recursive: true });
+  mkdirSync(outside);
+  writeFileSync(join(outside, 'secret.txt'), SECRET);
+});
+
+afterEach(() => {
+  call?.close();
+  call = undefined;
+  rmSync(base, { recursive: true, force: true });
+});
+
+function mountRw(...hostPaths: string[]): Descriptor[] {
+  call = callFilesystem(
+    hostPaths.map((hostPath, i) => ({ guest: `/m${i}`, access: 'read-write' as const, hostPath })),
+    1 << 20,
+    openHostDirectory,
+  );
+  return call.preopens.slice(0, hostPaths.length).map(([d]) => d);
+}
+
+describe('links a tool makes point only inside its mount, also for the host', () => {
+  it('a `..` after a symlink in a link target is judged physically, not by its text', () => {
+    const [root] = mountRw(mount);
+    // `here -> .` stays inside; `l -> here/../outside/secret.txt` reads as inside by its text
+    // (here, .., outside: never above the root), but the kernel follows `here` first, to the
+    // mount root, and `..` from there is the mount's parent.
+    root!.symlinkAt('.', 'here');
+    const made = thrown(() => root!.symlinkAt('here/../outside/secret.txt', 'l'));
+    if (made === undefined) {
+      // The host (an agent's `cat`, an editor) now reads outside the mount through it.
+      expect(readFileSync(join(mount, 'l'), 'utf8')).not.toBe(SECRET);
+    }
+    expect(made).toBe('not-permitted');
+  });
+
+  it('two read-write mounts, one inside the other: a link made in the outer one cannot be moved up in the inner one to lead out of both', () => {
+    // The caller binds a project at /m0 and its `dir` at /m1, both read-write.
+    const [outer, inner] = mountRw(mount, join(mount, 'dir'));
+    // In /m0, dir/sub/l -> ../../outside/secret.txt leads to mount/outside/secret.txt: inside.
+    outer!.symlinkAt('../../outside/secret.txt', 'dir/sub/l');
+    // In /m1 the same link, sub/l, already leads out of /m1, so moving it up was allowed ...
+    const moved = thrown(() => inner!.renameAt('sub/l', inner!, 'l'));
+    if (moved === undefined) {
+      // ... and mount/dir/l -> ../../outside/secret.txt is base/outside/secret.txt: out of both mounts.
+      expect(readFileSync(join(mount, 'dir', 'l'), 'utf8')).not.toBe(SECRET);
+    }
+    expect(moved).toBe('not-permitted');
+  });
+
+  it('a link the host made that leads out cannot be moved up by the tool to lead somewhere else outside', () => {
+    const [root] = mountRw(mount);
+    // npm-style: the host's dir/sub/pkg -> ../../../outside-ish, one level out of the mount.
+    symlinkSync('../../../elsewhere', join(mount, 'dir', 'sub', 'pkg'));
+    // Moved two levels up it would name base/../elsewhere: a place outside the host never linked.
+    expect(thrown(() => root!.renameAt('dir/sub/pkg', root!, 'pkg'))).toBe('not-permitted');
+    expect(thrown(() => root!.linkAt({}, 'dir/sub/pkg', root!, 'pkg2'))).toBe('not-permitted');
+  });
+});
