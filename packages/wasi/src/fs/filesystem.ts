@@ -497,15 +497,17 @@ export class Descriptor {
 
   /**
    * Refuse to move the symlink `name` of `dir` from a folder `from` levels
-   * below the root to one `to` levels below if it leads inside now and would
-   * lead out there. (A link that already leads out is the host's; moving it
-   * changes nothing.)
+   * below the root up to one `to` levels below if it would lead out there.
+   * That a link already leads out from where it is is no licence: moved up,
+   * a relative link leads somewhere else, and a link that leads out of this
+   * mount may lead inside another mount that holds this one (two nested
+   * mounts of one host folder), so moving it up would lead out of both.
    */
   #linkMayMove(dir: unknown, name: string, from: number, to: number): void {
     if (to >= from) return;
     const target = this.#backend().readlink(dir, name);
     // An absolute target means the same wherever the link sits.
-    if (!target.startsWith('/') && staysInside(target, from) && !staysInside(target, to)) throw 'not-permitted';
+    if (!target.startsWith('/') && !staysInside(target, to)) throw 'not-permitted';
   }
 
   /**

@@ -190,13 +190,25 @@ export function visibleTarget(backend: FsBackend<unknown>, target: string, depth
   return target;
 }
 
-/** True when a relative `target`, read from a folder `depth` below the root, never climbs above the root. */
+/**
+ * True when a relative `target`, read from a folder `depth` below the root,
+ * never climbs above the root. Its `..`s must all come first: the kernel
+ * follows a name before the `..` after it, so `here/../x` with `here -> .`
+ * is the root's parent, whatever the text says. Only leading `..`s climb
+ * from a known place (the real folder the link sits in).
+ */
 export function staysInside(target: string, depth: number): boolean {
   if (target === '' || target.startsWith('/') || target.includes('\0')) return false;
   let at = depth;
+  let named = false;
   for (const s of target.split('/')) {
-    if (s === '..') at--;
-    else if (s !== '' && s !== '.') at++;
+    if (s === '..') {
+      if (named) return false;
+      at--;
+    } else if (s !== '' && s !== '.') {
+      named = true;
+      at++;
+    }
     if (at < 0) return false;
   }
   return true;
