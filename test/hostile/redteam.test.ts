@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
 import { openHostDirectory } from '@corral/node';
+import { runInChild } from './child.js';
 
 const SECRET = 'SECRET-OUTSIDE-7c1d';
 
@@ -88,4 +89,42 @@ describe('links a tool makes point only inside its mount, also for the host', ()
     expect(thrown(() => root!.renameAt('dir/sub/pkg', root!, 'pkg'))).toBe('not-permitted');
     expect(thrown(() => root!.linkAt({}, 'dir/sub/pkg', root!, 'pkg2'))).toBe('not-permitted');
   });
+});
+
+describe('what the preview1 host does for a guest is bounded', () => {
+  // Each runs in a child process: before the fixes they cost the host gigabytes.
+  const REDTEAM = new URL('../fixtures/redteam/', import.meta.url).pathname;
+  const run = async (tool: string) => {
+    const child = await runInChild([{ tool }], { toolDirs: [REDTEAM] });
+    expect(child.stderr).not.toMatch(/FATAL ERROR/);
+    expect(child.signal).toBeNull();
+    expect(child.status).toBe(0);
+    expect(child.results).toHaveLength(1);
+    return { result: child.results[0]!, maxRssMb: child.maxRssMb! };
+  };
+
+  // 2048 iovecs naming the same 1 MiB: the host gathered all 2 GiB into one
+  // buffer (2.1 GB RSS) before the disk quota (1 MiB) was asked. With 4 GiB
+  // of memory it is 4 GiB a call, per worker of the pool at once.
+  it('fd_write with aliased iovecs copies at most one chunk, whatever the iovecs add up to', async () => {
+    const { result, maxRssMb } = await run('p1-iovec-alias');
+    expect(maxRssMb).toBeLessThan(400);
+    // A short write of 1 MiB: within the quota once, and the tool exits 0.
+    expect(result.exit_code).toBe(0);
+  }, 120_000);
+
+  // 60 million empty iovecs: a JS object each, until the worker's heap gave out.
+  it('fd_write with more than 1,024 iovecs is EINVAL (28), as on Linux', async () => {
+    const { result, maxRssMb } = await run('p1-iovec-count');
+    expect(result.exit_code).toBe(28);
+    expect(maxRssMb).toBeLessThan(800);
+  }, 120_000);
+
+  // 22 million subscriptions: two JS objects each; 34 s, then the worker's heap gave out.
+  it('poll_oneoff with more than 65,536 subscriptions is EINVAL (28), as a component poll list is refused', async () => {
+    const { result, maxRssMb } = await run('p1-poll-flood');
+    expect(result.exit_code).toBe(28);
+    expect(result.ms).toBeLessThan(10_000);
+    expect(maxRssMb).toBeLessThan(1200);
+  }, 120_000);
 });
