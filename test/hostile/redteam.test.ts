@@ -103,9 +103,9 @@ describe('what the preview1 host does for a guest is bounded', () => {
     return { result: child.results[0]!, maxRssMb: child.maxRssMb! };
   };
 
-  // 2048 iovecs naming the same 1 MiB: the host gathered all 2 GiB into one
-  // buffer (2.1 GB RSS) before the disk quota (1 MiB) was asked. With 4 GiB
-  // of memory it is 4 GiB a call, per worker of the pool at once.
+  // 1024 iovecs naming the same 2 MiB: the host gathered all 2 GiB into one
+  // buffer (2.1 GB RSS) before the disk quota (2 MiB) was asked. Any tool can
+  // make it 4 GiB a call (Node's largest buffer), per worker of the pool at once.
   it('fd_write with aliased iovecs copies at most one chunk, whatever the iovecs add up to', async () => {
     const { result, maxRssMb } = await run('p1-iovec-alias');
     expect(maxRssMb).toBeLessThan(400);
