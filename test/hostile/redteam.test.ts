@@ -5,7 +5,8 @@
  * folders. Tests marked `it.fails` are open holes.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
@@ -13,6 +14,8 @@ import { openHostDirectory } from '@corral/node';
 import { runInChild } from './child.js';
 
 const SECRET = 'SECRET-OUTSIDE-7c1d';
+/** open(2)'s O_PATH (Linux), with O_DIRECTORY. */
+const O_PATH_DIR = 0o10000000 | constants.O_DIRECTORY;
 
 let base: string;
 let mount: string;
@@ -40,7 +43,8 @@ beforeEach(() => {
 afterEach(() => {
   call?.close();
   call = undefined;
-  rmSync(base, { recursive: true, force: true });
+  // GNU rm: rmSync recurses, and the deep trees below overflow its stack.
+  execFileSync('rm', ['-rf', base]);
 });
 
 function mountRw(...hostPaths: string[]): Descriptor[] {
@@ -126,5 +130,83 @@ describe('what the preview1 host does for a guest is bounded', () => {
     expect(result.exit_code).toBe(28);
     expect(result.ms).toBeLessThan(10_000);
     expect(maxRssMb).toBeLessThan(1200);
+  }, 120_000);
+});
+
+describe('a walk holds a bounded number of directory fds, however deep the tree', () => {
+  /** Make `levels` nested folders `a` under `dir` (host side, 1,000 at a time through /proc, past PATH_MAX). */
+  function deepTree(dir: string, levels: number): void {
+    let fd = openSync(dir, O_PATH_DIR);
+    for (let done = 0; done < levels; done += 1000) {
+      const step = Math.min(1000, levels - done);
+      const rel = Array(step).fill('a').join('/');
+      mkdirSync(`/proc/self/fd/${fd}/${rel}`, { recursive: true });
+      const next = openSync(`/proc/self/fd/${fd}/${rel}`, O_PATH_DIR);
+      closeSync(fd);
+      fd = next;
+    }
+    closeSync(fd);
+  }
+
+  /** A descriptor for the folder `levels` deep (descriptors are paths from the root: each open re-walks them). */
+  function deepDescriptor(root: Descriptor, levels: number): Descriptor {
+    let d = root;
+    for (let done = 0; done < levels; done += 1000) {
+      const step = Math.min(1000, levels - done);
+      d = d.openAt({}, Array(step).fill('a').join('/'), { directory: true }, { read: true, mutateDirectory: true });
+    }
+    return d;
+  }
+
+  // Every directory of a walk was held (an O_PATH fd) until the walk ended:
+  // a tool that made a deep tree (512 bytes of quota a folder) made every
+  // use of a deep descriptor take one fd per level from the whole process.
+  it('a descriptor 3,000 folders deep holds few fds at once', () => {
+    deepTree(mount, 3000);
+    let held = 0;
+    let most = 0;
+    call = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, (path) => {
+      const real = openHostDirectory(path);
+      // Every other method, bound to the real backend (it has private fields).
+      const bound = (k: string) => (Reflect.get(real, k) as (...a: unknown[]) => unknown).bind(real);
+      const counting = new Proxy(real, {
+        get: (t, k) => {
+          if (k === 'openDirectory') {
+            return (dir: unknown, name: string) => {
+              const d = real.openDirectory(dir, name);
+              most = Math.max(most, ++held);
+              return d;
+            };
+          }
+          if (k === 'releaseDirectory') {
+            return (dir: unknown) => {
+              held--;
+              real.releaseDirectory(dir);
+            };
+          }
+          const v = Reflect.get(t, k);
+          return typeof v === 'function' ? bound(k as string) : v;
+        },
+      });
+      return counting;
+    });
+    const deep = deepDescriptor(call.preopens[0]![0], 3000);
+    most = 0;
+    deep.createDirectoryAt('leaf');
+    expect(deep.statAt({}, 'leaf').type).toBe('directory');
+    expect(held).toBe(0);
+    expect(most).toBeLessThan(100);
+  });
+
+  // With this many levels, the walk itself runs the process out of fds
+  // (EMFILE): while it lasts, nothing else in the host can open a file.
+  it('a tree deeper than the process may hold fds is still walked, and the host keeps fds to spare', () => {
+    const limit = Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 'NaN');
+    if (!(limit <= 65536)) return; // too many to exhaust here
+    const levels = limit + 500;
+    deepTree(mount, levels);
+    const [root] = mountRw(mount);
+    const deep = deepDescriptor(root!, levels);
+    expect(thrown(() => deep.createDirectoryAt('leaf'))).toBeUndefined();
   }, 120_000);
 });
