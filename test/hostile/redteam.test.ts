@@ -198,6 +198,30 @@ describe('a walk holds a bounded number of directory fds, however deep the tree'
     expect(most).toBeLessThan(100);
   });
 
+  it('`..` back up a deep walk reaches the folders it let go of, by name', () => {
+    deepTree(mount, 200);
+    writeFileSync(join(mount, ...Array(50).fill('a'), 'marker'), 'at 50');
+    const [root] = mountRw(mount);
+    const deep = deepDescriptor(root!, 200);
+    // Down 100 more names and up 250: folder 50, then its marker.
+    const path = [...Array(150).fill('..'), 'marker'].join('/');
+    expect(thrown(() => deep.statAt({}, path))).toBe('not-permitted'); // never above the descriptor
+    const mid = root!.openAt({}, Array(40).fill('a').join('/'), { directory: true }, { read: true });
+    const there = [...Array(100).fill('a'), ...Array(90).fill('..'), 'marker'].join('/');
+    expect(mid.statAt({}, there).size).toBe(5n);
+    // A link 120 levels down that climbs back 80: resolved through the re-opened folders.
+    symlinkSync([...Array(80).fill('..'), 'marker'].join('/'), join(mount, ...Array(130).fill('a'), 'up'));
+    expect(root!.statAt({ symlinkFollow: true }, [...Array(130).fill('a'), 'up'].join('/')).size).toBe(5n);
+  });
+
+  it('a folder deeper than the move check reaches is not moved up', () => {
+    deepTree(join(mount, 'dir', 'sub'), 100);
+    const [root] = mountRw(mount);
+    expect(thrown(() => root!.renameAt('dir/sub/a', root!, 'a'))).toBe('not-permitted');
+    // Sideways or down, nothing to check: it moves.
+    expect(thrown(() => root!.renameAt('dir/sub/a', root!, 'dir/sub/b'))).toBeUndefined();
+  });
+
   // With this many levels, the walk itself runs the process out of fds
   // (EMFILE): while it lasts, nothing else in the host can open a file.
   it('a tree deeper than the process may hold fds is still walked, and the host keeps fds to spare', () => {

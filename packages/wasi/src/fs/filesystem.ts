@@ -30,6 +30,8 @@ export const ENTRY_BYTES = 512;
 export const MAX_OPEN_FILES = 1024;
 /** Entries checked for symlinks before a folder moves up; a bigger folder is not moved up. */
 const MAX_MOVE_SCAN = 10_000;
+/** Levels of folders checked the same way (the check holds each level open); a deeper folder is not moved up. */
+const MAX_MOVE_DEPTH = 64;
 
 /** Bytes a call may add to files, across all its writable mounts and /tmp. */
 export class DiskQuota {
@@ -513,12 +515,14 @@ export class Descriptor {
   /**
    * Before the folder `name` of `dir` moves up (its entries from `from`
    * levels below the root to `to`), check the same for every symlink in it.
-   * A folder too big to check (MAX_MOVE_SCAN entries) is not moved up.
+   * A folder too big or too deep to check (MAX_MOVE_SCAN entries,
+   * MAX_MOVE_DEPTH levels) is not moved up.
    */
   #linksMayMove(dir: unknown, name: string, from: number, to: number): void {
     const backend = this.#backend();
     let budget = MAX_MOVE_SCAN;
     const scan = (parent: unknown, folder: string, levels: number): void => {
+      if (levels >= MAX_MOVE_DEPTH) throw 'not-permitted';
       const handle = backend.openDirectory(parent, folder);
       try {
         for (const entry of backend.readDirectory(handle)) {
