@@ -234,3 +234,19 @@ describe('a walk holds a bounded number of directory fds, however deep the tree'
     expect(thrown(() => deep.createDirectoryAt('leaf'))).toBeUndefined();
   }, 120_000);
 });
+
+describe('memory caps hold per call, not per core instance', () => {
+  const REDTEAM = new URL('../fixtures/redteam/', import.meta.url).pathname;
+
+  // Caps are rewritten into each core module; a component instantiated one
+  // module 16 times and each instance filled its own 256 MiB: 4.3 GB of host
+  // RSS for memory_mb 256 (and memory_mb 4096 with 100 copies is 400 GB).
+  it('a component that instantiates one core module 16 times gets one memory cap, not 16', async () => {
+    const child = await runInChild([{ tool: 'instance-hog' }], { toolDirs: [REDTEAM] });
+    expect(child.status).toBe(0);
+    expect(child.results).toHaveLength(1);
+    expect(child.maxRssMb).toBeLessThan(1200);
+    expect(child.results[0]!.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(child.results[0]!.error?.details).toMatchObject({ resource: 'memory' });
+  }, 120_000);
+});
