@@ -250,3 +250,21 @@ describe('memory caps hold per call, not per core instance', () => {
     expect(child.results[0]!.error?.details).toMatchObject({ resource: 'memory' });
   }, 120_000);
 });
+
+describe('lists the glue lifts element by element are bounded before they are built', () => {
+  const REDTEAM = new URL('../fixtures/redteam/', import.meta.url).pathname;
+
+  // poll(list<borrow<pollable>>) with 200 million copies of one handle: jco's
+  // glue builds a JS array of them before Corral's poll can refuse the list,
+  // and the array's growth crossed the worker's heap limit in one step:
+  // "FATAL ERROR: Reached heap limit", SIGABRT, the whole host process gone.
+  it('poll with 200 million pollables traps the tool; the host lives', async () => {
+    const child = await runInChild([{ tool: 'poll-bomb' }], { toolDirs: [REDTEAM] });
+    expect(child.stderr).not.toMatch(/FATAL ERROR/);
+    expect(child.signal).toBeNull();
+    expect(child.status).toBe(0);
+    expect(child.results).toHaveLength(1);
+    expect(child.results[0]!.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(child.results[0]!.ms).toBeLessThan(10_000);
+  }, 120_000);
+});
