@@ -9,7 +9,8 @@ import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, r
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { callFilesystem, transpileComponent, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { guardLiftedLists } from '../../packages/wasi/src/run.js';
 import { openHostDirectory } from '@corral/node';
 import { runInChild } from './child.js';
 
@@ -267,4 +268,14 @@ describe('lists the glue lifts element by element are bounded before they are bu
     expect(child.results[0]!.error?.code).toBe('E_UNEXPECTED_EXIT');
     expect(child.results[0]!.ms).toBeLessThan(10_000);
   }, 120_000);
+
+  // The guard is a rewrite of jco's glue: if a jco upgrade changes its lifting loops, this fails first.
+  it("the guard finds every lifting loop in jco's glue", async () => {
+    const prepared = await transpileComponent(readFileSync(join(REDTEAM, 'poll-bomb', 'poll-bomb.wasm')), 'poll-bomb');
+    const loops = prepared.glue.match(/for \(let i = 0; i < len\d+; i\+\+\)/g) ?? [];
+    expect(loops.length).toBeGreaterThan(0);
+    const guarded = guardLiftedLists(prepared.glue);
+    expect(guarded.match(/__corralLifted \+= len\d+\) > 65536\) throw/g)).toHaveLength(loops.length);
+    expect(guarded.match(/function trampoline\d+\([^)]*\) \{ __corralLifted = 0;/g)?.length).toBeGreaterThan(0);
+  }, 60_000);
 });

@@ -168,7 +168,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(prepared.glue);
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(guardLiftedLists(prepared.glue));
   const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
   return { instantiate: glue.instantiate, modules, capped: withCaps };
 }
@@ -183,4 +183,31 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
     { exports: Object.keys(exports) },
   );
+}
+
+/** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */
+export const MAX_LIFTED_ELEMENTS = 65536;
+
+/**
+ * Bound the lists jco's glue lifts element by element (any list but
+ * list<u8>, which is one copy of guest memory): the glue builds a JS array
+ * of them before any host function can check its arguments, and a lying
+ * component may declare such a list anywhere. 200 million elements grew
+ * that array past the worker's heap limit in one step, and Node aborted the
+ * whole process (nodejs/node#47224). Each lifting loop of jco 1.15.4 (`for
+ * (let i = 0; i < lenN; i++)`, lenN read from the guest) first adds its
+ * length to a count reset when the guest calls into the host (a
+ * `trampolineN`), so nested lists that alias one another count too; past
+ * MAX_LIFTED_ELEMENTS the call traps.
+ */
+export function guardLiftedLists(glue: string): string {
+  const counter = '__corralLifted';
+  const guarded = glue
+    .replace(/(function trampoline\d+\([^)]*\) \{)/g, `$1 ${counter} = 0;`)
+    .replace(
+      /for \(let (\w+) = 0; \1 < (len\d+); \1\+\+\) \{/g,
+      (loop, _i, len: string) =>
+        `if ((${counter} += ${len}) > ${MAX_LIFTED_ELEMENTS}) throw new TypeError('a list argument of more than ${MAX_LIFTED_ELEMENTS} elements'); ${loop}`,
+    );
+  return `let ${counter} = 0;\n${guarded}`;
 }
