@@ -279,3 +279,42 @@ describe('lists the glue lifts element by element are bounded before they are bu
     expect(guarded.match(/function trampoline\d+\([^)]*\) \{ __corralLifted = 0;/g)?.length).toBeGreaterThan(0);
   }, 60_000);
 });
+
+describe('two calls of a tool on one folder at once (open: needs a lock across calls)', () => {
+  // Two parallel calls of one hostile tool share a read-write folder. Call A
+  // makes dir/sub/l -> ../../outside/secret.txt: from dir/sub (2 deep) that is
+  // mount/outside/secret.txt, inside. Call B moves dir/sub up to sub: its check
+  // scans sub for links that would lead out once moved, finds none yet, and
+  // moves it. If B's rename lands between A's check and A's symlink(2) (A holds
+  // sub's fd, which moves with it), the link is made 1 deep and leads to
+  // base/outside/secret.txt. Each window is microseconds, but two calls can
+  // try millions of times. Here the interleaving is played out in one thread:
+  // B's rename runs inside A's backend.symlink, just before the real one.
+  it.fails('a link made while another call moves its folder up still leads inside', () => {
+    const callB = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, openHostDirectory);
+    const b = callB.preopens[0]![0];
+    call = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, (path) => {
+      const real = openHostDirectory(path);
+      return new Proxy(real, {
+        get: (t, k) => {
+          if (k === 'symlink') {
+            return (dir: unknown, name: string, target: string) => {
+              b.renameAt('dir/sub', b, 'sub'); // call B, in its own worker
+              real.symlink(dir, name, target);
+            };
+          }
+          const v = Reflect.get(t, k);
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+        },
+      });
+    });
+    const a = call.preopens[0]![0];
+    try {
+      a.symlinkAt('../../outside/secret.txt', 'dir/sub/l');
+      // The host (an agent's `cat`) follows it out of the mount.
+      expect(readFileSync(join(mount, 'sub', 'l'), 'utf8')).not.toBe(SECRET);
+    } finally {
+      callB.close();
+    }
+  });
+});
