@@ -5,7 +5,7 @@
  * folders. Tests marked `it.fails` are open holes.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -316,5 +316,18 @@ describe('two calls of a tool on one folder at once (open: needs a lock across c
     } finally {
       callB.close();
     }
+  });
+});
+
+describe('held folders', () => {
+  // The times left unchanged were read with lstat of /proc/<pid>/fd/N, the
+  // fd's magic link: setting a folder's mtime set its atime to about now.
+  it("set-times on a directory descriptor leaves the time it was not asked to change", () => {
+    utimesSync(join(mount, 'dir'), 1000, 2000);
+    const [root] = mountRw(mount);
+    const dir = root!.openAt({}, 'dir', { directory: true }, { read: true, mutateDirectory: true });
+    dir.setTimes({ tag: 'no-change' }, { tag: 'timestamp', val: { seconds: 5000n, nanoseconds: 0 } });
+    expect(statSync(join(mount, 'dir')).atimeMs).toBe(1_000_000);
+    expect(statSync(join(mount, 'dir')).mtimeMs).toBe(5_000_000);
   });
 });
