@@ -331,3 +331,26 @@ describe('held folders', () => {
     expect(statSync(join(mount, 'dir')).mtimeMs).toBe(5_000_000);
   });
 });
+
+describe('symlink targets are bounded like paths', () => {
+  const REDTEAM = new URL('../fixtures/redteam/', import.meta.url).pathname;
+
+  // In /tmp (and OPFS mounts, which are in-memory trees written back with
+  // their links in a sidecar file) nothing bounded a link's target: a 200 MB
+  // target was stored for the 512 bytes an entry costs, and split into 100
+  // million components by the containment check on the way.
+  it('path_symlink with a 200 MB target is ENAMETOOLONG (37), as on Linux', async () => {
+    const child = await runInChild([{ tool: 'p1-symlink-bomb' }], { toolDirs: [REDTEAM] });
+    expect(child.status).toBe(0);
+    expect(child.results[0]!.exit_code).toBe(37);
+    expect(child.maxRssMb).toBeLessThan(1200);
+  }, 120_000);
+
+  it('symlink-at in /tmp refuses a target longer than PATH_MAX; a long one within it is made', () => {
+    call = callFilesystem([], 1 << 20);
+    const tmp = call.preopens[0]![0];
+    expect(thrown(() => tmp.symlinkAt('a/'.repeat(2048) + 'b', 'long'))).toBe('name-too-long');
+    expect(thrown(() => tmp.symlinkAt('a/'.repeat(2047) + 'b', 'fits'))).toBeUndefined();
+    expect(call.quota.usedBytes).toBe(512);
+  });
+});
