@@ -20,7 +20,7 @@
  *   - every value from the guest is checked (guest.ts) before use.
  */
 import type { EntryStat, FsBackend } from './backend.js';
-import { parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
+import { checkLinkTarget, parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
@@ -448,6 +448,7 @@ export class Descriptor {
   symlinkAt(oldPath: unknown, newPath: unknown): void {
     const linkTarget = string(oldPath, 'symlink target');
     this.#mutable();
+    checkLinkTarget(linkTarget);
     this.#at(newPath, false, (r) => {
       if (r.name === null) throw 'exist';
       if (r.trailingSlash) {

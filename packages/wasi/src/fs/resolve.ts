@@ -49,6 +49,15 @@ export function parsePath(path: string): ParsedPath {
 }
 
 /**
+ * Check a symlink target a guest asks for, before anything splits it: under
+ * PATH_MAX bytes, as symlink(2) wants (in-memory trees would store any size,
+ * and an OPFS mount writes links back to disk).
+ */
+export function checkLinkTarget(target: string): void {
+  if (target.length >= PATH_MAX || utf8.encode(target).length >= PATH_MAX) throw 'name-too-long';
+}
+
+/**
  * Where a path led: the directory holding its last component (held open
  * until `release`) and that component's name, or name null when the path
  * names the directory itself (`.`, `a/..`).
