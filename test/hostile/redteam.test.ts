@@ -354,3 +354,22 @@ describe('symlink targets are bounded like paths', () => {
     expect(call.quota.usedBytes).toBe(512);
   });
 });
+
+describe('a host folder mounted at / (open: a design decision)', () => {
+  // README and filesystem.test.ts treat a read-only mount of / as supported,
+  // and procfs files are deliberately readable through it (readLength's 4 KiB
+  // for size-0 files). But /proc/self is the host process: its mem file reads
+  // any byte of the Node process (other calls' inputs and outputs, secrets the
+  // host holds), its environ the host's environment at launch; a read-write
+  // mount of / could write mem (code execution). Refusing files whose st_dev
+  // is procfs's in host-fs's #reopen would cost no syscall.
+  it.fails("a read-only / mount does not read the host process's memory", () => {
+    call = callFilesystem([{ guest: '/', access: 'read', hostPath: '/' }], 1 << 20, openHostDirectory);
+    const root = call.preopens[0]![0];
+    const maps = root.openAt({ symlinkFollow: true }, 'proc/self/maps', {}, { read: true });
+    const text = new TextDecoder().decode(maps.read(1n << 20n, 0n)[0]);
+    const writable = text.split('\n').find((l) => / rw-p /.test(l))!;
+    const mem = root.openAt({ symlinkFollow: true }, 'proc/self/mem', {}, { read: true });
+    expect(thrown(() => mem.read(64n, BigInt(`0x${writable.split('-')[0]}`)))).toBe('not-permitted');
+  });
+});
