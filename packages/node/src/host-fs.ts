@@ -193,7 +193,8 @@ class HostFolder implements ClosableBackend {
     // lutimes never follows the last name; a held directory itself is reached through its fd.
     const path = name === null ? dir.path : this.#at(dir, name);
     const follow = name === null && this.#held;
-    const current = fs(() => lstatSync(path, { bigint: true }));
+    // Not lstat of /proc/<pid>/fd/N: that is the fd's magic link, whose times are not the folder's.
+    const current = fs(() => (follow ? fstatSync(dir.fd, { bigint: true }) : lstatSync(path, { bigint: true })));
     const [a, m] = times(current, atime, mtime);
     fs(() => (follow ? utimesSync(path, a, m) : lutimesSync(path, a, m)));
   }

@@ -18,7 +18,7 @@ export const MAX_CHUNK = 1 << 20;
 /** blocking-write-and-flush and blocking-write-zeroes-and-flush accept at most this much (wasi:io/streams). */
 const BLOCKING_WRITE_MAX = 4096;
 /** A poll list longer than this is refused (the guest would wait on more than it could ever handle). */
-const MAX_POLL = 65536;
+export const MAX_POLL = 65536;
 
 /** Only this module may construct the resources it hands out. */
 const HOST = Symbol('corral host');

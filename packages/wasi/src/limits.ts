@@ -86,6 +86,16 @@ export function capComponentModules(modules: Readonly<Record<string, Uint8Array>
   return Object.fromEntries(Object.entries(modules).map(([name, bytes]) => [name, capModule(bytes, maxPages, toolName, share)]));
 }
 
+/**
+ * Whether a core module defines a memory or a table: its caps are rewritten
+ * into the module, so each instance of it has them whole. A component may
+ * instantiate such a module once per call (ComponentRunner refuses more).
+ */
+export function definesMemoryOrTable(module: Uint8Array): boolean {
+  const found = definedSections(module);
+  return found.memory || found.table;
+}
+
 /** Whether a module defines memories or tables (a non-empty memory or table section). */
 function definedSections(module: Uint8Array): { memory: boolean; table: boolean } {
   const found = { memory: false, table: false };

@@ -25,7 +25,7 @@ import type { RunRequest, RunnerOptions } from './run.js';
 import { capModule, WASM_PAGE_BYTES } from './limits.js';
 import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { MAX_OPEN_FILES, type Descriptor, type DescriptorStat } from './fs/filesystem.js';
-import { monotonicNs, realtimeNs, sleepNs } from './io.js';
+import { MAX_CHUNK, MAX_POLL, monotonicNs, realtimeNs, sleepNs } from './io.js';
 import { CappedSink, ProcExit, classify, finishRun, type RunEnd } from './outcome.js';
 
 type NewTimestamp = { tag: 'no-change' } | { tag: 'now' } | { tag: 'timestamp'; val: { seconds: bigint; nanoseconds: number } };
@@ -201,6 +201,8 @@ const SUBSCRIPTION_SIZE = 48;
 const EVENT_SIZE = 32;
 
 const MAX_OFFSET = Number.MAX_SAFE_INTEGER;
+/** iovecs one read or write may name, as Linux's IOV_MAX: past it, EINVAL (each costs the host an object). */
+const MAX_IOVS = 1024;
 /** Open fds a call may hold (the filesystem's own cap on open files is MAX_OPEN_FILES, the same): past it, EMFILE. */
 const MAX_FDS = MAX_OPEN_FILES;
 
@@ -364,6 +366,7 @@ export class Preview1Host {
 
   /** An `iovec_array`/`ciovec_array` as views of guest memory. */
   #iovs(ptr: number, count: number): Uint8Array[] {
+    if (count >>> 0 > MAX_IOVS) throw new Errno(E.INVAL);
     const table = this.#bytes(ptr, (count >>> 0) * 8);
     const dv = this.#dv;
     const out: Uint8Array[] = [];
@@ -584,8 +587,14 @@ export class Preview1Host {
     return E.SUCCESS;
   }
 
+  /**
+   * Write at most MAX_CHUNK bytes (a short write, as POSIX allows and
+   * wasi-libc handles): iovecs may all name the same memory, so what they add
+   * up to is not bounded by the guest's memory, and it is gathered here
+   * before the disk quota can refuse it.
+   */
   #writeFile(descriptor: Descriptor, views: Uint8Array[], offset: number): number {
-    const data = views.length === 1 ? views[0]!.slice() : concat(views);
+    const data = concat(views, MAX_CHUNK);
     if (data.length === 0) return 0;
     if (offset + data.length > MAX_OFFSET) throw new Errno(E.FBIG);
     return Number(descriptor.write(data, BigInt(offset)));
@@ -916,7 +925,8 @@ export class Preview1Host {
    */
   poll_oneoff(inPtr: number, outPtr: number, count: number, resultPtr: number): number {
     count >>>= 0;
-    if (count === 0) return E.INVAL;
+    // As a component's poll list: each subscription costs the host objects.
+    if (count === 0 || count > MAX_POLL) return E.INVAL;
     const subs = this.#bytes(inPtr, count * SUBSCRIPTION_SIZE).byteOffset;
     const events = this.#bytes(outPtr, count * EVENT_SIZE).byteOffset;
     const dv = this.#dv;
@@ -1026,12 +1036,15 @@ function toOffset(offset: bigint): number {
   return Number(offset);
 }
 
-function concat(views: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(views.reduce((n, v) => n + v.length, 0));
+/** The first `max` bytes of `views`, gathered into a copy. */
+function concat(views: Uint8Array[], max: number): Uint8Array {
+  const out = new Uint8Array(Math.min(max, views.reduce((n, v) => n + v.length, 0)));
   let at = 0;
   for (const view of views) {
-    out.set(view, at);
-    at += view.length;
+    if (at >= out.length) break;
+    const part = view.subarray(0, out.length - at);
+    out.set(part, at);
+    at += part.length;
   }
   return out;
 }

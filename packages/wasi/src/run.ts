@@ -4,7 +4,7 @@ import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
 import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { preview2Imports } from './preview2.js';
-import { capComponentModules, WASM_PAGE_BYTES } from './limits.js';
+import { capComponentModules, definesMemoryOrTable, WASM_PAGE_BYTES } from './limits.js';
 import { CappedSink, classify, finishRun } from './outcome.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
@@ -37,6 +37,8 @@ type Instantiate = (
 interface LoadedComponent {
   instantiate: Instantiate;
   modules: Map<string, WebAssembly.Module>;
+  /** The modules that define a memory or a table, by name: each may be instantiated once per call. */
+  capped: Map<WebAssembly.Module, string>;
 }
 
 /**
@@ -95,7 +97,23 @@ export class ComponentRunner {
     // Keep every memory the component's core instances export, to report the
     // peak and to recognise a tool that failed because it hit its memory cap.
     const memories: WebAssembly.Memory[] = [];
+    // Caps are rewritten per core module, so a second instance of a module
+    // with a memory or table would have a second cap: a component may
+    // instantiate a module as often as it likes, and 16 copies filled 16x
+    // memory_mb of host memory.
+    const instantiated = new Set<WebAssembly.Module>();
     const instantiateCore = async (module: WebAssembly.Module, coreImports?: WebAssembly.Imports) => {
+      const name = component.capped.get(module);
+      if (name !== undefined) {
+        if (instantiated.has(module)) {
+          throw new CorralError(
+            ErrorCodes.RESOURCE_EXHAUSTED,
+            `${request.toolName} instantiates its core module ${name} more than once; each instance would have its own memory cap (resources.memory_mb).`,
+            { resource: 'memory', module: name },
+          );
+        }
+        instantiated.add(module);
+      }
       const instance = await WebAssembly.instantiate(module, coreImports);
       for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value);
       return instance;
@@ -140,16 +158,19 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   // Checked here too, not only at transpile time: prepared components also come from caches.
   checkComponentImports(prepared.imports, toolName);
   const modules = new Map<string, WebAssembly.Module>();
+  const withCaps = new Map<WebAssembly.Module, string>();
   const capped = capComponentModules(prepared.modules, maxPages, toolName);
   await Promise.all(
     Object.entries(capped).map(async ([name, bytes]) => {
-      modules.set(name, await WebAssembly.compile(bytes as BufferSource));
+      const module = await WebAssembly.compile(bytes as BufferSource);
+      modules.set(name, module);
+      if (definesMemoryOrTable(bytes)) withCaps.set(module, name);
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(prepared.glue);
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(guardLiftedLists(prepared.glue));
   const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
-  return { instantiate: glue.instantiate, modules };
+  return { instantiate: glue.instantiate, modules, capped: withCaps };
 }
 
 /** The wasi:cli/run export, whatever version suffix the component used. */
@@ -162,4 +183,31 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
     { exports: Object.keys(exports) },
   );
+}
+
+/** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */
+export const MAX_LIFTED_ELEMENTS = 65536;
+
+/**
+ * Bound the lists jco's glue lifts element by element (any list but
+ * list<u8>, which is one copy of guest memory): the glue builds a JS array
+ * of them before any host function can check its arguments, and a lying
+ * component may declare such a list anywhere. 200 million elements grew
+ * that array past the worker's heap limit in one step, and Node aborted the
+ * whole process (nodejs/node#47224). Each lifting loop of jco 1.15.4 (`for
+ * (let i = 0; i < lenN; i++)`, lenN read from the guest) first adds its
+ * length to a count reset when the guest calls into the host (a
+ * `trampolineN`), so nested lists that alias one another count too; past
+ * MAX_LIFTED_ELEMENTS the call traps.
+ */
+export function guardLiftedLists(glue: string): string {
+  const counter = '__corralLifted';
+  const guarded = glue
+    .replace(/(function trampoline\d+\([^)]*\) \{)/g, `$1 ${counter} = 0;`)
+    .replace(
+      /for \(let (\w+) = 0; \1 < (len\d+); \1\+\+\) \{/g,
+      (loop, _i, len: string) =>
+        `if ((${counter} += ${len}) > ${MAX_LIFTED_ELEMENTS}) throw new TypeError('a list argument of more than ${MAX_LIFTED_ELEMENTS} elements'); ${loop}`,
+    );
+  return `let ${counter} = 0;\n${guarded}`;
 }

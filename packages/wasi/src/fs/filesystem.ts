@@ -21,7 +21,7 @@
  */
 import type { EntryStat, FsBackend } from './backend.js';
 import type { DiskQuota } from './quota.js';
-import { parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
+import { checkLinkTarget, parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
@@ -29,6 +29,8 @@ import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type O
 export const MAX_OPEN_FILES = 1024;
 /** Entries checked for symlinks before a folder moves up; a bigger folder is not moved up. */
 const MAX_MOVE_SCAN = 10_000;
+/** Levels of folders checked the same way (the check holds each level open); a deeper folder is not moved up. */
+const MAX_MOVE_DEPTH = 64;
 
 /** One mount of one call: its storage, its access and the call's shared state. */
 export interface Mount {
@@ -414,6 +416,7 @@ export class Descriptor {
   symlinkAt(oldPath: unknown, newPath: unknown): void {
     const linkTarget = string(oldPath, 'symlink target');
     this.#mutable();
+    checkLinkTarget(linkTarget);
     this.#at(newPath, false, (r) => {
       if (r.name === null) throw 'exist';
       if (r.trailingSlash) {
@@ -469,26 +472,30 @@ export class Descriptor {
 
   /**
    * Refuse to move the symlink `name` of `dir` from a folder `from` levels
-   * below the root to one `to` levels below if it leads inside now and would
-   * lead out there. (A link that already leads out is the host's; moving it
-   * changes nothing.)
+   * below the root up to one `to` levels below if it would lead out there.
+   * That a link already leads out from where it is is no licence: moved up,
+   * a relative link leads somewhere else, and a link that leads out of this
+   * mount may lead inside another mount that holds this one (two nested
+   * mounts of one host folder), so moving it up would lead out of both.
    */
   #linkMayMove(dir: unknown, name: string, from: number, to: number): void {
     if (to >= from) return;
     const target = this.#backend().readlink(dir, name);
     // An absolute target means the same wherever the link sits.
-    if (!target.startsWith('/') && staysInside(target, from) && !staysInside(target, to)) throw 'not-permitted';
+    if (!target.startsWith('/') && !staysInside(target, to)) throw 'not-permitted';
   }
 
   /**
    * Before the folder `name` of `dir` moves up (its entries from `from`
    * levels below the root to `to`), check the same for every symlink in it.
-   * A folder too big to check (MAX_MOVE_SCAN entries) is not moved up.
+   * A folder too big or too deep to check (MAX_MOVE_SCAN entries,
+   * MAX_MOVE_DEPTH levels) is not moved up.
    */
   #linksMayMove(dir: unknown, name: string, from: number, to: number): void {
     const backend = this.#backend();
     let budget = MAX_MOVE_SCAN;
     const scan = (parent: unknown, folder: string, levels: number): void => {
+      if (levels >= MAX_MOVE_DEPTH) throw 'not-permitted';
       const handle = backend.openDirectory(parent, folder);
       try {
         for (const entry of backend.readDirectory(handle)) {

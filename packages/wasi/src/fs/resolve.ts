@@ -19,6 +19,13 @@
 import type { EntryStat, FsBackend } from './backend.js';
 
 const MAX_SYMLINKS = 40;
+/**
+ * Directories a walk holds at once, besides the root. A host backend holds
+ * each as a file descriptor, and a tool can make a tree as deep as its quota
+ * allows: a deeper walk lets go of the ones further up, and opens them again
+ * by name, from the closest one it still holds, when `..` climbs back.
+ */
+export const HELD_DIRECTORIES = 32;
 const NAME_MAX = 255;
 const PATH_MAX = 4096;
 
@@ -39,6 +46,15 @@ export function parsePath(path: string): ParsedPath {
   const segments = path.split('/').filter((s) => s !== '');
   for (const s of segments) if (s.length > NAME_MAX / 3 && utf8.encode(s).length > NAME_MAX) throw 'name-too-long';
   return { segments, trailingSlash: path.endsWith('/') };
+}
+
+/**
+ * Check a symlink target a guest asks for, before anything splits it: under
+ * PATH_MAX bytes, as symlink(2) wants (in-memory trees would store any size,
+ * and an OPFS mount writes links back to disk).
+ */
+export function checkLinkTarget(target: string): void {
+  if (target.length >= PATH_MAX || utf8.encode(target).length >= PATH_MAX) throw 'name-too-long';
 }
 
 /**
@@ -64,9 +80,7 @@ export interface Resolved<D> {
  */
 export function resolve<D>(backend: FsBackend<D>, base: readonly string[], path: ParsedPath, followFinal: boolean): Resolved<D> {
   const stack: Walk<D> = { dirs: [backend.root], names: [] };
-  const release = () => {
-    while (stack.dirs.length > 1) backend.releaseDirectory(stack.dirs.pop()!);
-  };
+  const release = () => toRoot(backend, stack);
   try {
     // The descriptor's own directory: re-walked from the root at every use.
     const last = walk(backend, stack, [...base], 0, true, { links: 0 });
@@ -81,20 +95,54 @@ export function resolve<D>(backend: FsBackend<D>, base: readonly string[], path:
   }
 }
 
-/** The directories a walk is in, from the mount root, and their names. */
+/**
+ * The directories a walk is in, from the mount root, and their names:
+ * `dirs[i + 1]` is `names[i]` in `dirs[i]`. The root and the last
+ * HELD_DIRECTORIES are held; the ones between are `undefined`.
+ */
 interface Walk<D> {
-  dirs: D[];
+  dirs: Array<D | undefined>;
   names: string[];
 }
 
 function enter<D>(backend: FsBackend<D>, stack: Walk<D>, name: string): void {
   stack.dirs.push(backend.openDirectory(stack.dirs[stack.dirs.length - 1]!, name));
   stack.names.push(name);
+  letGo(backend, stack, stack.dirs.length - 1 - HELD_DIRECTORIES);
+}
+
+/** Release the directory at `index` of the walk, if it is held and not the root. */
+function letGo<D>(backend: FsBackend<D>, stack: Walk<D>, index: number): void {
+  if (index < 1) return;
+  const dir = stack.dirs[index];
+  if (dir === undefined) return;
+  stack.dirs[index] = undefined;
+  backend.releaseDirectory(dir);
 }
 
 function leave<D>(backend: FsBackend<D>, stack: Walk<D>): void {
-  backend.releaseDirectory(stack.dirs.pop()!);
+  const dir = stack.dirs.pop();
   stack.names.pop();
+  if (dir !== undefined) backend.releaseDirectory(dir);
+  const top = stack.dirs.length - 1;
+  if (stack.dirs[top] !== undefined) return;
+  // Let go of on the way down: open it again by name from the closest held
+  // directory, as a walk would (never following a symlink), keeping the window.
+  let from = top;
+  while (stack.dirs[from] === undefined) from--;
+  for (let i = from + 1; i <= top; i++) {
+    stack.dirs[i] = backend.openDirectory(stack.dirs[i - 1]!, stack.names[i - 1]!);
+    letGo(backend, stack, i - HELD_DIRECTORIES);
+  }
+}
+
+/** Back to the mount root, releasing every directory held. */
+function toRoot<D>(backend: FsBackend<D>, stack: Walk<D>): void {
+  while (stack.dirs.length > 1) {
+    const dir = stack.dirs.pop();
+    if (dir !== undefined) backend.releaseDirectory(dir);
+  }
+  stack.names.length = 0;
 }
 
 /**
@@ -143,7 +191,7 @@ function walk<D>(backend: FsBackend<D>, stack: Walk<D>, pending: string[], floor
       if (absolute) {
         // Inside the mount by its host path: walk it from the root.
         if (floor > 0) throw 'not-permitted';
-        while (stack.names.length > 0) leave(backend, stack);
+        toRoot(backend, stack);
       } else if (target.startsWith('/') || target === '') {
         throw 'not-permitted';
       }
@@ -190,13 +238,25 @@ export function visibleTarget(backend: FsBackend<unknown>, target: string, depth
   return target;
 }
 
-/** True when a relative `target`, read from a folder `depth` below the root, never climbs above the root. */
+/**
+ * True when a relative `target`, read from a folder `depth` below the root,
+ * never climbs above the root. Its `..`s must all come first: the kernel
+ * follows a name before the `..` after it, so `here/../x` with `here -> .`
+ * is the root's parent, whatever the text says. Only leading `..`s climb
+ * from a known place (the real folder the link sits in).
+ */
 export function staysInside(target: string, depth: number): boolean {
   if (target === '' || target.startsWith('/') || target.includes('\0')) return false;
   let at = depth;
+  let named = false;
   for (const s of target.split('/')) {
-    if (s === '..') at--;
-    else if (s !== '' && s !== '.') at++;
+    if (s === '..') {
+      if (named) return false;
+      at--;
+    } else if (s !== '' && s !== '.') {
+      named = true;
+      at++;
+    }
     if (at < 0) return false;
   }
   return true;
