@@ -5,7 +5,7 @@
  * folders. Tests marked `it.fails` are open holes.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, readlinkSync, realpathSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,7 +76,7 @@ describe('links a tool makes point only inside its mount, also for the host', ()
     // The caller binds a project at /m0 and its `dir` at /m1, both read-write.
     const [outer, inner] = mountRw(mount, join(mount, 'dir'));
     // In /m0, dir/sub/l -> ../../outside/secret.txt leads to mount/outside/secret.txt: inside.
-    outer!.symlinkAt('../../outside/secret.txt', 'dir/sub/l');
+    symlinkSync('../../outside/secret.txt', join(mount, 'dir', 'sub', 'l'));
     // In /m1 the same link, sub/l, already leads out of /m1, so moving it up was allowed ...
     const moved = thrown(() => inner!.renameAt('sub/l', inner!, 'l'));
     if (moved === undefined) {
@@ -290,7 +290,9 @@ describe('two calls of a tool on one folder at once (open: needs a lock across c
   // base/outside/secret.txt. Each window is microseconds, but two calls can
   // try millions of times. Here the interleaving is played out in one thread:
   // B's rename runs inside A's backend.symlink, just before the real one.
-  it.fails('a link made while another call moves its folder up still leads inside', () => {
+  // Closed by refusing `..` in every link a tool makes: such a link leads
+  // inside from wherever it lands, so there is nothing left to race.
+  it('a link made while another call moves its folder up still leads inside', () => {
     const callB = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, openHostDirectory);
     const b = callB.preopens[0]![0];
     call = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, (path) => {
@@ -310,9 +312,10 @@ describe('two calls of a tool on one folder at once (open: needs a lock across c
     });
     const a = call.preopens[0]![0];
     try {
-      a.symlinkAt('../../outside/secret.txt', 'dir/sub/l');
-      // The host (an agent's `cat`) follows it out of the mount.
-      expect(readFileSync(join(mount, 'sub', 'l'), 'utf8')).not.toBe(SECRET);
+      expect(thrown(() => a.symlinkAt('../../outside/secret.txt', 'dir/sub/l'))).toBe('not-permitted');
+      // A link that only descends is made, and moves with its folder without leading out.
+      a.symlinkAt('inside.txt', 'dir/sub/l');
+      expect(readlinkSync(join(mount, 'sub', 'l'))).toBe('inside.txt');
     } finally {
       callB.close();
     }
@@ -355,21 +358,18 @@ describe('symlink targets are bounded like paths', () => {
   });
 });
 
-describe('a host folder mounted at / (open: a design decision)', () => {
-  // README and filesystem.test.ts treat a read-only mount of / as supported,
-  // and procfs files are deliberately readable through it (readLength's 4 KiB
-  // for size-0 files). But /proc/self is the host process: its mem file reads
-  // any byte of the Node process (other calls' inputs and outputs, secrets the
-  // host holds), its environ the host's environment at launch; a read-write
-  // mount of / could write mem (code execution). Refusing files whose st_dev
-  // is procfs's in host-fs's #reopen would cost no syscall.
-  it.fails("a read-only / mount does not read the host process's memory", () => {
+describe('a host folder mounted at /', () => {
+  // /proc/self is the host process: its mem file reads any byte of the Node
+  // process (other calls' inputs and outputs, secrets the host holds), its
+  // environ the host's environment; a read-write mount of / could write mem.
+  // Files on kernel filesystems (procfs, sysfs, …) are never opened.
+  it("a read-only / mount does not open the host process's memory, environment or maps; ordinary files still read", () => {
     call = callFilesystem([{ guest: '/', access: 'read', hostPath: '/' }], 1 << 20, openHostDirectory);
     const root = call.preopens[0]![0];
-    const maps = root.openAt({ symlinkFollow: true }, 'proc/self/maps', {}, { read: true });
-    const text = new TextDecoder().decode(maps.read(1n << 20n, 0n)[0]);
-    const writable = text.split('\n').find((l) => / rw-p /.test(l))!;
-    const mem = root.openAt({ symlinkFollow: true }, 'proc/self/mem', {}, { read: true });
-    expect(thrown(() => mem.read(64n, BigInt(`0x${writable.split('-')[0]}`)))).toBe('not-permitted');
+    for (const path of ['proc/self/mem', 'proc/self/environ', 'proc/self/maps', `proc/${process.pid}/cmdline`, 'sys/kernel/uevent_seqnum']) {
+      expect(thrown(() => root.openAt({ symlinkFollow: true }, path, {}, { read: true })), path).toBe('not-permitted');
+    }
+    const passwd = root.openAt({ symlinkFollow: true }, 'etc/passwd', {}, { read: true });
+    expect(new TextDecoder().decode(passwd.read(64n, 0n)[0])).toBe(readFileSync('/etc/passwd', 'utf8').slice(0, 64));
   });
 });

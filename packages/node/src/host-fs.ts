@@ -23,7 +23,7 @@
  */
 import {
   closeSync, constants, fstatSync, fsyncSync, ftruncateSync, futimesSync, linkSync, lstatSync, lutimesSync, mkdirSync,
-  openSync, readdirSync, readlinkSync, readSync, realpathSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync,
+  openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync,
   utimesSync, writeSync, type BigIntStats, type Dirent,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -217,7 +217,9 @@ class HostFolder implements ClosableBackend {
   #reopen(path: string, access: number, mode: OpenMode): File {
     const handle = fs(() => openSync(path, O_PATH | O_NOFOLLOW));
     try {
-      checkRegular(fs(() => fstatSync(handle)).mode);
+      const info = fs(() => fstatSync(handle, { bigint: true }));
+      checkRegular(info.mode);
+      if (kernelFilesystemDevices().has(info.dev)) throw 'not-permitted';
       return { fd: fs(() => openSync(fdPath(handle), access | (mode.truncate ? O_TRUNC : 0))) };
     } finally {
       closeSync(handle);
@@ -226,11 +228,12 @@ class HostFolder implements ClosableBackend {
 
   /** Without /proc: lstat, then open non-blocking (a FIFO must not hang the call) and check again. */
   #openChecked(path: string, access: number, mode: OpenMode): File {
-    const before = fs(() => lstatSync(path));
+    const before = fs(() => lstatSync(path, { bigint: true }));
     checkRegular(before.mode);
+    if (kernelFilesystemDevices().has(before.dev)) throw 'not-permitted';
     const fd = fs(() => openSync(path, access | O_NOFOLLOW | O_NONBLOCK));
     try {
-      const after = fs(() => fstatSync(fd));
+      const after = fs(() => fstatSync(fd, { bigint: true }));
       checkRegular(after.mode);
       if (after.ino !== before.ino || after.dev !== before.dev) throw 'busy';
       if (mode.truncate) fs(() => ftruncateSync(fd, 0));
@@ -279,6 +282,48 @@ class HostFolder implements ClosableBackend {
  */
 function fdPath(fd: number): string {
   return `/proc/${process.pid}/fd/${fd}`;
+}
+
+/**
+ * Filesystems that are interfaces to the kernel and to processes, not
+ * storage: under a mount of `/`, /proc/self/mem would read the host
+ * process's memory and /proc/self/environ its environment, /sys files
+ * configure the machine, and autofs mounts block on first access.
+ */
+const KERNEL_FILESYSTEMS = new Set([
+  'proc', 'sysfs', 'debugfs', 'tracefs', 'securityfs', 'configfs', 'bpf', 'cgroup', 'cgroup2', 'pstore', 'efivarfs',
+  'fusectl', 'binfmt_misc', 'devpts', 'mqueue', 'nsfs', 'selinuxfs', 'rpc_pipefs', 'autofs',
+]);
+
+let kernelDevices: Set<bigint> | undefined;
+
+/**
+ * The st_dev of every kernel filesystem mounted when first asked, from
+ * /proc/self/mountinfo (empty where there is none). Files on them are
+ * never opened.
+ */
+function kernelFilesystemDevices(): Set<bigint> {
+  if (kernelDevices) return kernelDevices;
+  kernelDevices = new Set();
+  let info = '';
+  try {
+    info = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return kernelDevices;
+  }
+  for (const line of info.split('\n')) {
+    // "36 25 0:32 / /sys/fs/cgroup rw,... - cgroup2 cgroup2 rw": field 3 is major:minor, the type follows " - ".
+    const fields = line.split(' ');
+    const type = fields[fields.indexOf('-') + 1];
+    const [major, minor] = (fields[2] ?? '').split(':').map((n) => BigInt(Number.parseInt(n, 10) || 0));
+    if (type && KERNEL_FILESYSTEMS.has(type) && major !== undefined && minor !== undefined) kernelDevices.add(makedev(major, minor));
+  }
+  return kernelDevices;
+}
+
+/** glibc's makedev, as Node's stat reports st_dev. */
+function makedev(major: bigint, minor: bigint): bigint {
+  return ((major & 0xfffff000n) << 32n) | ((major & 0xfffn) << 8n) | ((minor & 0xffffff00n) << 12n) | (minor & 0xffn);
 }
 
 /** Only regular files are opened; a directory, symlink, FIFO, socket or device is refused. */

@@ -21,7 +21,7 @@
  */
 import type { EntryStat, FsBackend } from './backend.js';
 import type { DiskQuota } from './quota.js';
-import { checkLinkTarget, parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
+import { checkLinkTarget, descendsOnly, parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
@@ -423,8 +423,11 @@ export class Descriptor {
         this.#backend().stat(r.dir, r.name); // 'no-entry' when missing
         throw 'exist';
       }
-      // A link may point only where the guest could go: relative, and inside the mount from where it sits.
-      if (!staysInside(linkTarget, r.depth)) throw 'not-permitted';
+      // A link a tool makes may only point down from where it sits: relative,
+      // without `..`. Wherever it (or a folder holding it) is moved later, by
+      // this call or a concurrent one, it still leads inside the mount, for
+      // Corral and for the host's own tools that follow it.
+      if (!descendsOnly(linkTarget)) throw 'not-permitted';
       this.#mount.quota.chargeEntry();
       try {
         this.#backend().symlink(r.dir, r.name, linkTarget);

@@ -238,6 +238,12 @@ export function visibleTarget(backend: FsBackend<unknown>, target: string, depth
   return target;
 }
 
+/** True when `target` is relative and never climbs (no `..`): from anywhere in a mount, it leads inside. */
+export function descendsOnly(target: string): boolean {
+  if (target === '' || target.startsWith('/') || target.includes('\0')) return false;
+  return target.split('/').every((s) => s !== '..');
+}
+
 /**
  * True when a relative `target`, read from a folder `depth` below the root,
  * never climbs above the root. Its `..`s must all come first: the kernel
