@@ -110,4 +110,19 @@ describe('regressions found by the filesystem fuzz', () => {
       small.close();
     }
   });
+
+  it('a link the host made to lead out is not moved down to where readlink would show its outside names (fuzz seed 90144143)', () => {
+    symlinkSync('../outside/secret.txt', join(mount, 'out-rel'));
+    root.createDirectoryAt('dir/sub');
+    expect(thrown(() => root.readlinkAt('out-rel'))).toBe('not-permitted');
+    // Two levels down, '../outside/secret.txt' would read as dir/outside/secret.txt: inside.
+    expect(thrown(() => root.renameAt('out-rel', root, 'dir/sub/l'))).toBe('not-permitted');
+    // The same for a folder holding it.
+    mkdirSync(join(mount, 'box'));
+    symlinkSync('../../outside/secret.txt', join(mount, 'box', 'l'));
+    expect(thrown(() => root.renameAt('box', root, 'dir/sub/box'))).toBe('not-permitted');
+    // Sideways it stays what it was: leading out, and not shown.
+    root.renameAt('out-rel', root, 'out-rel-2');
+    expect(thrown(() => root.readlinkAt('out-rel-2'))).toBe('not-permitted');
+  });
 });

@@ -27,9 +27,9 @@ import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type O
 
 /** Files one call may hold open at once (host files are real fds, shared by the whole process). */
 export const MAX_OPEN_FILES = 1024;
-/** Entries checked for symlinks before a folder moves up; a bigger folder is not moved up. */
+/** Entries checked for symlinks before a folder moves to another depth; a bigger folder keeps its depth. */
 const MAX_MOVE_SCAN = 10_000;
-/** Levels of folders checked the same way (the check holds each level open); a deeper folder is not moved up. */
+/** Levels of folders checked the same way (the check holds each level open); a deeper folder keeps its depth. */
 const MAX_MOVE_DEPTH = 64;
 
 /** One mount of one call: its storage, its access and the call's shared state. */
@@ -407,7 +407,7 @@ export class Descriptor {
         // A relative symlink means something else one folder up: moving it (or a folder holding
         // it) higher must not leave a link that leads out of the mount for the host to follow.
         if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, from.depth, to.depth);
-        else if (info.type === 'directory' && to.depth < from.depth) this.#linksMayMove(from.dir, from.name!, from.depth + 1, to.depth + 1);
+        else if (info.type === 'directory' && to.depth !== from.depth) this.#linksMayMove(from.dir, from.name!, from.depth + 1, to.depth + 1);
         this.#backend().rename(from.dir, from.name!, to.dir, to.name);
       });
     });
@@ -475,24 +475,29 @@ export class Descriptor {
 
   /**
    * Refuse to move the symlink `name` of `dir` from a folder `from` levels
-   * below the root up to one `to` levels below if it would lead out there.
+   * below the root to one `to` levels below if it would lead out there (or,
+   * moved down, would stop visibly leading out).
    * That a link already leads out from where it is is no licence: moved up,
    * a relative link leads somewhere else, and a link that leads out of this
    * mount may lead inside another mount that holds this one (two nested
    * mounts of one host folder), so moving it up would lead out of both.
    */
   #linkMayMove(dir: unknown, name: string, from: number, to: number): void {
-    if (to >= from) return;
+    if (to === from) return;
     const target = this.#backend().readlink(dir, name);
     // An absolute target means the same wherever the link sits.
-    if (!target.startsWith('/') && !staysInside(target, to)) throw 'not-permitted';
+    if (target.startsWith('/')) return;
+    if (to < from && !staysInside(target, to)) throw 'not-permitted';
+    // Moved down, a link the host made to lead out would read as leading
+    // inside, and readlink would show the guest the outside names it holds.
+    if (to > from && !staysInside(target, from) && staysInside(target, to)) throw 'not-permitted';
   }
 
   /**
-   * Before the folder `name` of `dir` moves up (its entries from `from`
+   * Before the folder `name` of `dir` moves up or down (its entries from `from`
    * levels below the root to `to`), check the same for every symlink in it.
    * A folder too big or too deep to check (MAX_MOVE_SCAN entries,
-   * MAX_MOVE_DEPTH levels) is not moved up.
+   * MAX_MOVE_DEPTH levels) keeps its depth.
    */
   #linksMayMove(dir: unknown, name: string, from: number, to: number): void {
     const backend = this.#backend();
