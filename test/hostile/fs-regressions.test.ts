@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
 import { openHostDirectory } from '@corral/node';
+import { thrown } from '../helpers/thrown.js';
 
 const SECRET = 'SECRET-OUTSIDE-2b7f';
 const DISPOSE = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('dispose');
@@ -18,16 +19,6 @@ let mount: string;
 let outside: string;
 let call: CallFilesystem;
 let root: Descriptor;
-
-/** What `fn` threw (wasi error codes are thrown as strings, stream errors as variants). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('did not throw');
-}
 
 beforeEach(() => {
   base = realpathSync(mkdtempSync(join(tmpdir(), 'corral-fs-regress-')));

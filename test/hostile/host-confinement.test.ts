@@ -12,20 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
 import { hostConfinement, openHostDirectory, type Confinement } from '@corral/node';
+import { thrown } from '../helpers/thrown.js';
 
 const SECRET = 'SECRET-CONFINEMENT-77';
 let base: string;
 let mount: string;
 let outside: string;
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  return 'did not throw';
-}
 
 beforeEach(() => {
   base = realpathSync(mkdtempSync(join(tmpdir(), 'corral-confinement-')));

@@ -13,6 +13,7 @@ import { callFilesystem, transpileComponent, type CallFilesystem, type Descripto
 import { guardLiftedLists } from '../../packages/wasi/src/run.js';
 import { openHostDirectory } from '@corral/node';
 import { runInChild } from './child.js';
+import { thrown } from '../helpers/thrown.js';
 
 const SECRET = 'SECRET-OUTSIDE-7c1d';
 /** open(2)'s O_PATH (Linux), with O_DIRECTORY. */
@@ -22,15 +23,6 @@ let base: string;
 let mount: string;
 let outside: string;
 let call: CallFilesystem | undefined;
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  return undefined;
-}
 
 beforeEach(() => {
   base = realpathSync(mkdtempSync(join(tmpdir(), 'corral-redteam-')));

@@ -157,7 +157,7 @@ class HostFolder implements ClosableBackend {
   }
 
   readDirectory(dir: Dir): DirectoryListing[] {
-    return fs(() => readdirSync(dir.path, { withFileTypes: true })).map((e) => ({ name: e.name, type: direntType(e) }));
+    return fs(() => readdirSync(dir.path, { withFileTypes: true })).map((e) => ({ name: e.name, type: entryType(e) }));
   }
 
   readlink(dir: Dir, name: string): string {
@@ -342,7 +342,8 @@ function times(current: BigIntStats, atime: NewTime, mtime: NewTime): [number, n
   return [pick(atime, current.atimeNs), pick(mtime, current.mtimeNs)];
 }
 
-function typeOf(info: BigIntStats): EntryType {
+/** The type of a stat result or a directory entry (both answer the same questions). */
+function entryType(info: Pick<Dirent, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice'>): EntryType {
   if (info.isFile()) return 'regular-file';
   if (info.isDirectory()) return 'directory';
   if (info.isSymbolicLink()) return 'symbolic-link';
@@ -353,20 +354,9 @@ function typeOf(info: BigIntStats): EntryType {
   return 'unknown';
 }
 
-function direntType(e: Dirent): EntryType {
-  if (e.isFile()) return 'regular-file';
-  if (e.isDirectory()) return 'directory';
-  if (e.isSymbolicLink()) return 'symbolic-link';
-  if (e.isFIFO()) return 'fifo';
-  if (e.isSocket()) return 'socket';
-  if (e.isCharacterDevice()) return 'character-device';
-  if (e.isBlockDevice()) return 'block-device';
-  return 'unknown';
-}
-
 function toStat(info: BigIntStats): EntryStat {
   return {
-    type: typeOf(info),
+    type: entryType(info),
     dev: info.dev,
     ino: info.ino,
     nlink: info.nlink,

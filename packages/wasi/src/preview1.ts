@@ -421,11 +421,11 @@ export class Preview1Host {
     return entry as FdEntry & { descriptor: Descriptor };
   }
 
-  #allocate(entry: FdEntry): number {
+  /** The lowest free fd, or EMFILE: asked before a file is opened, so a full table opens nothing. */
+  #freeFd(): number {
     let fd = 3;
     while (this.#fds[fd]) fd++;
     if (fd >= MAX_FDS) throw new Errno(E.MFILE);
-    this.#fds[fd] = entry;
     return fd;
   }
 
@@ -796,8 +796,8 @@ export class Preview1Host {
     const dir = this.#dir(fd, needed);
     const path = this.#path(pathPtr, pathLen);
     if (oflags & O_CREAT && oflags & O_DIRECTORY) return E.INVAL;
-    if (this.#fds.filter(Boolean).length >= MAX_FDS) return E.MFILE;
     if (fdflags & ~FDFLAGS_ALL) return E.INVAL;
+    const slot = this.#freeFd();
     // "The implementation is allowed to return a file descriptor with fewer
     // rights than specified": never more than the directory passes on.
     const base = rightsBase & dir.inheriting;
@@ -817,25 +817,22 @@ export class Preview1Host {
       },
       { read: (base & (R.FD_READ | R.FD_READDIR)) !== 0n, write },
     );
+    // (A directory asked for writing was refused by openAt: EISDIR, as in POSIX.)
     const filetype = DESCRIPTOR_FILETYPE[opened.getType()] ?? FILETYPE.UNKNOWN;
     const isDir = filetype === FILETYPE.DIRECTORY;
-    // open(dir, O_WRONLY) without O_DIRECTORY is EISDIR, as in POSIX.
-    if (isDir && write) return E.ISDIR;
-    this.#u32(
-      resultPtr,
-      this.#allocate({
-        filetype,
-        descriptor: opened,
-        stdio: -1,
-        preopen: null,
-        device: dir.device,
-        offset: 0,
-        fdflags,
-        rights: base & (isDir ? DIR_RIGHTS : FILE_RIGHTS),
-        inheriting,
-        listing: null,
-      }),
-    );
+    this.#u32(resultPtr, slot);
+    this.#fds[slot] = {
+      filetype,
+      descriptor: opened,
+      stdio: -1,
+      preopen: null,
+      device: dir.device,
+      offset: 0,
+      fdflags,
+      rights: base & (isDir ? DIR_RIGHTS : FILE_RIGHTS),
+      inheriting,
+      listing: null,
+    };
     return E.SUCCESS;
   }
 

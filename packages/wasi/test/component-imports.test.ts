@@ -6,24 +6,14 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { CappedSink, checkComponentImports, declaredImports, preview2Imports, PROVIDED_INTERFACES } from '@corral/wasi';
+import { u32, section } from './wasm-bytes.js';
 
 const ROOT = new URL('../../../', import.meta.url);
 const file = (path: string) => new Uint8Array(readFileSync(new URL(path, ROOT)));
 
 // --- building components byte by byte ------------------------------------------------
 const enc = new TextEncoder();
-const u32 = (n: number): number[] => {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n = Math.floor(n / 128);
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-};
 const str = (s: string) => [...u32(enc.encode(s).length), ...enc.encode(s)];
-const section = (id: number, body: number[]) => [id, ...u32(body.length), ...body];
 const PREAMBLE = [0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0];
 const component = (...sections: number[][]) => new Uint8Array([...PREAMBLE, ...sections.flat()]);
 /** An import section; each import is [nameattributes bytes, externtype bytes]. */

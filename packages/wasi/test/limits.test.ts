@@ -6,22 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import { capComponentModules, capModule, tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES } from '@corral/wasi';
+import { u32, section, vec } from './wasm-bytes.js';
 
 const ROOT = new URL('../../../', import.meta.url);
 
 // --- building modules byte by byte ----------------------------------------------------
-const u32 = (n: number): number[] => {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n = Math.floor(n / 128);
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-};
-const section = (id: number, body: number[]) => [id, ...u32(body.length), ...body];
-const vec = (items: number[][]) => [...u32(items.length), ...items.flat()];
 const module = (...sections: number[][]) => new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, ...sections.flat()]);
 const FUNCREF = 0x70;
 const table = (min: number, max?: number, type = FUNCREF) => (max === undefined ? [type, 0x00, ...u32(min)] : [type, 0x01, ...u32(min), ...u32(max)]);
