@@ -2,7 +2,7 @@
  * Red-team findings: each test pins one way a hostile tool (or a careless
  * host) broke a promise of SECURITY.md, through the descriptors a
  * component's glue calls (or a preview1 module's imports), over real host
- * folders. Tests marked `it.fails` are open holes.
+ * folders. Each test failed before its fix.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, readlinkSync, realpathSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
@@ -272,7 +272,7 @@ describe('lists the glue lifts element by element are bounded before they are bu
   }, 60_000);
 });
 
-describe('two calls of a tool on one folder at once (open: needs a lock across calls)', () => {
+describe('two calls of a tool on one folder at once', () => {
   // Two parallel calls of one hostile tool share a read-write folder. Call A
   // makes dir/sub/l -> ../../outside/secret.txt: from dir/sub (2 deep) that is
   // mount/outside/secret.txt, inside. Call B moves dir/sub up to sub: its check

@@ -21,7 +21,7 @@
  */
 import type { EntryStat, FsBackend } from './backend.js';
 import type { DiskQuota } from './quota.js';
-import { checkLinkTarget, descendsOnly, parsePath, resolve, staysInside, visibleTarget, type Resolved } from './resolve.js';
+import { checkLinkTarget, descendsOnly, parsePath, resolve, staysInside, visibleTarget, type ParsedPath, type Resolved } from './resolve.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
@@ -48,6 +48,8 @@ interface DescriptorFlags {
 }
 
 const HOST = Symbol('corral filesystem');
+/** The empty path: a directory descriptor's own folder. */
+const SELF: ParsedPath = { segments: [], trailingSlash: false };
 const DISPOSE: symbol = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('dispose');
 const PATH_FLAGS = ['symlinkFollow'] as const;
 const OPEN_FLAGS = ['create', 'directory', 'exclusive', 'truncate'] as const;
@@ -106,19 +108,24 @@ export class Descriptor {
     if (!this.#flags.mutateDirectory) throw 'not-permitted';
   }
 
-  #resolve(path: unknown, follow: boolean): Resolved<unknown> {
-    const base = this.#dir();
-    return resolve(this.#backend(), base, parsePath(string(path, 'path')), follow);
-  }
-
-  /** Run `op` on a resolved path, releasing the directories it held. */
-  #at<T>(path: unknown, follow: boolean, op: (r: Resolved<unknown>) => T): T {
-    const r = this.#resolve(path, follow);
+  /** Resolve `path` from this directory, run `op` on where it led, release the directories it held. */
+  #walk<T>(path: ParsedPath, follow: boolean, op: (r: Resolved<unknown>) => T): T {
+    const r = resolve(this.#backend(), this.#dir(), path, follow);
     try {
       return op(r);
     } finally {
       r.release();
     }
+  }
+
+  /** The same for a path the guest gave. */
+  #at<T>(path: unknown, follow: boolean, op: (r: Resolved<unknown>) => T): T {
+    return this.#walk(parsePath(string(path, 'path')), follow, op);
+  }
+
+  /** The directory itself (for stat and set-times of a directory descriptor). */
+  #self<T>(op: (r: Resolved<unknown>) => T): T {
+    return this.#walk(SELF, false, op);
   }
 
   #statOf(r: Resolved<unknown>): EntryStat {
@@ -127,14 +134,10 @@ export class Descriptor {
     return info;
   }
 
-  /** The directory itself (for stat and set-times of a directory descriptor). */
-  #self<T>(op: (r: Resolved<unknown>) => T): T {
-    const r = resolve(this.#backend(), this.#dir(), { segments: [], trailingSlash: false }, false);
-    try {
-      return op(r);
-    } finally {
-      r.release();
-    }
+  /** What this descriptor names: its directory, walked again, or its open file. */
+  #ownStat(): EntryStat {
+    if (this.#path !== null) return this.#self((r) => this.#backend().stat(r.dir, r.name));
+    return this.#backend().fileStat(this.#openFile(null));
   }
 
   // --- descriptor-level ----------------------------------------------------------
@@ -148,8 +151,7 @@ export class Descriptor {
   }
 
   stat(): DescriptorStat {
-    if (this.#path !== null) return this.#self((r) => toStat(this.#backend().stat(r.dir, r.name)));
-    return toStat(this.#backend().fileStat(this.#openFile(null)));
+    return toStat(this.#ownStat());
   }
 
   statAt(pathFlags: unknown, path: unknown): DescriptorStat {
@@ -158,8 +160,7 @@ export class Descriptor {
   }
 
   metadataHash(): { lower: bigint; upper: bigint } {
-    const info = this.#path !== null ? this.#self((r) => this.#backend().stat(r.dir, r.name)) : this.#backend().fileStat(this.#openFile(null));
-    return hashOf(info);
+    return hashOf(this.#ownStat());
   }
 
   metadataHashAt(pathFlags: unknown, path: unknown): { lower: bigint; upper: bigint } {
