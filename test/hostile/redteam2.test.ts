@@ -5,7 +5,7 @@
  * glue calls, over real host folders. Tests marked `it.fails` are open holes.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,5 +88,72 @@ describe('a host link that leads out is not re-aimed by moving it down', () => {
     expect(hostReads(join(mount, 'dir', 'pkgs', 'l'))).toBeUndefined();
     // Sideways (same depth) it means the same: it moves.
     expect(thrown(() => root!.renameAt('pkgs', root!, 'pkgs2'))).toBeUndefined();
+  });
+});
+
+describe('a read-write mount of / changes nothing on kernel filesystems', () => {
+  const root = () => {
+    call = callFilesystem([{ guest: '/', access: 'read-write', hostPath: '/' }], 1 << 20, openHostDirectory);
+    return call.preopens[0]![0];
+  };
+
+  // Running as root (containers, CI): mkdir in cgroupfs made a cgroup, and
+  // set-times changed sysfs files. Only opening files was refused.
+  it('mkdir in cgroupfs makes no cgroup', () => {
+    const pids = ['/sys/fs/cgroup/pids', '/sys/fs/cgroup'].find((p) => existsSync(p) && lstatSync(p).isDirectory());
+    if (!pids) return;
+    const name = `corral-redteam2-${process.pid}`;
+    try {
+      expect(thrown(() => root().createDirectoryAt(`${pids.slice(1)}/${name}`))).toBe('not-permitted');
+    } finally {
+      if (existsSync(join(pids, name))) rmdirSync(join(pids, name));
+    }
+    expect(existsSync(join(pids, name))).toBe(false);
+  });
+
+  it('set-times on a sysfs file or the /proc mount point is refused', () => {
+    const before = lstatSync('/sys/kernel/uevent_seqnum').mtimeMs;
+    const r = root();
+    const t = { tag: 'timestamp', val: { seconds: 5n, nanoseconds: 0 } };
+    expect(thrown(() => r.setTimesAt({}, 'sys/kernel/uevent_seqnum', { tag: 'no-change' }, t))).toBe('not-permitted');
+    expect(lstatSync('/sys/kernel/uevent_seqnum').mtimeMs).toBe(before);
+    expect(thrown(() => r.setTimesAt({}, 'proc', { tag: 'no-change' }, t))).toBe('not-permitted');
+  });
+
+  it('a new file is not created on a kernel filesystem', () => {
+    // Nothing on procfs accepts a create; the refusal comes first all the same.
+    expect(thrown(() => root().openAt({}, 'proc/corral-new', { create: true }, { write: true }))).toBe('not-permitted');
+  });
+
+  // Ordinary folders under it still change.
+  it('ordinary folders under it still change', () => {
+    const r = root();
+    r.createDirectoryAt(`${mount.slice(1)}/made`);
+    expect(lstatSync(join(mount, 'made')).isDirectory()).toBe(true);
+  });
+});
+
+describe('a mount of / does not show what the host process has open', () => {
+  // readlink of /proc/self/cwd gave the host's working folder (relative to
+  // the mount root), /proc/self/fd/N every file, socket and mount folder the
+  // host process holds (other calls' folders, the snapshot store).
+  it('readlink of /proc/self/cwd, exe and fd/N is refused; so is walking through them', () => {
+    call = callFilesystem([{ guest: '/', access: 'read', hostPath: '/' }], 1 << 20, openHostDirectory);
+    const root = call.preopens[0]![0];
+    for (const path of [`proc/${process.pid}/cwd`, `proc/${process.pid}/exe`, `proc/${process.pid}/fd/0`, 'proc/self', 'proc/thread-self']) {
+      expect(thrown(() => root.readlinkAt(path)), path).toBe('not-permitted');
+    }
+    expect(thrown(() => root.statAt({ symlinkFollow: true }, 'proc/self/cwd'))).toBe('not-permitted');
+    // Ordinary links still read.
+    symlinkSync('dir', join(mount, 'ln'));
+    expect(root.readlinkAt(`${mount.slice(1)}/ln`)).toBe('dir');
+  });
+
+  it('a mount of /proc itself shows no link either', () => {
+    call = callFilesystem([{ guest: '/p', access: 'read', hostPath: '/proc' }], 1 << 20, openHostDirectory);
+    const root = call.preopens[0]![0];
+    expect(thrown(() => root.readlinkAt('self'))).toBe('not-permitted');
+    expect(thrown(() => root.readlinkAt(`${process.pid}/fd/0`))).toBe('not-permitted');
+    expect(thrown(() => root.openAt({}, `${process.pid}/environ`, {}, { read: true }))).toBe('not-permitted');
   });
 });
