@@ -91,6 +91,31 @@ describe('a host link that leads out is not re-aimed by moving it down', () => {
   });
 });
 
+describe('links a tool makes, through links the host made', () => {
+  // Open. A target without `..` descends only by its text, but each name in it
+  // may be a link the host made that leads out (`up -> ..`, npm's
+  // `node_modules/x -> ../../../x`, `sysroot -> /`): the tool's link then leads
+  // out too, to a file of its choosing below the host link's target, for the
+  // host (an agent reading the tool's output folder) to follow. Corral itself
+  // never follows it for the guest. Refusing such targets at symlink time is
+  // not enough: the tool can make `l -> x/...` first and rename the host's
+  // link (or a folder holding one) to `x` afterwards, at the same depth.
+  it.fails('a link made through a host link that climbs out does not lead out', () => {
+    symlinkSync('..', join(mount, 'up'));
+    const [root] = mountRw(mount);
+    thrown(() => root!.symlinkAt('up/outside/secret.txt', 'l'));
+    expect(hostReads(join(mount, 'l'))).toBeUndefined();
+  });
+
+  it.fails('a link made first and aimed through a host link renamed onto its path does not lead out', () => {
+    symlinkSync('..', join(mount, 'up'));
+    const [root] = mountRw(mount);
+    thrown(() => root!.symlinkAt('x/outside/secret.txt', 'l'));
+    thrown(() => root!.renameAt('up', root!, 'x'));
+    expect(hostReads(join(mount, 'l'))).toBeUndefined();
+  });
+});
+
 describe('a read-write mount of / changes nothing on kernel filesystems', () => {
   const root = () => {
     call = callFilesystem([{ guest: '/', access: 'read-write', hostPath: '/' }], 1 << 20, openHostDirectory);
