@@ -182,3 +182,46 @@ describe('a mount of / does not show what the host process has open', () => {
     expect(thrown(() => root.openAt({}, `${process.pid}/environ`, {}, { read: true }))).toBe('not-permitted');
   });
 });
+
+describe('two calls of a tool on one folder at once (open: needs a lock across calls)', () => {
+  // Call A moves a plain file `x` down into `dir`: renameAt stats `x` (a file:
+  // nothing to check) and renames it. Call B, in its own worker, moves the
+  // host's dangling link `l -> ../../outside/secret.txt` onto `x` at the same
+  // depth (allowed: it means the same there). If B's rename lands between A's
+  // stat and A's rename(2), A moves the link down unchecked, and it now names
+  // base/outside/secret.txt. The window is microseconds, but two calls can try
+  // millions of times. Played out in one thread: B's rename runs inside A's
+  // backend.rename, just before the real one.
+  it.fails('a file moved down while another call swaps it for an outward link does not carry the link down', () => {
+    writeFileSync(join(mount, 'x'), 'plain');
+    symlinkSync('../../outside/secret.txt', join(mount, 'l'));
+    const callB = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, openHostDirectory);
+    const b = callB.preopens[0]![0];
+    let once = true;
+    call = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, (path) => {
+      const real = openHostDirectory(path);
+      return new Proxy(real, {
+        get: (t, k) => {
+          if (k === 'rename') {
+            return (fromDir: unknown, fromName: string, toDir: unknown, toName: string) => {
+              if (once) {
+                once = false;
+                b.renameAt('l', b, 'x'); // call B
+              }
+              real.rename(fromDir, fromName, toDir, toName);
+            };
+          }
+          const v = Reflect.get(t, k);
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+        },
+      });
+    });
+    const a = call.preopens[0]![0];
+    try {
+      thrown(() => a.renameAt('x', a, 'dir/x'));
+      expect(hostReads(join(mount, 'dir', 'x'))).not.toBe(SECRET);
+    } finally {
+      callB.close();
+    }
+  });
+});
