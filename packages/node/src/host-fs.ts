@@ -135,6 +135,17 @@ class HostFolder implements ClosableBackend {
     return this.#held ? `${dir.path}/${name}` : join(dir.path, name);
   }
 
+  /**
+   * Refuse to touch `dir` when it is on a kernel filesystem: under a mount
+   * of `/`, mkdir in cgroupfs makes a cgroup, times on sysfs files change,
+   * and the links of /proc/self (cwd, exe, fd/N) name what the host process
+   * has open.
+   */
+  #ordinary(dir: Dir): void {
+    const info = fs(() => (this.#held ? fstatSync(dir.fd, { bigint: true }) : lstatSync(dir.path, { bigint: true })));
+    if (kernelFilesystemDevices().has(info.dev)) throw 'not-permitted';
+  }
+
   stat(dir: Dir, name: string | null): EntryStat {
     if (name !== null) return toStat(fs(() => lstatSync(this.#at(dir, name), { bigint: true })));
     return toStat(fs(() => (this.#held ? fstatSync(dir.fd, { bigint: true }) : lstatSync(dir.path, { bigint: true }))));
@@ -161,31 +172,40 @@ class HostFolder implements ClosableBackend {
   }
 
   readlink(dir: Dir, name: string): string {
+    this.#ordinary(dir);
     return fs(() => readlinkSync(this.#at(dir, name)));
   }
 
   createDirectory(dir: Dir, name: string): void {
+    this.#ordinary(dir);
     fs(() => mkdirSync(this.#at(dir, name)));
   }
 
   removeDirectory(dir: Dir, name: string): void {
+    this.#ordinary(dir);
     fs(() => rmdirSync(this.#at(dir, name)));
   }
 
   unlink(dir: Dir, name: string): void {
+    this.#ordinary(dir);
     fs(() => unlinkSync(this.#at(dir, name)));
   }
 
   rename(fromDir: Dir, fromName: string, toDir: Dir, toName: string): void {
+    this.#ordinary(fromDir);
+    this.#ordinary(toDir);
     fs(() => renameSync(this.#at(fromDir, fromName), this.#at(toDir, toName)));
   }
 
   symlink(dir: Dir, name: string, target: string): void {
+    this.#ordinary(dir);
     fs(() => symlinkSync(target, this.#at(dir, name)));
   }
 
   link(fromDir: Dir, fromName: string, toDir: Dir, toName: string): void {
     // link(2) does not follow a symlink it is given, on Linux.
+    this.#ordinary(fromDir);
+    this.#ordinary(toDir);
     fs(() => linkSync(this.#at(fromDir, fromName), this.#at(toDir, toName)));
   }
 
@@ -194,7 +214,10 @@ class HostFolder implements ClosableBackend {
     const path = name === null ? dir.path : this.#at(dir, name);
     const follow = name === null && this.#held;
     // Not lstat of /proc/<pid>/fd/N: that is the fd's magic link, whose times are not the folder's.
+    this.#ordinary(dir);
     const current = fs(() => (follow ? fstatSync(dir.fd, { bigint: true }) : lstatSync(path, { bigint: true })));
+    // The name may be where a kernel filesystem is mounted (`proc` in `/`).
+    if (kernelFilesystemDevices().has(current.dev)) throw 'not-permitted';
     const [a, m] = times(current, atime, mtime);
     fs(() => (follow ? utimesSync(path, a, m) : lutimesSync(path, a, m)));
   }
@@ -203,6 +226,8 @@ class HostFolder implements ClosableBackend {
     const path = this.#at(dir, name);
     const access = mode.write ? (mode.read ? O_RDWR : O_WRONLY) : O_RDONLY;
     if (mode.create) {
+      // A new file is made only on ordinary storage (efivarfs, mqueue, … make things by create).
+      this.#ordinary(dir);
       try {
         // O_EXCL: the file is ours, new and regular; nothing else is opened this way.
         return { fd: fs(() => openSync(path, access | O_CREAT | O_EXCL | O_NOFOLLOW, 0o666)) };

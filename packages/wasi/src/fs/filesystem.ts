@@ -476,8 +476,8 @@ export class Descriptor {
 
   /**
    * Refuse to move the symlink `name` of `dir` from a folder `from` levels
-   * below the root to one `to` levels below if it would lead out there (or,
-   * moved down, would stop visibly leading out).
+   * below the root to one `to` levels below if it would lead out there, or
+   * if it leads out already (moved down, it would lead somewhere else).
    * That a link already leads out from where it is is no licence: moved up,
    * a relative link leads somewhere else, and a link that leads out of this
    * mount may lead inside another mount that holds this one (two nested
@@ -489,9 +489,11 @@ export class Descriptor {
     // An absolute target means the same wherever the link sits.
     if (target.startsWith('/')) return;
     if (to < from && !staysInside(target, to)) throw 'not-permitted';
-    // Moved down, a link the host made to lead out would read as leading
-    // inside, and readlink would show the guest the outside names it holds.
-    if (to > from && !staysInside(target, from) && staysInside(target, to)) throw 'not-permitted';
+    // Moved down, a link the host made to lead out leads somewhere else: to
+    // another place outside (a dangling `../../x` from the root becomes the
+    // mount's sibling `x`, for the host to follow), or to one that reads as
+    // inside, where readlink would show the guest the outside names it holds.
+    if (to > from && !staysInside(target, from)) throw 'not-permitted';
   }
 
   /**
