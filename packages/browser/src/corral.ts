@@ -5,12 +5,14 @@ import {
   Runtime,
   UnavailableStore,
   type DecisionInput,
+  type ExecutionResult,
   type DecisionSnapshot,
   type InvokeOptions,
   type InvokeResult,
   type Store,
   type Tool,
 } from '@corral/core';
+import { execRequest, type ExecOptions } from '@corral/wasi';
 import { BrowserExecutor } from './executor.js';
 import type { PreparedComponentCache } from './component-cache.js';
 import { IndexedDbStore } from './store-indexeddb.js';
@@ -114,6 +116,18 @@ export class BrowserCorral {
 
   invokeTool<O = unknown>(tool: Tool, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>> {
     return this.runtime.invokeTool(tool, input, options) as Promise<InvokeResult<O>>;
+  }
+
+  /**
+   * Run any WASI program — a preview1 command module or a wasi:cli command
+   * component — the way `wasmtime run` would, inside a sandbox worker: argv,
+   * environment and directories exactly as given, no network, and the
+   * memory, disk and time limits of `options` (see ExecOptions). Output is
+   * captured into the result, or streamed to onStdout/onStderr. Nothing is
+   * recorded in the snapshot store: the program is not a registered tool.
+   */
+  async exec(wasm: Uint8Array, options?: ExecOptions): Promise<ExecutionResult> {
+    return this.executor.exec(execRequest(options), wasm);
   }
 
   /** Record a model decision; pass its id as `decisionId` to the calls it causes. See Runtime.recordDecision. */

@@ -1,5 +1,6 @@
 /** @corral/browser — the browser host: a Web Worker sandbox pool, OPFS mounts, the IndexedDB snapshot store. */
 export { BrowserCorral, type BrowserCorralOptions } from './corral.js';
+export type { ExecOptions } from '@corral/wasi';
 export { BrowserExecutor, type BrowserExecutorOptions } from './executor.js';
 export { BrowserWorkerPool, BrowserSandboxWorker, defaultPoolSize, startSandboxWorker, type BrowserPoolOptions } from './pool.js';
 export { IndexedDbComponentCache, type PreparedComponentCache } from './component-cache.js';

@@ -88,6 +88,8 @@ export interface ExecutionRequest {
 /** What an executor reports back. It never throws for tool failures. */
 export interface ExecutionResult {
   exitCode: number;
+  /** True when the program ended by itself (returned from main or called exit), not stopped by a trap or a limit. */
+  exited?: boolean;
   stdout: Uint8Array;
   stderr: Uint8Array;
   /** Set when the tool failed in a way the host classified (trap, timeout, limit, …). */

@@ -7,6 +7,7 @@ import { loadToolFiles } from './tool-folder.js';
 import { parseMountFlag } from './mounts.js';
 import { replayCommand, snapshotsCommand } from './cli-snapshots.js';
 import { forTerminal } from './terminal.js';
+import { EXEC_HELP, execCommand } from './cli-exec.js';
 
 /** Exit statuses: the tool ran and succeeded, the tool failed, the command was misused. */
 export const EXIT_OK = 0;
@@ -22,6 +23,7 @@ Usage:
   corral tools [--json] [--tools DIR]          list the tools Corral can run
   corral run NAME[@RANGE] [options]            run a tool on a JSON input
   corral run --wasm FILE --spec FILE [options] run a tool file that is not registered
+  corral exec FILE.wasm [options] [-- ARGS]    run any WASI program in the sandbox
   corral validate SPEC                         check a tool-spec.json
   corral cache clear                           drop transpiled components
   corral snapshots list|show|export|prune      read back or trim recorded calls
@@ -54,6 +56,7 @@ tool's input_schema; the tool's JSON output is printed.
   --no-store            record nothing
 
 Exit status: 0 the tool succeeded, 1 the tool failed, 2 the command was misused.`,
+  exec: EXEC_HELP,
   validate: `corral validate SPEC
 
 Check a tool-spec.json against Corral's tool contract and list every problem.`,
@@ -103,6 +106,8 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         return await toolsCommand(rest, print);
       case 'run':
         return await runCommand(rest, print, io.stdin);
+      case 'exec':
+        return await execCommand(rest, io, fail, (message) => new UsageError(message));
       case 'validate':
         return await validateCommand(rest, print);
       case 'cache':
@@ -112,7 +117,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
       case 'replay':
         return await replayCommand(rest, print);
       default:
-        throw new UsageError(`unknown command '${command}'. Commands: tools, run, validate, cache, snapshots, replay.`);
+        throw new UsageError(`unknown command '${command}'. Commands: tools, run, exec, validate, cache, snapshots, replay.`);
     }
   } catch (err) {
     if (err instanceof UsageError) {

@@ -1,4 +1,5 @@
 export { Corral, BUNDLED_TOOLS_DIR, type CorralOptions } from './corral.js';
+export type { ExecOptions } from '@corral/wasi';
 export { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, type TaskOptions } from './pool.js';
 export { ComponentCache, defaultCacheDir } from './cache.js';

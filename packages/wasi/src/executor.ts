@@ -5,11 +5,35 @@
  * time limit. Hosts differ only in their pool, their cache and which mounts
  * they can open.
  */
+import { transfer } from 'comlink';
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
-import type { ExecutionRequest, ExecutionResult, Executor, MountBinding, Tool } from '@corral/core';
+import { detectWasmKind, sha256Hex, type ExecutionRequest, type ExecutionResult, type Executor, type MountBinding, type Tool } from '@corral/core';
 import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './run.js';
+import { openStdio, type StdioHandlers } from './stdio-channel.js';
+
+/**
+ * Run any WASI program (`corral exec`): a preview1 command module or a
+ * wasi:cli command component, with its argv, environment and directories
+ * exactly as given, under the same sandbox and limits as a tool call.
+ */
+export interface ExecRequest extends StdioHandlers {
+  /** The program's name, for argv[0] and messages. */
+  name: string;
+  /** Arguments after argv[0]. */
+  args: string[];
+  env: Record<string, string>;
+  /** Directories as the guest sees them; guest names are passed on as given (relative names too). */
+  mounts: MountBinding[];
+  memoryLimitBytes: number;
+  diskLimitBytes: number;
+  /** Cap on output kept when it is captured (no onStdout/onStderr), and on output streamed where the guest cannot be made to wait. */
+  outputLimitBytes: number;
+  /** 0: no time limit. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
 
 /** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
@@ -101,37 +125,94 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     );
   }
 
+  /**
+   * Run a WASI program in a sandbox worker. Output goes to onStdout and
+   * onStderr as the program writes it when they are given (then the result
+   * holds none), else it is captured up to outputLimitBytes.
+   */
+  async exec(request: ExecRequest, wasm: Uint8Array): Promise<ExecutionResult> {
+    if (!(wasm instanceof Uint8Array)) {
+      throw new CorralError(ErrorCodes.INPUT_VALIDATION, `exec: the program must be the bytes of a .wasm file (a Uint8Array).`, {});
+    }
+    const kind = detectWasmKind(wasm, request.name);
+    const key = await sha256Hex(wasm);
+    const mounts = await this.#options.checkMounts(request.mounts);
+    const prepared = kind === 'module' ? wasm : await this.#prepareBytes(key, wasm, request.name);
+    const streamed = request.onStdout !== undefined || request.onStderr !== undefined || !(request.stdin === undefined || request.stdin instanceof Uint8Array);
+    const stdio = streamed ? openStdio(request) : undefined;
+    const runRequest: RunRequest = {
+      toolName: request.name,
+      stdin: request.stdin instanceof Uint8Array ? request.stdin : new Uint8Array(0),
+      args: [request.name, ...request.args],
+      env: request.env,
+      mounts,
+      outputLimitBytes: request.outputLimitBytes,
+      memoryLimitBytes: request.memoryLimitBytes,
+      diskLimitBytes: request.diskLimitBytes,
+      scratchTmp: false,
+      ...(stdio ? { stdio: stdio.channel } : {}),
+    };
+    try {
+      const result = await this.pool.run(
+        async (worker) => {
+          const sent = stdio ? transfer(runRequest, [stdio.channel.port]) : runRequest;
+          const outcome = await worker.api.run(key, worker.loaded.has(key) ? undefined : prepared, sent, kind);
+          if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
+          worker.loaded.add(key);
+          return outcome.value;
+        },
+        {
+          timeoutMs: request.timeoutMs > 0 ? request.timeoutMs : Number.POSITIVE_INFINITY,
+          ...(request.signal ? { signal: request.signal } : {}),
+          onTimeout: () =>
+            new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `${request.name} did not finish within ${request.timeoutMs} ms; it was stopped.`, {
+              resource: 'time',
+              timeout_ms: request.timeoutMs,
+            }),
+        },
+      );
+      // Output still on its way arrives before the result is reported.
+      await stdio?.ended;
+      return result;
+    } finally {
+      stdio?.close();
+    }
+  }
+
   /** Transpile a tool's component ahead of its first call (memory, then the host's cache, then a worker). */
   prepare(tool: Tool): Promise<PreparedComponent> {
-    const key = tool.wasmSha256;
+    return this.#prepareBytes(tool.wasmSha256, tool.wasm, tool.spec.name);
+  }
+
+  #prepareBytes(key: string, wasm: Uint8Array, name: string): Promise<PreparedComponent> {
     let prepared = this.#prepared.get(key);
     if (!prepared) {
-      prepared = this.#prepareUncached(tool);
+      prepared = this.#prepareUncached(key, wasm, name);
       prepared.catch(() => this.#prepared.delete(key));
       this.#prepared.set(key, prepared);
     }
     return prepared;
   }
 
-  async #prepareUncached(tool: Tool): Promise<PreparedComponent> {
-    const cached = await this.#options.cache?.get(tool.wasmSha256);
+  async #prepareUncached(key: string, wasm: Uint8Array, name: string): Promise<PreparedComponent> {
+    const cached = await this.#options.cache?.get(key);
     if (cached) return cached;
     const timeoutMs = this.#options.prepareTimeoutMs ?? 120_000;
     const prepared = await this.pool.run(
       async (worker) => {
-        const outcome = await worker.api.prepare(tool.wasm, tool.spec.name);
+        const outcome = await worker.api.prepare(wasm, name);
         if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
         return outcome.value;
       },
       {
         timeoutMs,
         onTimeout: () =>
-          new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `Preparing ${tool.spec.name} took longer than ${timeoutMs} ms.`, {
+          new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `Preparing ${name} took longer than ${timeoutMs} ms.`, {
             resource: 'time',
           }),
       },
     );
-    await this.#options.cache?.set(tool.wasmSha256, prepared);
+    await this.#options.cache?.set(key, prepared);
     return prepared;
   }
 

@@ -22,4 +22,6 @@ export {
   type ByteSink,
 } from './preview1.js';
 export { CappedSink, ProcExit, OutputLimitExceeded, classify, finishRun, type RunEnd, type RunFacts } from './outcome.js';
-export { PoolExecutor, outcomeOf, type Outcome, type ExecutorWorker, type PreparedComponentStore, type PoolExecutorOptions } from './executor.js';
+export { PoolExecutor, outcomeOf, type ExecRequest, type Outcome, type ExecutorWorker, type PreparedComponentStore, type PoolExecutorOptions } from './executor.js';
+export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';
+export { execRequest, EXEC_DEFAULTS, type ExecOptions } from './exec-options.js';

@@ -56,6 +56,20 @@ export interface ByteSource {
   read(max: number): Uint8Array | null;
 }
 
+/** A source over bytes given whole (a call's stdin when it is not streamed). */
+export function bytesSource(data: Uint8Array): ByteSource & { remaining(): number } {
+  let at = 0;
+  return {
+    read(max) {
+      if (at >= data.length) return null;
+      const chunk = data.subarray(at, at + max);
+      at += chunk.length;
+      return chunk;
+    },
+    remaining: () => data.length - at,
+  };
+}
+
 /** Bytes a stream writes to. May throw a filesystem error code (a failed write) or an Error (stops the guest). */
 export interface ByteSink {
   write(bytes: Uint8Array): void;

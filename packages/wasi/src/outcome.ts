@@ -31,11 +31,13 @@ export class ProcExit extends Error {
 /** What a run ended with, before the post-run checks. */
 export interface RunEnd {
   exitCode: number;
+  /** True when the guest ended by itself (returned, or called exit), not stopped by a trap or a limit. */
+  exited?: boolean;
   error?: CorralErrorJSON;
 }
 
 export function classify(err: unknown, toolName: string, stderr: CappedSink): RunEnd {
-  if (isExit(err)) return { exitCode: err.code };
+  if (isExit(err)) return { exitCode: err.code, exited: true };
   if (err instanceof CorralError) return { exitCode: 1, error: err.toJSON() };
   const limit = err instanceof OutputLimitExceeded ? err : (err as { cause?: unknown } | null)?.cause;
   if (limit instanceof OutputLimitExceeded) {
@@ -85,6 +87,7 @@ export interface RunFacts {
 export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
   const { request, stdout, stderr, peakMemoryBytes, maxPages, quota } = facts;
   let { exitCode, error } = end;
+  const exited = end.exited === true;
   if (quota?.exceeded) {
     const limitMb = Math.round(request.diskLimitBytes / 2 ** 20);
     error = new CorralError(
@@ -110,6 +113,7 @@ export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
   return {
     peakMemoryBytes,
     exitCode,
+    exited,
     stdout: stdout.bytes(),
     stderr: stderr.bytes(),
     ...(error ? { error } : {}),

@@ -26,8 +26,11 @@ export interface SandboxPoolOptions {
   maxQueue?: number;
 }
 
+/** The longest delay a JS timer can wait. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface TaskOptions {
-  /** Wall-clock limit of the task once it has a worker; on expiry the worker is killed. */
+  /** Wall-clock limit of the task once it has a worker; on expiry the worker is killed. Infinity: none. */
   timeoutMs: number;
   /** The error the caller gets when the limit passes. */
   onTimeout: () => CorralError;
@@ -146,10 +149,13 @@ export class SandboxPool<W extends PoolWorker> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        faulted = true;
-        reject(onTimeout());
-      }, timeoutMs);
+      // Timers take at most 2^31-1 ms; anything longer (or Infinity) would fire at once.
+      if (timeoutMs <= MAX_TIMER_MS) {
+        timer = setTimeout(() => {
+          faulted = true;
+          reject(onTimeout());
+        }, timeoutMs);
+      }
       onAbort = () => {
         faulted = true;
         reject(abortError(signal!));

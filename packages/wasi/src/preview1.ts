@@ -25,8 +25,9 @@ import type { RunRequest, RunnerOptions } from './run.js';
 import { capModule, WASM_PAGE_BYTES } from './limits.js';
 import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { MAX_OPEN_FILES, type Descriptor, type DescriptorStat } from './fs/filesystem.js';
-import { MAX_CHUNK, MAX_POLL, monotonicNs, realtimeNs, sleepNs } from './io.js';
-import { CappedSink, ProcExit, classify, finishRun, type RunEnd } from './outcome.js';
+import { MAX_CHUNK, MAX_POLL, bytesSource, monotonicNs, realtimeNs, sleepNs, type ByteSource } from './io.js';
+import { ProcExit, classify, finishRun, type RunEnd } from './outcome.js';
+import { callStdio } from './stdio-channel.js';
 
 type NewTimestamp = { tag: 'no-change' } | { tag: 'now' } | { tag: 'timestamp'; val: { seconds: bigint; nanoseconds: number } };
 
@@ -252,9 +253,12 @@ export type Preview1Function = (typeof PREVIEW1_FUNCTIONS)[number];
 export interface Preview1HostOptions {
   args: readonly string[];
   env: Readonly<Record<string, string>>;
-  stdin: Uint8Array;
+  /** Bytes given whole, or a source read as the guest asks (streamed stdin). */
+  stdin: Uint8Array | ByteSource;
   stdout: ByteSink;
   stderr: ByteSink;
+  /** Which of fds 0, 1, 2 are terminals on the host side. Default: none. */
+  terminals?: readonly [boolean, boolean, boolean];
   /** The directories the guest may reach, as fd 3, 4, … */
   preopens: Preopens;
 }
@@ -272,7 +276,7 @@ export class Preview1Host {
 
   readonly #args: Uint8Array[];
   readonly #env: Uint8Array[];
-  readonly #stdin: Uint8Array;
+  readonly #stdin: ByteSource & { remaining?(): number };
   readonly #sinks: [ByteSink, ByteSink];
   readonly #fds: Array<FdEntry | undefined>;
   readonly #startedNs = monotonicNs();
@@ -284,11 +288,12 @@ export class Preview1Host {
   constructor(options: Preview1HostOptions) {
     this.#args = options.args.map((a) => utf8.encode(a + '\0'));
     this.#env = Object.entries(options.env).map(([k, v]) => utf8.encode(`${k}=${v}\0`));
-    this.#stdin = options.stdin;
+    this.#stdin = options.stdin instanceof Uint8Array ? bytesSource(options.stdin) : options.stdin;
     this.#sinks = [options.stdout, options.stderr];
     const stdio = (n: number, rights: bigint): FdEntry => ({
-      // Not a terminal (no CHARACTER_DEVICE), so wasi-libc buffers stdout fully.
-      filetype: FILETYPE.UNKNOWN,
+      // A terminal is a CHARACTER_DEVICE, so wasi-libc line-buffers it;
+      // captured stdio is not, and is buffered fully.
+      filetype: options.terminals?.[n] ? FILETYPE.CHARACTER_DEVICE : FILETYPE.UNKNOWN,
       descriptor: null,
       stdio: n,
       preopen: null,
@@ -536,10 +541,12 @@ export class Preview1Host {
     if (f.stdio !== 0) return 0;
     let n = 0;
     for (const view of views) {
-      const chunk = this.#stdin.subarray(f.offset, f.offset + view.length);
-      view.set(chunk);
-      f.offset += chunk.length;
-      n += chunk.length;
+      if (view.length === 0) continue;
+      // A streamed source may return fewer bytes than asked: stop there, as a pipe would.
+      const chunk = this.#stdin.read(view.length);
+      if (chunk === null) break;
+      view.set(chunk.subarray(0, view.length));
+      n += Math.min(chunk.length, view.length);
       if (chunk.length < view.length) break;
     }
     return n;
@@ -953,7 +960,8 @@ export class Preview1Host {
         }
         let nbytes = 0n;
         if (type === EVENTTYPE_FD_READ) {
-          if (entry.stdio === 0) nbytes = BigInt(this.#stdin.length - entry.offset);
+          // A streamed stdin cannot say how much is waiting: 1 says "read it".
+          if (entry.stdio === 0) nbytes = BigInt(this.#stdin.remaining?.() ?? 1);
           else if (entry.descriptor && entry.filetype !== FILETYPE.DIRECTORY) {
             nbytes = BigInt(Math.max(0, Number(entry.descriptor.stat().size) - entry.offset));
           }
@@ -1205,12 +1213,20 @@ export class Preview1Runner {
     const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
     const compiled = await this.#load(key, maxPages, request.toolName);
 
-    const stdout = new CappedSink(request.outputLimitBytes, 'head');
-    const stderr = new CappedSink(request.outputLimitBytes, 'tail');
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory);
-    const host = new Preview1Host({ args: request.args, env: request.env, stdin: request.stdin, stdout, stderr, preopens: callFs.preopens });
+    const stdio = callStdio(request);
+    const { stdout, stderr } = stdio.captured;
+    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory, request.scratchTmp ?? true);
+    const host = new Preview1Host({
+      args: request.args,
+      env: request.env,
+      stdin: stdio.stdin,
+      stdout: stdio.stdout,
+      stderr: stdio.stderr,
+      ...(stdio.terminals ? { terminals: stdio.terminals } : {}),
+      preopens: callFs.preopens,
+    });
 
-    let end: RunEnd = { exitCode: 0 };
+    let end: RunEnd = { exitCode: 0, exited: true };
     let memory: WebAssembly.Memory | undefined;
     try {
       const instance = await instantiate(compiled, { wasi_snapshot_preview1: host.imports });
@@ -1221,6 +1237,7 @@ export class Preview1Runner {
       end = classify(err, request.toolName, stderr);
     } finally {
       callFs.close();
+      stdio.end();
     }
     if (host.networkCalls.length > 0 && end.error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
       const calls = [...new Set(host.networkCalls)];

@@ -9,16 +9,19 @@
  * between calls or leaves a timer or promise behind.
  */
 import { GuestTypeError, u32, u64 } from './guest.js';
-import { IoError, InputStream, OutputStream, Pollable, deadlinePollable, inputStream, monotonicNs, outputStream, poll, readyPollable, realtimeNs, type ByteSink } from './io.js';
+import { IoError, InputStream, OutputStream, Pollable, bytesSource, deadlinePollable, inputStream, monotonicNs, outputStream, poll, readyPollable, realtimeNs, type ByteSink, type ByteSource } from './io.js';
 import { Descriptor, DirectoryEntryStream, filesystemErrorCode } from './fs/filesystem.js';
 import { ProcExit } from './outcome.js';
 
 export interface Preview2Call {
   args: readonly string[];
   env: Readonly<Record<string, string>>;
-  stdin: Uint8Array;
+  /** Bytes given whole, or a source read as the guest asks (streamed stdin). */
+  stdin: Uint8Array | ByteSource;
   stdout: ByteSink;
   stderr: ByteSink;
+  /** Which of stdin, stdout, stderr are terminals on the host side. Default: none. */
+  terminals?: readonly [boolean, boolean, boolean];
   /** Preopened directories: [descriptor, guest path]. */
   preopens: ReadonlyArray<readonly [Descriptor, string]>;
   /** The call's memory budget: no single host allocation for the guest is larger. */
@@ -39,15 +42,8 @@ for (const type of [TerminalInput, TerminalOutput]) {
 
 /** The import object for jco's `instantiate`, keyed by interface name without version. */
 export function preview2Imports(call: Preview2Call): Record<string, Record<string, unknown>> {
-  let stdinAt = 0;
-  const stdin = inputStream({
-    read(max) {
-      if (stdinAt >= call.stdin.length) return null;
-      const chunk = call.stdin.subarray(stdinAt, stdinAt + max);
-      stdinAt += chunk.length;
-      return chunk;
-    },
-  });
+  const stdin = inputStream(call.stdin instanceof Uint8Array ? bytesSource(call.stdin) : call.stdin);
+  const [stdinTty, stdoutTty, stderrTty] = call.terminals ?? [false, false, false];
   const stdout = outputStream(call.stdout);
   const stderr = outputStream(call.stderr);
   const environment = Object.entries(call.env).map(([k, v]) => [k, v] as [string, string]);
@@ -87,10 +83,10 @@ export function preview2Imports(call: Preview2Call): Record<string, Record<strin
     'wasi:cli/stderr': ns({ getStderr: () => stderr }),
     'wasi:cli/terminal-input': ns({ TerminalInput }),
     'wasi:cli/terminal-output': ns({ TerminalOutput }),
-    // Not terminals: tools' stdio is captured.
-    'wasi:cli/terminal-stdin': ns({ getTerminalStdin: () => undefined }),
-    'wasi:cli/terminal-stdout': ns({ getTerminalStdout: () => undefined }),
-    'wasi:cli/terminal-stderr': ns({ getTerminalStderr: () => undefined }),
+    // Captured stdio is not a terminal; `corral exec` passes the host's on.
+    'wasi:cli/terminal-stdin': ns({ getTerminalStdin: () => (stdinTty ? new TerminalInput() : undefined) }),
+    'wasi:cli/terminal-stdout': ns({ getTerminalStdout: () => (stdoutTty ? new TerminalOutput() : undefined) }),
+    'wasi:cli/terminal-stderr': ns({ getTerminalStderr: () => (stderrTty ? new TerminalOutput() : undefined) }),
     'wasi:clocks/monotonic-clock': ns({
       now: monotonicNs,
       resolution: () => 1000n,

@@ -5,7 +5,8 @@ import { checkComponentImports } from './component-imports.js';
 import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
 import { preview2Imports } from './preview2.js';
 import { capComponentModules, definesMemoryOrTable, WASM_PAGE_BYTES } from './limits.js';
-import { CappedSink, classify, finishRun } from './outcome.js';
+import { classify, finishRun, type RunEnd } from './outcome.js';
+import { callStdio, type StdioChannel } from './stdio-channel.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
 export interface RunRequest {
@@ -19,6 +20,10 @@ export interface RunRequest {
   memoryLimitBytes: number;
   /** Bytes the call may add to files in writable mounts and /tmp (resources.disk_mb). */
   diskLimitBytes: number;
+  /** Give the call a private in-memory /tmp when no mount is there. Default true; `corral exec` mounts exactly what it is given. */
+  scratchTmp?: boolean;
+  /** Stream stdio through this channel instead of capturing it (`corral exec`); `stdin` is then used only when the channel does not stream it. */
+  stdio?: StdioChannel;
 }
 
 export interface RunnerOptions {
@@ -81,15 +86,16 @@ export class ComponentRunner {
     const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
     const component = await this.#load(key, maxPages, request.toolName);
 
-    const stdout = new CappedSink(request.outputLimitBytes, 'head');
-    const stderr = new CappedSink(request.outputLimitBytes, 'tail');
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory);
+    const stdio = callStdio(request);
+    const { stdout, stderr } = stdio.captured;
+    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory, request.scratchTmp ?? true);
     const imports = preview2Imports({
       args: request.args,
       env: request.env,
-      stdin: request.stdin,
-      stdout,
-      stderr,
+      stdin: stdio.stdin,
+      stdout: stdio.stdout,
+      stderr: stdio.stderr,
+      ...(stdio.terminals ? { terminals: stdio.terminals } : {}),
       preopens: callFs.preopens,
       memoryLimitBytes: request.memoryLimitBytes,
     });
@@ -119,8 +125,7 @@ export class ComponentRunner {
       return instance;
     };
 
-    let exitCode = 0;
-    let error: CorralErrorJSON | undefined;
+    let end: RunEnd = { exitCode: 0, exited: true };
     try {
       const exports = await component.instantiate(
         (name) => {
@@ -133,14 +138,13 @@ export class ComponentRunner {
       );
       findRun(exports, request.toolName).run();
     } catch (err) {
-      const outcome = classify(err, request.toolName, stderr);
-      exitCode = outcome.exitCode;
-      error = outcome.error;
+      end = classify(err, request.toolName, stderr);
     } finally {
       callFs.close();
+      stdio.end();
     }
     return finishRun(
-      { exitCode, ...(error ? { error } : {}) },
+      end,
       {
         request,
         started,
@@ -168,7 +172,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(guardLiftedLists(prepared.glue));
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(guardLiftedLists(allocateEmptyStrings(prepared.glue)));
   const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
   return { instantiate: glue.instantiate, modules, capped: withCaps };
 }
@@ -183,6 +187,18 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
     { exports: Object.keys(exports) },
   );
+}
+
+/**
+ * Lower every string through the guest's realloc, empty ones too, as the
+ * canonical ABI does (store_string_copy always calls realloc). jco 1.15.4's
+ * glue skips the call for '' and hands back pointer 1; the preview1
+ * adapter lays out environ and argv by counting its realloc calls, so an
+ * empty value (`NAME=`) lost its terminating NUL and ran into the next
+ * variable.
+ */
+export function allocateEmptyStrings(glue: string): string {
+  return glue.replace(/(function utf8Encode\(s, realloc, memory\) \{\n\s*if \(typeof s !== 'string'\) throw new TypeError\('expected a string'\);)\n\s*if \(s\.length === 0\) \{\n\s*utf8EncodedLen = 0;\n\s*return 1;\n\s*\}/, '$1');
 }
 
 /** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */

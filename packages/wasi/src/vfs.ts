@@ -43,6 +43,7 @@ export function callFilesystem(
   diskLimitBytes: number,
   openHostDirectory?: HostDirectoryOpener,
   openOpfsDirectory?: OpfsDirectoryOpener,
+  scratchTmp = true,
 ): CallFilesystem {
   const quota = new DiskQuota(diskLimitBytes);
   const open = new Set<Descriptor>();
@@ -70,7 +71,7 @@ export function callFilesystem(
       }
       return [mountOn(backend, mount.access !== 'read-write'), mount.guest];
     });
-    if (!mounts.some((m) => m.guest === '/tmp')) {
+    if (scratchTmp && !mounts.some((m) => m.guest === '/tmp')) {
       preopens.push([mountOn(new MemoryBackend(BigInt(mounts.length + 1)), false), '/tmp']);
     }
     return { preopens, quota, close };

@@ -1,0 +1,164 @@
+/**
+ * `corral exec`: run any WASI program under Corral's sandbox, as
+ * `wasmtime run` would run it — raw stdio streamed both ways, argv and
+ * environment exactly as given, the program's exit code as the command's.
+ */
+import { parseArgs } from 'node:util';
+import { readFile } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import { isatty } from 'node:tty';
+import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
+import { EXEC_DEFAULTS } from '@corral/wasi';
+import { Corral } from './corral.js';
+
+export const EXEC_HELP = `corral exec FILE.wasm [options] [-- ARGS...]
+
+Run a WASI program (a preview1 command module or a wasi:cli command
+component) in a sandbox worker, as 'wasmtime run' would: its stdin, stdout
+and stderr are this command's, argv is FILE's name and ARGS exactly as
+given, its environment is only what --env gives, and there is no network.
+  --dir HOST[::GUEST][:ro]
+                  give the program the folder HOST, named GUEST (default: HOST
+                  as written, e.g. '.' or 'data'); read-write unless :ro (repeatable)
+  --env NAME=VALUE
+                  set a variable; --env NAME passes this shell's value (repeatable)
+  --argv0 NAME    argv[0] (default: FILE's name)
+  --memory-mb N   cap on the program's memory (default ${EXEC_DEFAULTS.memoryMb})
+  --disk-mb N     bytes it may add to files in its folders (default ${EXEC_DEFAULTS.diskMb})
+  --timeout MS    stop it after MS milliseconds (default: no limit)
+
+Exit status: the program's own; 134 when it trapped; 125 when Corral could
+not run it or stopped it at a limit; 2 when this command was misused.`;
+
+export const EXIT_TRAP = 134;
+export const EXIT_STOPPED = 125;
+const EXIT_USAGE = 2;
+/** A shell's status for a process ended by SIGPIPE: the reader of our stdout went away. */
+const EXIT_BROKEN_PIPE = 141;
+
+type Io = { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
+
+export async function execCommand(args: string[], io: Io, fail: (message: string) => void, usage: (message: string) => Error): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        dir: { type: 'string', multiple: true },
+        env: { type: 'string', multiple: true },
+        argv0: { type: 'string' },
+        'memory-mb': { type: 'string' },
+        'disk-mb': { type: 'string' },
+        timeout: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+      strict: true,
+      tokens: true,
+    });
+  } catch (err) {
+    throw usage(`${(err as Error).message}. Put the program's own arguments after --.`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return io.stdout.write(EXEC_HELP + '\n'), 0;
+  const [file, ...programArgs] = positionals;
+  if (file === undefined) throw usage('name the .wasm file to run, e.g. corral exec hello.wasm -- world');
+  // A program name that follows `--` would be taken for an argument; say so plainly.
+  const terminator = parsed.tokens.find((t) => t.kind === 'option-terminator');
+  if (terminator && parsed.tokens.findIndex((t) => t.kind === 'positional') > parsed.tokens.indexOf(terminator)) {
+    throw usage('name the .wasm file before --, e.g. corral exec hello.wasm -- world');
+  }
+
+  const mounts = (values.dir ?? []).map(parseDirFlag(usage));
+  const env: Record<string, string> = {};
+  for (const flag of values.env ?? []) {
+    const eq = flag.indexOf('=');
+    const name = eq === -1 ? flag : flag.slice(0, eq);
+    if (name === '') throw usage(`bad --env ${JSON.stringify(flag)}: expected NAME=VALUE or NAME`);
+    const value = eq === -1 ? process.env[name] : flag.slice(eq + 1);
+    if (value === undefined) throw usage(`--env ${name}: this shell has no variable ${name} to pass on`);
+    env[name] = value;
+  }
+  const number = (flag: 'memory-mb' | 'disk-mb' | 'timeout'): number | undefined => {
+    const text = values[flag];
+    if (text === undefined) return undefined;
+    if (!/^\d+$/.test(text)) throw usage(`--${flag} takes a whole number (got ${JSON.stringify(text)})`);
+    return Number(text);
+  };
+
+  const limits = {
+    ...optional('memoryMb', number('memory-mb')),
+    ...optional('diskMb', number('disk-mb')),
+    ...optional('timeoutMs', number('timeout')),
+  };
+
+  let wasm: Uint8Array;
+  try {
+    wasm = new Uint8Array(await readFile(file));
+  } catch (err) {
+    fail(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    return EXIT_STOPPED;
+  }
+
+  // The program's output is written as it comes, and the program waits
+  // while our stdout is slow. If our reader goes away (`| head`), stop it.
+  // The listener stays: writes still queued fail the same way after the run.
+  const stopped = new AbortController();
+  io.stdout.on('error', () => stopped.abort(new Error('stdout closed')));
+  // Settles once the chunk is handed to the OS (or failed): that is the backpressure.
+  const write = (stream: NodeJS.WritableStream) => (chunk: Uint8Array) =>
+    new Promise<void>((done) => void stream.write(chunk, () => done()));
+
+  const corral = await Corral.create({ bundled: false, store: false, size: 1 });
+  try {
+    const result = await corral.exec(wasm, {
+      argv0: values.argv0 ?? basename(file),
+      args: programArgs,
+      env,
+      mounts,
+      // Read stdin only when the program does, and only then touch process.stdin.
+      stdin: { [Symbol.asyncIterator]: () => (process.stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]() },
+      onStdout: write(io.stdout),
+      onStderr: write(io.stderr),
+      terminals: [isatty(0), isatty(1), isatty(2)],
+      ...limits,
+      signal: stopped.signal,
+    });
+    if (result.error) fail(`${result.error.message} (${result.error.code})`);
+    if (result.exited) return result.exitCode;
+    return result.error?.details?.trap === true ? EXIT_TRAP : EXIT_STOPPED;
+  } catch (err) {
+    if (stopped.signal.aborted) return EXIT_BROKEN_PIPE;
+    if (CorralError.is(err, ErrorCodes.INPUT_VALIDATION)) {
+      fail(err.message);
+      return EXIT_USAGE;
+    }
+    fail(err instanceof CorralError ? `${err.message} (${err.code})` : String((err as Error)?.message ?? err));
+    return EXIT_STOPPED;
+  } finally {
+    await corral.close();
+    // Stop reading our stdin if the program left some unread.
+    process.stdin.destroy();
+  }
+}
+
+/** `HOST[::GUEST][:ro|:rw]`, as wasmtime's --dir: GUEST defaults to HOST as written. */
+function parseDirFlag(usage: (message: string) => Error) {
+  return (flag: string): MountBinding => {
+    let spec = flag;
+    let access: MountBinding['access'] = 'read-write';
+    if (spec.endsWith(':ro') || spec.endsWith(':rw')) {
+      access = spec.endsWith(':ro') ? 'read' : 'read-write';
+      spec = spec.slice(0, -3);
+    }
+    const split = spec.indexOf('::');
+    const host = split === -1 ? spec : spec.slice(0, split);
+    const guest = split === -1 ? spec : spec.slice(split + 2);
+    if (host === '' || guest === '') throw usage(`bad --dir ${JSON.stringify(flag)}: expected HOST[::GUEST][:ro], e.g. ./data::/data:ro`);
+    return { hostPath: resolve(host), guest, access };
+  };
+}
+
+function optional<K extends string>(key: K, value: number | undefined): { [P in K]?: number } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: number };
+}
