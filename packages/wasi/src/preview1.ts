@@ -642,14 +642,23 @@ export class Preview1Host {
     return E.SUCCESS;
   }
 
+  /**
+   * Move `from` to `to`, closing what `to` held. As in wasmtime, `to` need
+   * not be open: programs park stdout elsewhere and move a file into fd 1
+   * (yosys does, to capture a child step's output). It must stay inside
+   * the table's bounds.
+   */
   fd_renumber(from: number, to: number): number {
+    from >>>= 0;
+    to >>>= 0;
     const entry = this.#fds[from];
-    const replaced = this.#fds[to];
-    if (!entry || !replaced) return E.BADF;
+    if (!entry || to >= MAX_FDS) return E.BADF;
     if (from === to) return E.SUCCESS;
+    const replaced = this.#fds[to];
+    while (this.#fds.length < to) this.#fds.push(undefined);
     this.#fds[to] = entry;
     this.#fds[from] = undefined;
-    replaced.descriptor?.close();
+    replaced?.descriptor?.close();
     return E.SUCCESS;
   }
 
@@ -766,13 +775,14 @@ export class Preview1Host {
       const entry = f.listing[i]!;
       // dirent: d_next@0 d_ino@8 d_namlen@16 d_type@20
       hv.setBigUint64(0, BigInt(i + 1), true);
-      // `.` is the directory itself (its fstat inode); `..` may be outside the mount: 0.
+      // `.` is the directory itself (its fstat inode). `..` may be outside
+      // the mount, so it gets the directory's inode too, as in wasmtime: an
+      // inode of 0 makes wasi-libc's readdir look `..` up, which is refused
+      // above a preopen, and the whole listing failed (yosys's scandir).
       const ino =
         entry.lookup !== null
           ? inodeOf(() => f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!))
-          : i === 0
-            ? inodeOf(() => f.descriptor.metadataHash())
-            : 0n;
+          : inodeOf(() => f.descriptor.metadataHash());
       hv.setBigUint64(8, ino, true);
       hv.setUint32(16, entry.name.length, true);
       hv.setUint8(20, entry.filetype);

@@ -184,6 +184,7 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     const [opened, fd] = h.open('.', O_DIRECTORY, RIGHTS_READ_ONLY);
     expect(opened).toBe(E.SUCCESS);
     const seen: Array<[string, number]> = [];
+    const inodes = new Map<string, bigint>();
     let cookie = 0n;
     let size = 40;
     for (let round = 0; round < 20; round++) {
@@ -198,7 +199,9 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
       while (at + 24 <= buf + n) {
         const len = h.dv().getUint32(at + 16, true);
         if (at + 24 + len > buf + n) break;
-        seen.push([new TextDecoder().decode(h.u8().slice(at + 24, at + 24 + len)), h.u8()[at + 20]!]);
+        const name = new TextDecoder().decode(h.u8().slice(at + 24, at + 24 + len));
+        seen.push([name, h.u8()[at + 20]!]);
+        inodes.set(name, h.dv().getBigUint64(at + 8, true));
         cookie = h.dv().getBigUint64(at, true);
         at += 24 + len;
       }
@@ -207,6 +210,8 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     }
     expect(seen.map(([n]) => n)).toEqual(['.', '..', 'a-much-longer-file-name-than-the-others.txt', 'a.txt', 'b.txt', 'sub']);
     expect(Object.fromEntries(seen)).toMatchObject({ sub: 3, 'a.txt': 4, '.': 3 });
+    // No entry has inode 0: wasi-libc then looks the name up, and `..` above a preopen is refused.
+    for (const [name, ino] of inodes) expect(ino, name).not.toBe(0n);
   });
 
   it('maps wasi:filesystem errors to errnos, and refuses absolute paths itself', () => {
@@ -336,6 +341,12 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     expect(h.read(b, 1)).toEqual([E.SUCCESS, 'b']);
     expect(h.read(a, 1)[0]).toBe(E.BADF);
     expect(h.call('fd_renumber', a, b)).toBe(E.BADF);
+    // A free target is fine (wasmtime allows it; yosys moves files into fd 1 that way),
+    // but only inside the table: a far fd would make the host grow it without bound.
+    expect(h.call('fd_renumber', b, 40)).toBe(E.SUCCESS);
+    expect(h.read(40, 1)).toEqual([E.SUCCESS, 'c']);
+    expect(h.call('fd_renumber', 40, 2 ** 31)).toBe(E.BADF);
+    expect(h.call('fd_renumber', 40, -1)).toBe(E.BADF);
     expect(() => h.call('proc_exit', 7)).toThrow(ProcExit);
     try {
       h.call('proc_exit', 7);
