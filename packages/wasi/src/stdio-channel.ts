@@ -175,6 +175,10 @@ export function workerStdio(
 
   let stdinAt = 0;
   let stdinEnded = false;
+  // Each round trip to the host costs tens of microseconds, so ask for a
+  // whole chunk and serve small reads from it; the host answers with what
+  // it has (a terminal's line), never waiting to fill the chunk.
+  let buffered: Uint8Array = new Uint8Array(0);
   const stdin: ByteSource = {
     read(max) {
       if (!channel.streamStdin || !control || !data) {
@@ -183,19 +187,23 @@ export function workerStdio(
         stdinAt += chunk.length;
         return chunk;
       }
-      if (stdinEnded) return null;
-      Atomics.store(control, STDIN_STATE, WAITING);
-      port.postMessage({ kind: 'read', max: Math.min(max, STDIO_CHUNK) } satisfies WorkerMessage);
-      Atomics.wait(control, STDIN_STATE, WAITING);
-      const state = Atomics.load(control, STDIN_STATE);
-      Atomics.store(control, STDIN_STATE, IDLE);
-      if (state === EOF) {
-        stdinEnded = true;
-        return null;
+      if (buffered.length === 0) {
+        if (stdinEnded) return null;
+        Atomics.store(control, STDIN_STATE, WAITING);
+        port.postMessage({ kind: 'read', max: STDIO_CHUNK } satisfies WorkerMessage);
+        Atomics.wait(control, STDIN_STATE, WAITING);
+        const state = Atomics.load(control, STDIN_STATE);
+        Atomics.store(control, STDIN_STATE, IDLE);
+        if (state === EOF) {
+          stdinEnded = true;
+          return null;
+        }
+        // The length is the host's, but check it anyway: it bounds a copy.
+        buffered = data.slice(0, Math.min(Atomics.load(control, STDIN_LENGTH), STDIO_CHUNK));
       }
-      // The length is the host's, but check it anyway: it bounds a copy.
-      const length = Math.min(Atomics.load(control, STDIN_LENGTH), max, STDIO_CHUNK);
-      return data.slice(0, length);
+      const chunk = buffered.subarray(0, max);
+      buffered = buffered.subarray(chunk.length);
+      return chunk;
     },
   };
 
