@@ -73,19 +73,19 @@ export const CASES = [
 export function expectedExit(testCase, host) {
   if (testCase.exitOn?.[host] !== undefined) return testCase.exitOn[host];
   const code = testCase.exit ?? 0;
-  return host.startsWith('comp/') && code !== 0 ? 1 : code;
+  return (host.startsWith('comp/') || host.startsWith('jco')) && code !== 0 ? 1 : code;
 }
 
 export function expectedStdout(testCase) {
   return testCase.stdout ?? readFileSync(new URL(`${testCase.id}.txt`, EXPECTED), 'utf8');
 }
 
-function programBytes(testCase) {
+export function programBytes(testCase) {
   return new Uint8Array(readFileSync(new URL(`${testCase.program ?? testCase.id}.wasm`, PROGRAMS)));
 }
 
 /** A fresh host folder holding START_TREE. */
-function hostFolder() {
+export function hostFolder() {
   const dir = mkdtempSync(join(tmpdir(), 'corral-wasi-conf-'));
   const write = (at, tree) => {
     for (const [name, value] of Object.entries(tree)) {
