@@ -61,14 +61,6 @@ const CORRAL_WRONG: Record<string, Partial<Record<Host, string>>> = {
     'comp/host': 'the preview1 adapter traps in sock_*',
     'comp/memory': 'the preview1 adapter traps in sock_*',
   },
-  args_env_stdin: {
-    // An environment variable with an empty value loses its NUL: environ
-    // reads "EMPTY=EQUALS=x=y=z". Corral's host returns ['EMPTY', ''];
-    // the string is lost between jco's glue and the preview1 adapter
-    // (jco run with preview2-shim shows the same), not in Corral's code.
-    'comp/host': 'an empty environment value runs into the next variable (jco glue + adapter)',
-    'comp/memory': 'an empty environment value runs into the next variable (jco glue + adapter)',
-  },
 };
 
 interface Outcome {

@@ -775,14 +775,17 @@ export class Preview1Host {
       const entry = f.listing[i]!;
       // dirent: d_next@0 d_ino@8 d_namlen@16 d_type@20
       hv.setBigUint64(0, BigInt(i + 1), true);
-      // `.` is the directory itself (its fstat inode). `..` may be outside
-      // the mount, so it gets the directory's inode too, as in wasmtime: an
-      // inode of 0 makes wasi-libc's readdir look `..` up, which is refused
-      // above a preopen, and the whole listing failed (yosys's scandir).
+      // `.` is the directory itself (its fstat inode), `..` its parent. At
+      // a mount's root the parent is outside, so `..` gets the root's own
+      // inode, as in wasmtime: an inode of 0 makes wasi-libc's readdir look
+      // `..` up, which is refused there, and the whole listing failed
+      // (yosys's scandir).
       const ino =
         entry.lookup !== null
           ? inodeOf(() => f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!))
-          : inodeOf(() => f.descriptor.metadataHash());
+          : i === 0
+            ? inodeOf(() => f.descriptor.metadataHash())
+            : inodeOf(() => f.descriptor.parentMetadataHash() ?? f.descriptor.metadataHash());
       hv.setBigUint64(8, ino, true);
       hv.setUint32(16, entry.name.length, true);
       hv.setUint8(20, entry.filetype);

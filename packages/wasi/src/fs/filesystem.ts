@@ -168,6 +168,22 @@ export class Descriptor {
     return this.#at(path, symlinkFollow, (r) => hashOf(this.#statOf(r)));
   }
 
+  /**
+   * The metadata hash of this directory's parent while that is inside the
+   * mount (the inode of `..` in a preview1 listing); undefined at the mount
+   * root. No WIT method has this name, so no guest can call it.
+   */
+  parentMetadataHash(): { lower: bigint; upper: bigint } | undefined {
+    const path = this.#dir();
+    if (path.length === 0) return undefined;
+    const r = resolve(this.#backend(), path.slice(0, -1), SELF, false);
+    try {
+      return hashOf(this.#backend().stat(r.dir, r.name));
+    } finally {
+      r.release();
+    }
+  }
+
   isSameObject(other: unknown): boolean {
     const that = resource(other, 'other descriptor', Descriptor);
     if (that.#mount.backend !== this.#mount.backend) return false;
