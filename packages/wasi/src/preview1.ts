@@ -12,9 +12,10 @@
  * Containment (`..`, symlinks out of a mount) is the descriptors' job;
  * absolute paths are refused here, before a descriptor sees them.
  *
- * There is no network: the `sock_*` calls answer ENOTSUP and the result
- * carries E_NETWORK_BLOCKED; an import this host does not provide is
- * refused when the module is loaded.
+ * There is no network and no socket: the `sock_*` calls answer EBADF or
+ * ENOTSOCK, and a call that tried to accept, receive or send carries
+ * E_NETWORK_BLOCKED; an import this host does not provide is refused when
+ * the module is loaded.
  *
  * Layouts and numbers below are from the preview1 witx
  * (WebAssembly/WASI legacy/preview1/docs.md); comments quote it.
@@ -56,6 +57,7 @@ const E = {
   NOENT: 44,
   NOSYS: 52,
   NOTDIR: 54,
+  NOTSOCK: 57,
   NOTSUP: 58,
   OVERFLOW: 61,
   SPIPE: 70,
@@ -267,7 +269,7 @@ export interface Preview1HostOptions {
 export class Preview1Host {
   /** The import namespace: one function per name in PREVIEW1_FUNCTIONS. */
   readonly imports: Record<Preview1Function, (...args: never[]) => unknown>;
-  /** Socket calls the guest made (each was refused with ENOTSUP). */
+  /** The socket calls that move data (accept, recv, send) the guest made, each named once. */
   readonly networkCalls: string[] = [];
 
   readonly #args: Uint8Array[];
@@ -996,26 +998,40 @@ export class Preview1Host {
     return E.SUCCESS;
   }
 
-  // --- sockets: refused ------------------------------------------------------------
-  sock_accept(): number {
-    return this.#network('sock_accept');
+  // --- sockets: none exist ---------------------------------------------------------
+  // Preview1 has no call that makes a socket; other hosts hand a tool its
+  // sockets as preopened fds, and Corral never does. So every fd is either
+  // not open (EBADF) or open and not a socket (ENOTSOCK), as `accept`,
+  // `recv`, `send` and `shutdown` answer in POSIX. Accepting, receiving and
+  // sending are attempts to use a network whatever the fd, and are recorded
+  // (the call then ends E_NETWORK_BLOCKED); shutting down moves no data and
+  // opens nothing, so it is only answered.
+  sock_accept(fd: number): number {
+    this.#network('sock_accept');
+    return this.#notSocket(fd);
   }
 
-  sock_recv(): number {
-    return this.#network('sock_recv');
+  sock_recv(fd: number): number {
+    this.#network('sock_recv');
+    return this.#notSocket(fd);
   }
 
-  sock_send(): number {
-    return this.#network('sock_send');
+  sock_send(fd: number): number {
+    this.#network('sock_send');
+    return this.#notSocket(fd);
   }
 
-  sock_shutdown(): number {
-    return this.#network('sock_shutdown');
+  sock_shutdown(fd: number): number {
+    return this.#notSocket(fd);
   }
 
-  #network(call: string): number {
-    this.networkCalls.push(call);
-    return E.NOTSUP;
+  #notSocket(fd: number): number {
+    return this.#fds[fd] ? E.NOTSOCK : E.BADF;
+  }
+
+  /** Each call is recorded once: a loop of refused sends does not grow the list. */
+  #network(call: string): void {
+    if (!this.networkCalls.includes(call)) this.networkCalls.push(call);
   }
 }
 
