@@ -176,6 +176,11 @@ const STDOUT_RIGHTS = R.FD_WRITE | R.FD_FDSTAT_SET_FLAGS | R.FD_FILESTAT_GET | R
 
 /** `fdflags`: append(0) dsync(1) nonblock(2) rsync(3) sync(4). */
 const FDFLAG_APPEND = 1;
+const FDFLAG_DSYNC = 2;
+const FDFLAG_RSYNC = 8;
+const FDFLAG_SYNC = 16;
+/** Fixed when a file is opened, as fcntl(F_SETFL) leaves O_DSYNC/O_RSYNC/O_SYNC on Linux. */
+const FDFLAGS_SYNC = FDFLAG_DSYNC | FDFLAG_RSYNC | FDFLAG_SYNC;
 const FDFLAGS_ALL = 0x1f;
 /** `oflags`: creat(0) directory(1) excl(2) trunc(3). */
 const O_CREAT = 1;
@@ -662,7 +667,8 @@ export class Preview1Host {
   fd_fdstat_set_flags(fd: number, flags: number): number {
     const f = this.#fd(fd, R.FD_FDSTAT_SET_FLAGS);
     if (flags & ~FDFLAGS_ALL) return E.INVAL;
-    f.fdflags = flags;
+    // The sync flags belong to the open file (its writes are synced or not); append and nonblock may change.
+    f.fdflags = (f.fdflags & FDFLAGS_SYNC) | (flags & ~FDFLAGS_SYNC);
     return E.SUCCESS;
   }
 
@@ -817,7 +823,13 @@ export class Preview1Host {
         exclusive: (oflags & O_EXCL) !== 0,
         truncate: (oflags & O_TRUNC) !== 0,
       },
-      { read: (base & (R.FD_READ | R.FD_READDIR)) !== 0n, write },
+      {
+        read: (base & (R.FD_READ | R.FD_READDIR)) !== 0n,
+        write,
+        fileIntegritySync: (fdflags & FDFLAG_SYNC) !== 0,
+        dataIntegritySync: (fdflags & FDFLAG_DSYNC) !== 0,
+        requestedWriteSync: (fdflags & FDFLAG_RSYNC) !== 0,
+      },
     );
     // (A directory asked for writing was refused by openAt: EISDIR, as in POSIX.)
     const filetype = DESCRIPTOR_FILETYPE[opened.getType()] ?? FILETYPE.UNKNOWN;

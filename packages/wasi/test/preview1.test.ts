@@ -42,7 +42,10 @@ function harness(tree: Record<string, unknown>, options: { readOnly?: boolean; q
   const stdout = new CappedSink(1 << 20, 'head');
   const stderr = new CappedSink(1 << 20, 'tail');
   const quota = new DiskQuota(options.quotaBytes ?? 1 << 20);
-  const root = mountRoot(MemoryBackend.fromFileData(tree as FileDataEntry), { readOnly: !!options.readOnly, quota });
+  const backend = MemoryBackend.fromFileData(tree as FileDataEntry);
+  const syncs = { count: 0 };
+  backend.sync = () => void syncs.count++;
+  const root = mountRoot(backend, { readOnly: !!options.readOnly, quota });
   const host = new Preview1Host({
     args: ['tool', 'héllo'],
     env: { TZ: 'UTC', LANG: 'C' },
@@ -93,7 +96,7 @@ function harness(tree: Record<string, unknown>, options: { readOnly?: boolean; q
     const errno = offset === undefined ? call(name, fd, iov, 1, out) : call(name, fd, iov, 1, offset, out);
     return [errno, dv().getUint32(out, true)] as const;
   };
-  return { host, memory, stdout, stderr, quota, u8, dv, alloc, bytes, call, open, read, write };
+  return { host, memory, stdout, stderr, quota, syncs, u8, dv, alloc, bytes, call, open, read, write };
 }
 
 describe('Preview1Host: the preview1 calls over descriptors', () => {
@@ -174,6 +177,38 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     expect(h.call('fd_fdstat_set_rights', fd, FD_READ, 0n)).toBe(E.SUCCESS);
     expect(h.call('fd_fdstat_set_rights', fd, FD_READ | FD_WRITE, 0n)).toBe(E.NOTCAPABLE);
     expect(h.call('fd_seek', fd, 0n, 0, h.alloc(8))).toBe(E.NOTCAPABLE);
+  });
+
+  // wasi-testsuite rust/path_filestat opens with FDFLAGS_SYNC and expects fd_fdstat_get to
+  // report it: the flag is kept on the open file and honoured (each write is synced).
+  it('a file opened with SYNC or DSYNC reports it and syncs every write; fd_fdstat_set_flags cannot drop it', () => {
+    const SYNC = 16;
+    const DSYNC = 2;
+    const h = harness({ dir: { 'a.txt': { source: 'abc' } } });
+    const flagsOf = (fd: number) => {
+      const stat = h.alloc(24);
+      expect(h.call('fd_fdstat_get', fd, stat)).toBe(E.SUCCESS);
+      return h.dv().getUint16(stat + 2, true);
+    };
+    const [opened, fd] = h.open('a.txt', 0, RIGHTS_ALL, FDFLAG_APPEND | SYNC);
+    expect(opened).toBe(E.SUCCESS);
+    expect(flagsOf(fd)).toBe(FDFLAG_APPEND | SYNC);
+    expect(h.write(fd, 'def')).toEqual([E.SUCCESS, 3]);
+    expect(h.syncs.count).toBe(1);
+    // Like fcntl(F_SETFL) on Linux: append changes, the sync flags stay what the file was opened with.
+    expect(h.call('fd_fdstat_set_flags', fd, 0)).toBe(E.SUCCESS);
+    expect(flagsOf(fd)).toBe(SYNC);
+    expect(h.write(fd, 'g', 'fd_pwrite', 0n)).toEqual([E.SUCCESS, 1]);
+    expect(h.syncs.count).toBe(2);
+    const [, dsync] = h.open('a.txt', 0, RIGHTS_ALL, DSYNC);
+    expect(flagsOf(dsync)).toBe(DSYNC);
+    h.write(dsync, 'x');
+    expect(h.syncs.count).toBe(3);
+    const [, plain] = h.open('a.txt');
+    expect(h.call('fd_fdstat_set_flags', plain, SYNC)).toBe(E.SUCCESS);
+    expect(flagsOf(plain)).toBe(0);
+    h.write(plain, 'y');
+    expect(h.syncs.count).toBe(3);
   });
 
   it('lists a directory with "." and "..", across calls when the buffer is small', () => {
