@@ -7,11 +7,12 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
-import { hostConfinement, openHostDirectory, type Confinement } from '@corral/node';
+import { Worker } from 'node:worker_threads';
+import { exactHostFileTimes, hostConfinement, openHostDirectory, type Confinement } from '@corral/node';
 import { thrown } from '../helpers/thrown.js';
 
 const SECRET = 'SECRET-CONFINEMENT-77';
@@ -36,6 +37,79 @@ afterEach(() => rmSync(base, { recursive: true, force: true }));
 
 it('this Linux machine holds host folders by fd', () => {
   expect(process.platform === 'linux' ? hostConfinement() : 'fd').toBe('fd');
+});
+
+it('the native file-times addon is built at install and loads in a worker thread, where tools run', async () => {
+  expect(exactHostFileTimes()).toBe(true);
+  const worker = new Worker("import('@corral/node').then((m) => require('node:worker_threads').parentPort.postMessage(m.exactHostFileTimes()))", { eval: true });
+  const answer = await new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject));
+  await worker.terminate();
+  expect(answer).toBe(true);
+});
+
+// wasi-testsuite rust/fd_filestat_set, path_filestat, symlink_filestat: a time set is read back
+// to the nanosecond. Node's utimes carry seconds as a double (~240 ns today) and cannot leave a
+// time unchanged; host folders set times through utimensat/futimens (native/file-times.c).
+describe.each(['fd', 'path'] as Confinement[])('file times on a folder held by %s', (confinement) => {
+  const ns = (t: { seconds: bigint; nanoseconds: number } | undefined) => t!.seconds * 1_000_000_000n + BigInt(t!.nanoseconds);
+  const at = (n: bigint) => ({ tag: 'timestamp', val: { seconds: n / 1_000_000_000n, nanoseconds: Number(n % 1_000_000_000n) } });
+  const keep = { tag: 'no-change' };
+  const T = 1_700_000_000_123_456_789n;
+  let call: CallFilesystem;
+  let root: Descriptor;
+  beforeEach(() => {
+    call = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, (p) => openHostDirectory(p, confinement));
+    root = call.preopens[0]![0];
+  });
+  afterEach(() => call.close());
+
+  it('an open file, a path, a link itself and a folder take times to the nanosecond; no-change leaves a time exactly', () => {
+    const file = root.openAt({}, 'dir/inside.txt', {}, { read: true, write: true });
+    const atime = statSync(join(mount, 'dir', 'inside.txt'), { bigint: true }).atimeNs;
+    file.setTimes(keep, at(T));
+    expect(ns(file.stat().dataModificationTimestamp)).toBe(T);
+    expect(statSync(join(mount, 'dir', 'inside.txt'), { bigint: true }).mtimeNs).toBe(T);
+    expect(ns(file.stat().dataAccessTimestamp)).toBe(atime);
+
+    root.setTimesAt({ symlinkFollow: true }, 'in/inside.txt', at(T + 1n), at(T - 100n));
+    expect(ns(root.statAt({}, 'dir/inside.txt').dataAccessTimestamp)).toBe(T + 1n);
+    expect(ns(root.statAt({}, 'dir/inside.txt').dataModificationTimestamp)).toBe(T - 100n);
+
+    // Without symlinkFollow the link itself changes, not what it names.
+    root.setTimesAt({}, 'in', keep, at(T + 7n));
+    expect(lstatSync(join(mount, 'in'), { bigint: true }).mtimeNs).toBe(T + 7n);
+    expect(statSync(join(mount, 'dir', 'inside.txt'), { bigint: true }).mtimeNs).toBe(T - 100n);
+
+    const dir = root.openAt({}, 'dir', { directory: true }, { read: true, mutateDirectory: true });
+    dir.setTimes(at(T + 3n), at(T + 9n));
+    expect(statSync(join(mount, 'dir'), { bigint: true }).mtimeNs).toBe(T + 9n);
+    expect(statSync(join(mount, 'dir'), { bigint: true }).atimeNs).toBe(T + 3n);
+  });
+
+  it('"now" is the clock, and times outside what the host can hold are refused without touching the file', () => {
+    const before = BigInt(Date.now() - 1000) * 1_000_000n;
+    root.setTimesAt({}, 'dir/inside.txt', { tag: 'now' }, { tag: 'now' });
+    const after = BigInt(Date.now() + 1000) * 1_000_000n;
+    const m = statSync(join(mount, 'dir', 'inside.txt'), { bigint: true }).mtimeNs;
+    expect(m > before && m < after).toBe(true);
+    // 2^40 seconds: a datetime a component may give, far past what utimensat takes here.
+    const huge = { tag: 'timestamp', val: { seconds: 2n ** 40n, nanoseconds: 0 } };
+    expect(thrown(() => root.setTimesAt({}, 'dir/inside.txt', keep, huge))).toBe('overflow');
+    expect(statSync(join(mount, 'dir', 'inside.txt'), { bigint: true }).mtimeNs).toBe(m);
+  });
+
+  it('without the addon, Node\'s utimes still sets times to within a microsecond', () => {
+    const fallback = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, (p) =>
+      openHostDirectory(p, confinement, { exactTimes: false }),
+    );
+    try {
+      fallback.preopens[0]![0].setTimesAt({}, 'dir/inside.txt', at(T), at(T));
+      const m = statSync(join(mount, 'dir', 'inside.txt'), { bigint: true }).mtimeNs;
+      expect(m - T < 1000n && T - m < 1000n).toBe(true);
+    } finally {
+      fallback.close();
+    }
+  });
 });
 
 describe.each(['fd', 'path'] as Confinement[])('held by %s', (confinement) => {

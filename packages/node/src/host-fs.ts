@@ -26,6 +26,8 @@ import {
   openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync,
   utimesSync, writeSync, type BigIntStats, type Dirent,
 } from 'node:fs';
+import { createRequire } from 'node:module';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { ClosableBackend, DirectoryListing, EntryStat, EntryType, NewTime, OpenMode } from '@corral/wasi';
 
@@ -95,31 +97,38 @@ export function hostConfinement(): Confinement {
  * `confinement` defaults to the best this system has (tests pass 'path' to
  * check the fallback on Linux too).
  */
-export function openHostDirectory(hostPath: string, confinement: Confinement = hostConfinement()): ClosableBackend {
-  return confinement === 'fd' ? HostFolder.held(hostPath) : HostFolder.checked(hostPath);
+export function openHostDirectory(
+  hostPath: string,
+  confinement: Confinement = hostConfinement(),
+  options: { exactTimes?: boolean } = {},
+): ClosableBackend {
+  const exact = options.exactTimes === false ? null : exactFileTimes();
+  return confinement === 'fd' ? HostFolder.held(hostPath, exact) : HostFolder.checked(hostPath, exact);
 }
 
 class HostFolder implements ClosableBackend {
   readonly root: Dir;
   readonly hostRoot: string;
   readonly #held: boolean;
+  readonly #exact: ExactFileTimes | null;
 
-  private constructor(root: Dir, hostRoot: string, held: boolean) {
+  private constructor(root: Dir, hostRoot: string, held: boolean, exact: ExactFileTimes | null) {
     this.root = root;
     this.hostRoot = hostRoot;
     this.#held = held;
+    this.#exact = exact;
   }
 
-  static held(hostPath: string): HostFolder {
+  static held(hostPath: string, exact: ExactFileTimes | null): HostFolder {
     const real = fs(() => realpathSync(hostPath));
     const fd = fs(() => openSync(real, O_PATH | O_DIRECTORY));
-    return new HostFolder({ fd, path: fdPath(fd) }, real, true);
+    return new HostFolder({ fd, path: fdPath(fd) }, real, true, exact);
   }
 
-  static checked(hostPath: string): HostFolder {
+  static checked(hostPath: string, exact: ExactFileTimes | null): HostFolder {
     const real = fs(() => realpathSync(hostPath));
     if (!fs(() => statSync(real)).isDirectory()) throw 'not-directory';
-    return new HostFolder({ fd: -1, path: real }, real, false);
+    return new HostFolder({ fd: -1, path: real }, real, false, exact);
   }
 
   #closed = false;
@@ -218,6 +227,8 @@ class HostFolder implements ClosableBackend {
     const current = fs(() => (follow ? fstatSync(dir.fd, { bigint: true }) : lstatSync(path, { bigint: true })));
     // The name may be where a kernel filesystem is mounted (`proc` in `/`).
     if (kernelFilesystemDevices().has(current.dev)) throw 'not-permitted';
+    const exact = this.#exact;
+    if (exact) return exactCall(() => exact.utimensat(path, ...timespec(atime), ...timespec(mtime), follow));
     const [a, m] = times(current, atime, mtime);
     fs(() => (follow ? utimesSync(path, a, m) : lutimesSync(path, a, m)));
   }
@@ -288,6 +299,8 @@ class HostFolder implements ClosableBackend {
   }
 
   setFileTimes(file: File, atime: NewTime, mtime: NewTime): void {
+    const exact = this.#exact;
+    if (exact) return exactCall(() => exact.futimens(file.fd, ...timespec(atime), ...timespec(mtime)));
     const [a, m] = times(fs(() => fstatSync(file.fd, { bigint: true })), atime, mtime);
     fs(() => futimesSync(file.fd, a, m));
   }
@@ -358,6 +371,61 @@ function checkRegular(mode: number | bigint): void {
   if (type === constants.S_IFDIR) throw 'is-directory';
   if (type === constants.S_IFLNK) throw 'loop';
   throw 'not-permitted';
+}
+
+/**
+ * utimensat(2) and futimens(2) from native/file-times.c, built at install
+ * (packages/node/build/). Node's own utimes take seconds as a double (about
+ * 240 ns at today's epoch) and cannot leave one time unchanged; these take
+ * nanoseconds, "now" and "leave it" exactly. Each returns 0 or an errno.
+ */
+interface ExactFileTimes {
+  futimens(fd: number, aSec: number, aNsec: number, mSec: number, mNsec: number): number;
+  utimensat(path: string, aSec: number, aNsec: number, mSec: number, mNsec: number, followLast: boolean): number;
+}
+
+let exactTimes: ExactFileTimes | null | undefined;
+
+/** The native file-time calls, or null when the addon was not built (no compiler at install, Windows, Deno without --allow-ffi). */
+function exactFileTimes(): ExactFileTimes | null {
+  if (exactTimes !== undefined) return exactTimes;
+  exactTimes = null;
+  try {
+    const addon = createRequire(import.meta.url)('../build/Release/corral_file_times.node') as Partial<ExactFileTimes>;
+    if (typeof addon.futimens === 'function' && typeof addon.utimensat === 'function') exactTimes = addon as ExactFileTimes;
+  } catch {
+    // Not built: Node's utimes it is.
+  }
+  return exactTimes;
+}
+
+/** Whether host folders set file times to the nanosecond (the native addon loaded) or through Node's utimes. */
+export function exactHostFileTimes(): boolean {
+  return exactFileTimes() !== null;
+}
+
+/** The nanosecond field values native/file-times.c reads as UTIME_NOW and UTIME_OMIT. */
+const NSEC_NOW = -1;
+const NSEC_OMIT = -2;
+/** The largest seconds native/file-times.c accepts (2^35 - 1; a u64 of nanoseconds is below it). */
+const MAX_SECONDS = 2n ** 35n - 1n;
+
+/** A NewTime as utimensat's (seconds, nanoseconds). */
+function timespec(t: NewTime): [number, number] {
+  if (t === null) return [0, NSEC_OMIT];
+  if (t === 'now') return [0, NSEC_NOW];
+  if (typeof t !== 'bigint' || t < 0n) throw 'invalid';
+  const seconds = t / 1_000_000_000n;
+  if (seconds > MAX_SECONDS) throw 'overflow';
+  return [Number(seconds), Number(t % 1_000_000_000n)];
+}
+
+/** Run a native call that answers an errno, as a wasi:filesystem error code. */
+function exactCall(call: () => number): void {
+  const errno = call();
+  if (errno === 0) return;
+  const name = Object.entries(osConstants.errno).find(([, n]) => n === errno)?.[0];
+  throw (name && NODE_TO_WASI[name]) || 'io';
 }
 
 /** New access and modification times for utimes, in seconds (Node takes no "leave it" or "now" marker). */

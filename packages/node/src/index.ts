@@ -4,7 +4,7 @@ export { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, type TaskOptions } from './pool.js';
 export { ComponentCache, defaultCacheDir } from './cache.js';
 export { parseMountFlag, resolveHostMounts } from './mounts.js';
-export { openHostDirectory, hostConfinement, type Confinement } from './host-fs.js';
+export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
 export { main } from './cli.js';
 export * from '@corral/core';

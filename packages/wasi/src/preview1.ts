@@ -12,9 +12,10 @@
  * Containment (`..`, symlinks out of a mount) is the descriptors' job;
  * absolute paths are refused here, before a descriptor sees them.
  *
- * There is no network: the `sock_*` calls answer ENOTSUP and the result
- * carries E_NETWORK_BLOCKED; an import this host does not provide is
- * refused when the module is loaded.
+ * There is no network and no socket: the `sock_*` calls answer EBADF or
+ * ENOTSOCK, and a call that tried to accept, receive or send carries
+ * E_NETWORK_BLOCKED; an import this host does not provide is refused when
+ * the module is loaded.
  *
  * Layouts and numbers below are from the preview1 witx
  * (WebAssembly/WASI legacy/preview1/docs.md); comments quote it.
@@ -57,6 +58,7 @@ const E = {
   NOENT: 44,
   NOSYS: 52,
   NOTDIR: 54,
+  NOTSOCK: 57,
   NOTSUP: 58,
   OVERFLOW: 61,
   SPIPE: 70,
@@ -175,6 +177,11 @@ const STDOUT_RIGHTS = R.FD_WRITE | R.FD_FDSTAT_SET_FLAGS | R.FD_FILESTAT_GET | R
 
 /** `fdflags`: append(0) dsync(1) nonblock(2) rsync(3) sync(4). */
 const FDFLAG_APPEND = 1;
+const FDFLAG_DSYNC = 2;
+const FDFLAG_RSYNC = 8;
+const FDFLAG_SYNC = 16;
+/** Fixed when a file is opened, as fcntl(F_SETFL) leaves O_DSYNC/O_RSYNC/O_SYNC on Linux. */
+const FDFLAGS_SYNC = FDFLAG_DSYNC | FDFLAG_RSYNC | FDFLAG_SYNC;
 const FDFLAGS_ALL = 0x1f;
 /** `oflags`: creat(0) directory(1) excl(2) trunc(3). */
 const O_CREAT = 1;
@@ -271,7 +278,7 @@ export interface Preview1HostOptions {
 export class Preview1Host {
   /** The import namespace: one function per name in PREVIEW1_FUNCTIONS. */
   readonly imports: Record<Preview1Function, (...args: never[]) => unknown>;
-  /** Socket calls the guest made (each was refused with ENOTSUP). */
+  /** The socket calls that move data (accept, recv, send) the guest made, each named once. */
   readonly networkCalls: string[] = [];
 
   readonly #args: Uint8Array[];
@@ -676,7 +683,8 @@ export class Preview1Host {
   fd_fdstat_set_flags(fd: number, flags: number): number {
     const f = this.#fd(fd, R.FD_FDSTAT_SET_FLAGS);
     if (flags & ~FDFLAGS_ALL) return E.INVAL;
-    f.fdflags = flags;
+    // The sync flags belong to the open file (its writes are synced or not); append and nonblock may change.
+    f.fdflags = (f.fdflags & FDFLAGS_SYNC) | (flags & ~FDFLAGS_SYNC);
     return E.SUCCESS;
   }
 
@@ -835,7 +843,13 @@ export class Preview1Host {
         exclusive: (oflags & O_EXCL) !== 0,
         truncate: (oflags & O_TRUNC) !== 0,
       },
-      { read: (base & (R.FD_READ | R.FD_READDIR)) !== 0n, write },
+      {
+        read: (base & (R.FD_READ | R.FD_READDIR)) !== 0n,
+        write,
+        fileIntegritySync: (fdflags & FDFLAG_SYNC) !== 0,
+        dataIntegritySync: (fdflags & FDFLAG_DSYNC) !== 0,
+        requestedWriteSync: (fdflags & FDFLAG_RSYNC) !== 0,
+      },
     );
     // (A directory asked for writing was refused by openAt: EISDIR, as in POSIX.)
     const filetype = DESCRIPTOR_FILETYPE[opened.getType()] ?? FILETYPE.UNKNOWN;
@@ -1017,26 +1031,40 @@ export class Preview1Host {
     return E.SUCCESS;
   }
 
-  // --- sockets: refused ------------------------------------------------------------
-  sock_accept(): number {
-    return this.#network('sock_accept');
+  // --- sockets: none exist ---------------------------------------------------------
+  // Preview1 has no call that makes a socket; other hosts hand a tool its
+  // sockets as preopened fds, and Corral never does. So every fd is either
+  // not open (EBADF) or open and not a socket (ENOTSOCK), as `accept`,
+  // `recv`, `send` and `shutdown` answer in POSIX. Accepting, receiving and
+  // sending are attempts to use a network whatever the fd, and are recorded
+  // (the call then ends E_NETWORK_BLOCKED); shutting down moves no data and
+  // opens nothing, so it is only answered.
+  sock_accept(fd: number): number {
+    this.#network('sock_accept');
+    return this.#notSocket(fd);
   }
 
-  sock_recv(): number {
-    return this.#network('sock_recv');
+  sock_recv(fd: number): number {
+    this.#network('sock_recv');
+    return this.#notSocket(fd);
   }
 
-  sock_send(): number {
-    return this.#network('sock_send');
+  sock_send(fd: number): number {
+    this.#network('sock_send');
+    return this.#notSocket(fd);
   }
 
-  sock_shutdown(): number {
-    return this.#network('sock_shutdown');
+  sock_shutdown(fd: number): number {
+    return this.#notSocket(fd);
   }
 
-  #network(call: string): number {
-    this.networkCalls.push(call);
-    return E.NOTSUP;
+  #notSocket(fd: number): number {
+    return this.#fds[fd] ? E.NOTSOCK : E.BADF;
+  }
+
+  /** Each call is recorded once: a loop of refused sends does not grow the list. */
+  #network(call: string): void {
+    if (!this.networkCalls.includes(call)) this.networkCalls.push(call);
   }
 }
 

@@ -24,7 +24,7 @@ const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`${name}/p
 
 
 // errno values, from the preview1 witx
-const E = { SUCCESS: 0, BADF: 8, EXIST: 20, FAULT: 21, INVAL: 28, ISDIR: 31, NOENT: 44, NOSPC: 51, NOTDIR: 54, NOTEMPTY: 55, NOTSUP: 58, PERM: 63, ROFS: 69, SPIPE: 70, NOTCAPABLE: 76 };
+const E = { SUCCESS: 0, BADF: 8, EXIST: 20, FAULT: 21, INVAL: 28, ISDIR: 31, NOENT: 44, NOSPC: 51, NOTDIR: 54, NOTEMPTY: 55, NOTSOCK: 57, NOTSUP: 58, PERM: 63, ROFS: 69, SPIPE: 70, NOTCAPABLE: 76 };
 const RIGHTS_ALL = (1n << 30n) - 1n;
 const FD_READ = 1n << 1n;
 const FD_SEEK = 1n << 2n;
@@ -42,7 +42,10 @@ function harness(tree: Record<string, unknown>, options: { readOnly?: boolean; q
   const stdout = new CappedSink(1 << 20, 'head');
   const stderr = new CappedSink(1 << 20, 'tail');
   const quota = new DiskQuota(options.quotaBytes ?? 1 << 20);
-  const root = mountRoot(MemoryBackend.fromFileData(tree as FileDataEntry), { readOnly: !!options.readOnly, quota });
+  const backend = MemoryBackend.fromFileData(tree as FileDataEntry);
+  const syncs = { count: 0 };
+  backend.sync = () => void syncs.count++;
+  const root = mountRoot(backend, { readOnly: !!options.readOnly, quota });
   const host = new Preview1Host({
     args: ['tool', 'héllo'],
     env: { TZ: 'UTC', LANG: 'C' },
@@ -93,7 +96,7 @@ function harness(tree: Record<string, unknown>, options: { readOnly?: boolean; q
     const errno = offset === undefined ? call(name, fd, iov, 1, out) : call(name, fd, iov, 1, offset, out);
     return [errno, dv().getUint32(out, true)] as const;
   };
-  return { host, memory, stdout, stderr, quota, u8, dv, alloc, bytes, call, open, read, write };
+  return { host, memory, stdout, stderr, quota, syncs, u8, dv, alloc, bytes, call, open, read, write };
 }
 
 describe('Preview1Host: the preview1 calls over descriptors', () => {
@@ -174,6 +177,38 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     expect(h.call('fd_fdstat_set_rights', fd, FD_READ, 0n)).toBe(E.SUCCESS);
     expect(h.call('fd_fdstat_set_rights', fd, FD_READ | FD_WRITE, 0n)).toBe(E.NOTCAPABLE);
     expect(h.call('fd_seek', fd, 0n, 0, h.alloc(8))).toBe(E.NOTCAPABLE);
+  });
+
+  // wasi-testsuite rust/path_filestat opens with FDFLAGS_SYNC and expects fd_fdstat_get to
+  // report it: the flag is kept on the open file and honoured (each write is synced).
+  it('a file opened with SYNC or DSYNC reports it and syncs every write; fd_fdstat_set_flags cannot drop it', () => {
+    const SYNC = 16;
+    const DSYNC = 2;
+    const h = harness({ dir: { 'a.txt': { source: 'abc' } } });
+    const flagsOf = (fd: number) => {
+      const stat = h.alloc(24);
+      expect(h.call('fd_fdstat_get', fd, stat)).toBe(E.SUCCESS);
+      return h.dv().getUint16(stat + 2, true);
+    };
+    const [opened, fd] = h.open('a.txt', 0, RIGHTS_ALL, FDFLAG_APPEND | SYNC);
+    expect(opened).toBe(E.SUCCESS);
+    expect(flagsOf(fd)).toBe(FDFLAG_APPEND | SYNC);
+    expect(h.write(fd, 'def')).toEqual([E.SUCCESS, 3]);
+    expect(h.syncs.count).toBe(1);
+    // Like fcntl(F_SETFL) on Linux: append changes, the sync flags stay what the file was opened with.
+    expect(h.call('fd_fdstat_set_flags', fd, 0)).toBe(E.SUCCESS);
+    expect(flagsOf(fd)).toBe(SYNC);
+    expect(h.write(fd, 'g', 'fd_pwrite', 0n)).toEqual([E.SUCCESS, 1]);
+    expect(h.syncs.count).toBe(2);
+    const [, dsync] = h.open('a.txt', 0, RIGHTS_ALL, DSYNC);
+    expect(flagsOf(dsync)).toBe(DSYNC);
+    h.write(dsync, 'x');
+    expect(h.syncs.count).toBe(3);
+    const [, plain] = h.open('a.txt');
+    expect(h.call('fd_fdstat_set_flags', plain, SYNC)).toBe(E.SUCCESS);
+    expect(flagsOf(plain)).toBe(0);
+    h.write(plain, 'y');
+    expect(h.syncs.count).toBe(3);
   });
 
   it('lists a directory with "." and "..", across calls when the buffer is small', () => {
@@ -287,11 +322,30 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     expect(h.call('fd_read', 0, -8, 1, 0)).toBe(E.FAULT);
   });
 
-  it('refuses socket calls with ENOTSUP and records them', () => {
+  it('socket calls on an open fd answer ENOTSOCK, on any other EBADF; those that move data are recorded', () => {
     const h = harness({ dir: {} });
-    expect(h.call('sock_send', 3, 0, 0, 0, h.alloc(4))).toBe(E.NOTSUP);
-    expect(h.call('sock_accept', 3, 0, h.alloc(4))).toBe(E.NOTSUP);
-    expect(h.host.networkCalls).toEqual(['sock_send', 'sock_accept']);
+    // fd 3 is the preopened directory, fd 9 is not open: no fd is ever a socket.
+    expect(h.call('sock_send', 3, 0, 0, 0, h.alloc(4))).toBe(E.NOTSOCK);
+    expect(h.call('sock_accept', 9, 0, h.alloc(4))).toBe(E.BADF);
+    expect(h.call('sock_recv', 1, 0, 0, 0, h.alloc(4), h.alloc(4))).toBe(E.NOTSOCK);
+    expect(h.host.networkCalls).toEqual(['sock_send', 'sock_accept', 'sock_recv']);
+  });
+
+  it('a refused socket call made in a loop is recorded once', () => {
+    const h = harness({ dir: {} });
+    for (let i = 0; i < 1000; i++) h.call('sock_send', 9, 0, 0, 0, h.alloc(4));
+    expect(h.host.networkCalls).toEqual(['sock_send']);
+  });
+
+  // wasi-testsuite c/sock_shutdown-invalid_fd and c/sock_shutdown-not_sock: shutting
+  // down moves no data and no socket can exist, so it is answered, not counted as network use.
+  it('sock_shutdown answers EBADF for a closed fd and ENOTSOCK for a file or directory, and is not network use', () => {
+    const h = harness({ dir: {} });
+    expect(h.call('sock_shutdown', 99, 3)).toBe(E.BADF);
+    expect(h.call('sock_shutdown', -1, 3)).toBe(E.BADF);
+    expect(h.call('sock_shutdown', 3, 3)).toBe(E.NOTSOCK);
+    expect(h.call('sock_shutdown', 0, 1)).toBe(E.NOTSOCK);
+    expect(h.host.networkCalls).toEqual([]);
   });
 
   it('clocks, sleep through poll_oneoff, random bytes', () => {
@@ -452,7 +506,8 @@ describe('Preview1Runner in-process', () => {
 
   it('reports socket calls as E_NETWORK_BLOCKED even when the tool exits 0', async () => {
     const result = await new Preview1Runner().run('x', fixture('socket'), request());
-    expect(JSON.parse(new TextDecoder().decode(result.stdout))).toEqual({ sock_send: 58, sock_recv: 58 });
+    // fd 3 is the call's own /tmp, a folder: ENOTSOCK, and still an attempt to use a network.
+    expect(JSON.parse(new TextDecoder().decode(result.stdout))).toEqual({ sock_send: E.NOTSOCK, sock_recv: E.NOTSOCK });
     expect(result.error).toMatchObject({ code: 'E_NETWORK_BLOCKED', details: { call: 'sock_send', calls: ['sock_send', 'sock_recv'], exit_code: 0 } });
   });
 

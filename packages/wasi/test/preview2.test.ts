@@ -57,6 +57,36 @@ describe('the imports object', () => {
   });
 });
 
+// wasi-testsuite rust/path_filestat through the preview1 adapter: it opens with SYNC and reads
+// the flag back from get-flags. The sync flags are kept as asked and honoured.
+describe('descriptor flags', () => {
+  it('get-flags reports the sync flags a file was opened with, and each write through it is synced', () => {
+    const backend = MemoryBackend.fromTree({ 'a.txt': new Uint8Array(3) });
+    let syncs = 0;
+    backend.sync = () => void syncs++;
+    const root = mountRoot(backend, { readOnly: false, quota: new DiskQuota(1 << 20) });
+    const openFile = (flags: Record<string, boolean>) =>
+      (root as unknown as { openAt: (...a: unknown[]) => Descriptor }).openAt({}, 'a.txt', {}, { read: true, write: true, ...flags });
+    const synced = openFile({ fileIntegritySync: true });
+    expect(synced.getFlags()).toEqual({
+      read: true, write: true, mutateDirectory: false, fileIntegritySync: true, dataIntegritySync: false, requestedWriteSync: false,
+    });
+    synced.write(new Uint8Array([1, 2]), 0n);
+    expect(syncs).toBe(1);
+    const stream = synced.appendViaStream();
+    stream.blockingWriteAndFlush(new Uint8Array([3]));
+    expect(syncs).toBe(2);
+    const data = openFile({ dataIntegritySync: true, requestedWriteSync: true });
+    expect(data.getFlags()).toMatchObject({ dataIntegritySync: true, requestedWriteSync: true, fileIntegritySync: false });
+    data.writeViaStream(0n).blockingWriteAndFlush(new Uint8Array([4]));
+    expect(syncs).toBe(3);
+    const plain = openFile({});
+    expect(plain.getFlags()).toMatchObject({ fileIntegritySync: false, dataIntegritySync: false, requestedWriteSync: false });
+    plain.write(new Uint8Array([5]), 0n);
+    expect(syncs).toBe(3);
+  });
+});
+
 describe('values a lying component passes', () => {
   it('descriptor.write(buffer: string, offset: string) traps and the quota stays a number', () => {
     const { open, quota } = host({ quotaBytes: 1 << 20 });

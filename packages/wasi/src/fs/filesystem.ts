@@ -45,6 +45,10 @@ interface DescriptorFlags {
   read: boolean;
   write: boolean;
   mutateDirectory: boolean;
+  /** O_SYNC, O_DSYNC, O_RSYNC: kept as asked, and every write through a descriptor with either of the first two is synced. */
+  fileIntegritySync?: boolean;
+  dataIntegritySync?: boolean;
+  requestedWriteSync?: boolean;
 }
 
 const HOST = Symbol('corral filesystem');
@@ -141,8 +145,16 @@ export class Descriptor {
   }
 
   // --- descriptor-level ----------------------------------------------------------
-  getFlags(): DescriptorFlags {
-    return { ...this.#flags };
+  getFlags(): Required<DescriptorFlags> {
+    const f = this.#flags;
+    return {
+      read: f.read,
+      write: f.write,
+      mutateDirectory: f.mutateDirectory,
+      fileIntegritySync: !!f.fileIntegritySync,
+      dataIntegritySync: !!f.dataIntegritySync,
+      requestedWriteSync: !!f.requestedWriteSync,
+    };
   }
 
   getType(): string {
@@ -204,7 +216,14 @@ export class Descriptor {
     // the preview1 adapter and wasi-libc ask for it inconsistently.
     if (this.#mount.readOnly && (asked.write || open.create || open.truncate)) throw 'read-only';
     if ((open.create || open.truncate) && !this.#flags.mutateDirectory) throw 'not-permitted';
-    const flags: DescriptorFlags = { read: asked.read, write: asked.write, mutateDirectory: this.#flags.mutateDirectory };
+    const flags: DescriptorFlags = {
+      read: asked.read,
+      write: asked.write,
+      mutateDirectory: this.#flags.mutateDirectory,
+      fileIntegritySync: asked.fileIntegritySync,
+      dataIntegritySync: asked.dataIntegritySync,
+      requestedWriteSync: asked.requestedWriteSync,
+    };
     if (this.#mount.open.size >= MAX_OPEN_FILES) throw 'insufficient-memory';
     return this.#at(path, symlinkFollow, (r) => {
       const backend = this.#backend();
@@ -276,7 +295,14 @@ export class Descriptor {
     const at = u64Number(offset, 'offset');
     const file = this.#openFile('write');
     this.#grow(file, at + data.length);
-    return BigInt(this.#backend().write(file, data, at));
+    const n = this.#backend().write(file, data, at);
+    this.#synced(file);
+    return BigInt(n);
+  }
+
+  /** After a write: a descriptor opened with file- or data-integrity sync waits until the data is stored. */
+  #synced(file: unknown): void {
+    if (this.#flags.fileIntegritySync || this.#flags.dataIntegritySync) this.#backend().sync(file);
   }
 
   /** Charge the growth of `file` to `end` bytes to the disk quota. */
@@ -312,6 +338,7 @@ export class Descriptor {
         const file = this.#openFile('write');
         this.#grow(file, position + data.length);
         position += this.#backend().write(file, data, position);
+        this.#synced(file);
       },
     });
   }
@@ -324,6 +351,7 @@ export class Descriptor {
         const end = Number(this.#backend().fileStat(file).size);
         this.#grow(file, end + data.length);
         this.#backend().write(file, data, end);
+        this.#synced(file);
       },
     });
   }
