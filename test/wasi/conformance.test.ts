@@ -34,27 +34,7 @@ const NODE_WRONG: Record<string, string> = {
 
 /** Where Corral breaks the specification today: the cause, per host. */
 const CORRAL_WRONG: Record<string, Partial<Record<Host, string>>> = {
-  open_flags: {
-    // wasi:filesystem descriptor-flags file-integrity-sync / data-integrity-sync
-    // asked for at open-at are dropped (packages/wasi/src/fs/filesystem.ts,
-    // openAt keeps only read, write and mutate-directory), so get-flags never
-    // reports them and the adapter's fd_fdstat_get shows neither SYNC nor DSYNC.
-    'comp/host': 'open-at drops the sync descriptor flags',
-    'comp/memory': 'open-at drops the sync descriptor flags',
-  },
-  nanotimes: {
-    // Host folders: packages/node/src/host-fs.ts times() hands utimes/futimes
-    // seconds as a double: nanoseconds are lost, 1.654321 s becomes 1.654320
-    // and 1700000001.999999999 becomes 1700000002; a time the call leaves
-    // alone is written back through the same rounding, so it changes too.
-    'p1/host': 'host folders store times as double seconds (sub-microsecond loss, rounding up)',
-    'comp/host': 'host folders store times as double seconds (sub-microsecond loss, rounding up)',
-  },
   sockets: {
-    // packages/wasi/src/preview1.ts answers every sock_* with ENOTSUP before
-    // looking at the descriptor: a closed fd must be EBADF, a file ENOTSOCK.
-    'p1/host': 'sock_* are ENOTSUP without checking the descriptor',
-    'p1/memory': 'sock_* are ENOTSUP without checking the descriptor',
     // The preview1 adapter (jco's wasi_snapshot_preview1.command.wasm) has
     // sock_recv/sock_send/sock_shutdown as `unreachable`: the guest traps
     // before Corral's host sees a call (jco run traps the same way).
