@@ -14,6 +14,7 @@ import { availableParallelism } from 'node:os';
 import { fmt, median, quantile, sample, table } from './stats.js';
 import { benchOverhead } from './overhead.js';
 import { benchSnapshots } from './snapshots.js';
+import { benchExec } from './exec.js';
 import { benchIndexedDb } from './indexeddb.js';
 import { benchWeb } from './web.js';
 import { syntheticDiff } from './diffs.js';
@@ -177,6 +178,7 @@ const sections: Array<[title: string, note: string, rows: () => Promise<string[]
     benchDiffSummary,
   ],
   ['Sandbox overhead (a tool that does nothing)', `Runs: ${N_SMALL} per row; recovery and throughput as noted.`, () => benchOverhead(N_SMALL)],
+  ['corral exec (any WASI program)', 'Whole commands, process start to exit, each in a fresh process; the same preview1 module under node:wasi is the baseline.', () => benchExec({ quick })],
   ['Snapshot writes (SQLite)', 'An invocation record is an intent plus its result: two durable writes.', () => benchSnapshots({ quick })],
   ['Snapshot writes (IndexedDB in Chromium)', 'Debian chromium, headless, a fresh profile.', () => benchIndexedDb({ quick })],
   [

@@ -6,12 +6,14 @@
  * sha1 …)", X.Y matching the package's X.Y per YoWASP's README) and the
  * `stat` report of a synthesised design — here a 4-bit counter with a
  * synchronous reset, which must come out as four reset flip-flops plus
- * the adder's gates. The full `synth` runs ABC, which moves stdout around
- * with fd_renumber and cleans its temp folder with scandir.
+ * the adder's gates. `synth -noabc`: Yosys's ABC step moves a file into
+ * fd 1 with fd_renumber onto a closed fd, which preview1 answers with
+ * EBADF (the official suite and wasmtime agree; only jco's adapter allows
+ * it), so that step needs a component build of Yosys.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,7 +56,6 @@ beforeAll(async () => {
   const { filesystem } = (await import(join(dirname(BUNDLE), 'resources-yosys.js'))) as { filesystem: { share: Tree } };
   await writeTree(join(dir, 'share'), filesystem.share);
   await writeTree(join(dir, 'work'), { 'counter.v': COUNTER });
-  await mkdir(join(dir, 'tmp'));
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
@@ -67,13 +68,12 @@ describe('a third-party WASI program under corral exec (Yosys from @yowasp/yosys
     expect(run.stdout).toMatch(new RegExp(`^Yosys ${major}\\.${minor} \\(git sha1 [0-9a-f]+, .*\\)\\n$`));
   });
 
-  it('synthesises a counter from a mounted folder: four flip-flops, and a clean temp folder', async () => {
+  it('synthesises a counter from a mounted folder: four flip-flops', async () => {
     const run = await corralExec([
       YOSYS,
       '--dir', `${join(dir, 'share')}::/share:ro`,
       '--dir', `${join(dir, 'work')}::/work`,
-      '--dir', `${join(dir, 'tmp')}::/tmp`,
-      '--', '-q', '-p', 'read_verilog /work/counter.v; synth -top counter; tee -q -o /work/stat.txt stat; write_json /work/counter.json',
+      '--', '-q', '-p', 'read_verilog /work/counter.v; synth -top counter -noabc; tee -q -o /work/stat.txt stat; write_json /work/counter.json',
     ]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -83,8 +83,6 @@ describe('a third-party WASI program under corral exec (Yosys from @yowasp/yosys
     const netlist = JSON.parse(await readFile(join(dir, 'work/counter.json'), 'utf8'));
     expect(Object.keys(netlist.modules)).toEqual(['counter']);
     expect(netlist.modules.counter.ports.count.bits).toHaveLength(4);
-    // ABC's scratch folder was made and removed inside the guest's /tmp.
-    expect(await readdir(join(dir, 'tmp'))).toEqual([]);
   });
 
   it('fails plainly when it is not given the folder it needs', async () => {

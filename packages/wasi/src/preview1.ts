@@ -650,22 +650,18 @@ export class Preview1Host {
   }
 
   /**
-   * Move `from` to `to`, closing what `to` held. As in wasmtime, `to` need
-   * not be open: programs park stdout elsewhere and move a file into fd 1
-   * (yosys does, to capture a child step's output). It must stay inside
-   * the table's bounds.
+   * Move `from` onto `to`, closing what `to` held. Both must be open: the
+   * official suite and wasmtime answer EBADF for a free `to` (only jco's
+   * preview1 adapter allows it, and yosys's ABC step relies on that).
    */
   fd_renumber(from: number, to: number): number {
-    from >>>= 0;
-    to >>>= 0;
-    const entry = this.#fds[from];
-    if (!entry || to >= MAX_FDS) return E.BADF;
+    const entry = this.#fds[from >>> 0];
+    const replaced = this.#fds[to >>> 0];
+    if (!entry || !replaced) return E.BADF;
     if (from === to) return E.SUCCESS;
-    const replaced = this.#fds[to];
-    while (this.#fds.length < to) this.#fds.push(undefined);
-    this.#fds[to] = entry;
-    this.#fds[from] = undefined;
-    replaced?.descriptor?.close();
+    this.#fds[to >>> 0] = entry;
+    this.#fds[from >>> 0] = undefined;
+    replaced.descriptor?.close();
     return E.SUCCESS;
   }
 
