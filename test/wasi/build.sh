@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds Corral's WASI conformance programs: programs/NAME.c ->
-# programs/NAME.wasm, wasi_snapshot_preview1 command modules. The built
+# programs/NAME.wasm, wasi_snapshot_preview1 command modules, and
+# programs/NAME.component.wasm, the same module made a wasi:cli command
+# component with jco's preview1 adapter (browsers cannot run `jco new`). The built
 # files are committed, so the tests need no C toolchain; rebuild after
 # changing a program (npm run build:tools runs this too).
 #
@@ -22,5 +24,6 @@ for src in "$here"/programs/*.c; do
   clang --target=wasm32-wasi -O2 -Wall -Werror -c -o "$obj/$name.o" "$src"
   clang --target=wasm32-wasi -nostartfiles -Wl,--strip-all -o "$out" "$obj/$name.o" "$obj/command.o"
   chmod 644 "$out"
-  printf '%-24s %8d B\n' "$name.wasm" "$(wc -c <"$out")"
+  "$root/node_modules/.bin/jco" new "$out" --wasi-command -o "$here/programs/$name.component.wasm" >/dev/null
+  printf '%-24s %8d B module, %8d B component\n' "$name.wasm" "$(wc -c <"$out")" "$(wc -c <"$here/programs/$name.component.wasm")"
 done

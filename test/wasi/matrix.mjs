@@ -7,74 +7,15 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { componentNew } from '@bytecodealliance/jco';
 import { ComponentRunner, Preview1Runner, transpileComponent } from '@corral/wasi';
 import { openHostDirectory } from '@corral/node';
 
 const HERE = new URL('.', import.meta.url);
 const PROGRAMS = new URL('programs/', HERE);
 const EXPECTED = new URL('expected/', HERE);
-const ADAPTER = new URL('../../node_modules/@bytecodealliance/jco/lib/wasi_snapshot_preview1.command.wasm', HERE);
 
-/** Where every program finds its mount (see programs/check.h). */
-export const GUEST = '/sandbox';
-
-/** The mount every run starts from: a fresh copy each time. */
-export const START_TREE = { 'file.txt': 'hello\n', dir: { 'inner.txt': 'inner\n', sub: {} }, empty: {} };
-
-export const HOSTS = ['node:wasi', 'p1/host', 'p1/memory', 'comp/host', 'comp/memory'];
-
-const STDIN = 'line one\nline two, é\n' + 'x'.repeat(5000) + '\nlast line without newline';
-
-/**
- * One row of the table. `program` defaults to `id`; the expected stdout is
- * `expected/<id>.txt` unless `stdout` is given; `exit` is the status the
- * program passes to proc_exit; `exitOn` overrides it per host.
- */
-export const CASES = [
-  { id: 'inode_identity', title: 'stat/fstat dev+ino identity, hard links' },
-  { id: 'readdir_dots', title: 'readdir lists . and .., d_ino matches stat' },
-  { id: 'trailing_slash', title: 'trailing slashes: ENOTDIR on files, fine on dirs' },
-  { id: 'open_flags', title: 'open flags and rights, fdstat flags' },
-  { id: 'nanotimes', title: 'nanosecond timestamps, UTIME_OMIT/UTIME_NOW' },
-  { id: 'symlinks', title: 'symlinks: inside, escaping, loops, O_NOFOLLOW' },
-  { id: 'poll', title: 'poll_oneoff: clocks, stdin/stdout/file, bad fd' },
-  {
-    id: 'sockets',
-    title: 'sock_* on a bad fd (EBADF) and a file (ENOTSOCK)',
-    // Corral's rule, not the specification's: a preview1 module that calls
-    // sock_* at all ends as E_NETWORK_BLOCKED with status 1 (README, "Network").
-    exitOn: { 'p1/host': 1, 'p1/memory': 1 },
-  },
-  ...[0, 1, 42, 125, 255].map((code) => ({
-    id: `proc_exit_${code}`,
-    program: 'proc_exit',
-    title: `proc_exit(${code}) is the exit status`,
-    args: [String(code)],
-    exit: code,
-    stdout: `exiting with ${code}\n`,
-  })),
-  { id: 'nul_path', title: 'NUL in a path is EINVAL/EILSEQ' },
-  {
-    id: 'args_env_stdin',
-    title: 'args and environ exactly as given, stdin to EOF',
-    args: ['one', 'two words', '', 'é ü'],
-    env: { ALPHA: 'a', EMPTY: '', EQUALS: 'x=y=z', TZ: 'UTC' },
-    stdin: STDIN,
-  },
-  { id: 'dirs_seek', title: 'seek holes, rmdir/rename rules, readdir cookies' },
-];
-
-/**
- * The exit status the specification calls for on `host`. A component's
- * wasi:cli/exit takes result<_, _>: the preview1 adapter can only say
- * success or failure, so a component reports 0 or 1.
- */
-export function expectedExit(testCase, host) {
-  if (testCase.exitOn?.[host] !== undefined) return testCase.exitOn[host];
-  const code = testCase.exit ?? 0;
-  return (host.startsWith('comp/') || host.startsWith('jco')) && code !== 0 ? 1 : code;
-}
+export { CASES, GUEST, HOSTS, START_TREE, expectedExit } from './cases.mjs';
+import { CASES, GUEST, START_TREE, expectedExit } from './cases.mjs';
 
 export function expectedStdout(testCase) {
   return testCase.stdout ?? readFileSync(new URL(`${testCase.id}.txt`, EXPECTED), 'utf8');
@@ -101,15 +42,12 @@ export function hostFolder() {
 }
 
 const transpiled = new Map();
-/** componentNew + transpile once per program: the slow part of a component run. */
+/** Transpile each program's committed component once: the slow part of a component run. */
 function prepared(testCase) {
   const name = testCase.program ?? testCase.id;
   let p = transpiled.get(name);
   if (!p) {
-    p = (async () => {
-      const component = await componentNew(programBytes(testCase), [['wasi_snapshot_preview1', readFileSync(ADAPTER)]]);
-      return transpileComponent(component, name);
-    })();
+    p = transpileComponent(new Uint8Array(readFileSync(new URL(`${name}.component.wasm`, PROGRAMS))), name);
     transpiled.set(name, p);
   }
   return p;

@@ -13,8 +13,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { componentNew } from '@bytecodealliance/jco';
-import { CASES, HOSTS, expectedExit, expectedStdout, hostFolder, programBytes, run } from './matrix.mjs';
+import { CASES, HOSTS, expectedExit, expectedStdout, hostFolder, run } from './matrix.mjs';
 
 const ROOT = new URL('../../', import.meta.url);
 const JCO = 'jco run/host';
@@ -26,8 +25,7 @@ async function runJco(testCase) {
   const dir = mkdtempSync(join(tmpdir(), 'corral-wasi-jco-'));
   const folder = hostFolder();
   try {
-    const adapter = readFileSync(new URL('node_modules/@bytecodealliance/jco/lib/wasi_snapshot_preview1.command.wasm', ROOT));
-    writeFileSync(join(dir, `${name}.wasm`), await componentNew(programBytes(testCase), [['wasi_snapshot_preview1', adapter]]));
+    writeFileSync(join(dir, `${name}.wasm`), readFileSync(new URL(`test/wasi/programs/${name}.component.wasm`, ROOT)));
     writeFileSync(join(dir, 'in'), testCase.stdin ?? '');
     const fds = [openSync(join(dir, 'in'), 'r'), openSync(join(dir, 'out'), 'w'), openSync(join(dir, 'err'), 'w')];
     let exit;
