@@ -219,6 +219,22 @@ describe('corral.exec (the API)', () => {
     expect(result.stdout.length).toBe(0);
   });
 
+  it('says when a component must be transpiled first, and only then', async () => {
+    const fresh = await Corral.create({ bundled: false, store: false, cache: false });
+    try {
+      const wasm = new Uint8Array(await readFile(SHELL_COMPONENT));
+      let prepared = 0;
+      const first = await fresh.exec(wasm, { args: ['args'], onPrepare: () => void prepared++ });
+      expect(first.exitCode).toBe(0);
+      expect(prepared).toBe(1);
+      await fresh.exec(wasm, { args: ['args'], onPrepare: () => void prepared++ });
+      await fresh.exec(new Uint8Array(await readFile(SHELL)), { args: ['args'], onPrepare: () => void prepared++ });
+      expect(prepared).toBe(1);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('refuses bad options before anything runs', async () => {
     const wasm = new Uint8Array(await readFile(SHELL));
     await expect(corral.exec(wasm, { args: ['a\0b'] })).rejects.toThrow(/args\[0\] must not contain a NUL/);

@@ -123,6 +123,8 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
       terminals: [isatty(0), isatty(1), isatty(2)],
       ...limits,
       signal: stopped.signal,
+      // Only on a terminal: the program's stderr is the command's, and a pipe gets it untouched.
+      ...(isatty(2) ? { onPrepare: () => io.stderr.write(`corral: preparing ${basename(file)} (first run only; cached after)…\n`) } : {}),
     });
     if (result.error) fail(`${result.error.message} (${result.error.code})`);
     if (result.exited) return result.exitCode;

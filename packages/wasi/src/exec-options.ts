@@ -33,6 +33,8 @@ export interface ExecOptions {
   /** Output kept when captured, per stream. Default 16 MiB. */
   outputLimitBytes?: number;
   signal?: AbortSignal;
+  /** Called when a component has to be transpiled before it runs (its first run; cached afterwards). */
+  onPrepare?: () => void;
 }
 
 export const EXEC_DEFAULTS = Object.freeze({ memoryMb: 512, diskMb: 256, timeoutMs: 0, outputLimitBytes: 16 * 2 ** 20 });
@@ -70,7 +72,7 @@ export function execRequest(options: ExecOptions = {}): ExecRequest {
   if (stdin !== undefined && !(stdin instanceof Uint8Array) && typeof (stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] !== 'function') {
     bad('stdin', 'must be a Uint8Array or an async iterable of Uint8Array chunks');
   }
-  for (const name of ['onStdout', 'onStderr'] as const) {
+  for (const name of ['onStdout', 'onStderr', 'onPrepare'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function');
   }
   const memoryMb = whole(options.memoryMb ?? EXEC_DEFAULTS.memoryMb, 'memoryMb', 1, MAX_MEMORY_MB);
@@ -91,6 +93,7 @@ export function execRequest(options: ExecOptions = {}): ExecRequest {
     outputLimitBytes,
     timeoutMs,
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.onPrepare ? { onPrepare: options.onPrepare } : {}),
   };
 }
 

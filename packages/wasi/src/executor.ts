@@ -33,6 +33,8 @@ export interface ExecRequest extends StdioHandlers {
   /** 0: no time limit. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Called when a component has to be transpiled first (not cached): seconds for a large one. */
+  onPrepare?: () => void;
 }
 
 /** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
@@ -137,7 +139,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const kind = detectWasmKind(wasm, request.name);
     const key = await sha256Hex(wasm);
     const mounts = await this.#options.checkMounts(request.mounts);
-    const prepared = kind === 'module' ? wasm : await this.#prepareBytes(key, wasm, request.name);
+    const prepared = kind === 'module' ? wasm : await this.#prepareBytes(key, wasm, request.name, request.onPrepare);
     const streamed = request.onStdout !== undefined || request.onStderr !== undefined || !(request.stdin === undefined || request.stdin instanceof Uint8Array);
     const stdio = streamed ? openStdio(request) : undefined;
     const runRequest: RunRequest = {
@@ -184,19 +186,20 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     return this.#prepareBytes(tool.wasmSha256, tool.wasm, tool.spec.name);
   }
 
-  #prepareBytes(key: string, wasm: Uint8Array, name: string): Promise<PreparedComponent> {
+  #prepareBytes(key: string, wasm: Uint8Array, name: string, onTranspile?: () => void): Promise<PreparedComponent> {
     let prepared = this.#prepared.get(key);
     if (!prepared) {
-      prepared = this.#prepareUncached(key, wasm, name);
+      prepared = this.#prepareUncached(key, wasm, name, onTranspile);
       prepared.catch(() => this.#prepared.delete(key));
       this.#prepared.set(key, prepared);
     }
     return prepared;
   }
 
-  async #prepareUncached(key: string, wasm: Uint8Array, name: string): Promise<PreparedComponent> {
+  async #prepareUncached(key: string, wasm: Uint8Array, name: string, onTranspile?: () => void): Promise<PreparedComponent> {
     const cached = await this.#options.cache?.get(key);
     if (cached) return cached;
+    onTranspile?.();
     const timeoutMs = this.#options.prepareTimeoutMs ?? 120_000;
     const prepared = await this.pool.run(
       async (worker) => {
