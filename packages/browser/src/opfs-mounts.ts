@@ -13,7 +13,8 @@
  * Two calls changing the same file at once: the last to finish wins, as with
  * two processes writing one file.
  */
-import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import type { MountBinding } from '@corral/core';
 import { MemoryBackend, type FileDataEntry, type FsBackend } from '@corral/wasi';
 import { SYMLINKS_FILE, opfsDirectory, parseOpfsPath, writeFile } from './opfs.js';
 

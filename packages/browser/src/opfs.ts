@@ -4,7 +4,8 @@
  * and helpers for a page to fill and read such folders. Works in pages and
  * in workers.
  */
-import { CorralError, ErrorCodes, type MemoryTree } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import type { MemoryTree } from '@corral/core';
 
 /**
  * preview2-shim's OPFS support keeps the symlinks of a folder in this hidden

@@ -7,9 +7,10 @@ import { parseArgs } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { isatty } from 'node:tty';
-import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
-import { EXEC_DEFAULTS } from '@corral/wasi';
-import { Corral } from './corral.js';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import type { MountBinding } from '@corral/core';
+import { EXEC_DEFAULTS, execRequest } from '@corral/wasi';
+import { WorkerExecutor } from './executor.js';
 
 export const EXEC_HELP = `corral exec FILE.wasm [options] [-- ARGS...]
 
@@ -109,9 +110,10 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
   const write = (stream: NodeJS.WritableStream) => (chunk: Uint8Array) =>
     new Promise<void>((done) => void stream.write(chunk, () => done()));
 
-  const corral = await Corral.create({ bundled: false, store: false, size: 1 });
+  // One worker, no tool registry and no snapshot store: a program, not a tool.
+  const executor = new WorkerExecutor({ size: 1 });
   try {
-    const result = await corral.exec(wasm, {
+    const result = await executor.exec(execRequest({
       argv0: values.argv0 ?? basename(file),
       args: programArgs,
       env,
@@ -125,7 +127,7 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
       signal: stopped.signal,
       // Only on a terminal: the program's stderr is the command's, and a pipe gets it untouched.
       ...(isatty(2) ? { onPrepare: () => io.stderr.write(`corral: preparing ${basename(file)} (first run only; cached after)…\n`) } : {}),
-    });
+    }), wasm);
     if (result.error) fail(`${result.error.message} (${result.error.code})`);
     if (result.exited) return result.exitCode;
     return result.error?.details?.trap === true ? EXIT_TRAP : EXIT_STOPPED;
@@ -138,7 +140,7 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
     fail(err instanceof CorralError ? `${err.message} (${err.code})` : String((err as Error)?.message ?? err));
     return EXIT_STOPPED;
   } finally {
-    await corral.close();
+    await executor.close();
     // Stop reading our stdin if the program left some unread.
     process.stdin.destroy();
   }

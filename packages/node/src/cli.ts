@@ -1,13 +1,14 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CorralError, ErrorCodes, Registry, validateSpec, type InvokeResult, type MountBinding, type Tool } from '@corral/core';
-import { Corral } from './corral.js';
-import { loadToolFiles } from './tool-folder.js';
-import { parseMountFlag } from './mounts.js';
-import { replayCommand, snapshotsCommand } from './cli-snapshots.js';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import type { InvokeResult, MountBinding, Tool } from '@corral/core';
 import { forTerminal } from './terminal.js';
 import { EXEC_HELP, execCommand } from './cli-exec.js';
+// Each command loads what it needs when it runs (the pipeline, SQLite,
+// ajv): `corral exec` and `--help` start in a fraction of the time.
+const corralModule = () => import('./corral.js');
+const snapshotsModule = () => import('./cli-snapshots.js');
 
 /** Exit statuses: the tool ran and succeeded, the tool failed, the command was misused. */
 export const EXIT_OK = 0;
@@ -113,9 +114,9 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
       case 'cache':
         return await cacheCommand(rest, print);
       case 'snapshots':
-        return await snapshotsCommand(rest, print);
+        return await (await snapshotsModule()).snapshotsCommand(rest, print);
       case 'replay':
-        return await replayCommand(rest, print);
+        return await (await snapshotsModule()).replayCommand(rest, print);
       default:
         throw new UsageError(`unknown command '${command}'. Commands: tools, run, exec, validate, cache, snapshots, replay.`);
     }
@@ -145,6 +146,7 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[]
 async function toolsCommand(args: string[], print: (s: string) => void): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, tools: { type: 'string', multiple: true } }, false);
   if (values.help) return print(HELP.tools!), EXIT_OK;
+  const { Corral } = await corralModule();
   const corral = await Corral.create({ toolDirs: values.tools ?? [], store: false });
   try {
     const tools = corral.registry.list();
@@ -202,6 +204,7 @@ async function runCommand(args: string[], print: (s: string) => void, stdin: Nod
   if (!direct && positionals.length !== 1) throw new UsageError('name one tool to run, e.g. corral run diff-summary --input-file diff.json');
   if (values.input !== undefined && values['input-file'] !== undefined) throw new UsageError('give --input or --input-file, not both.');
 
+  const { parseMountFlag } = await import('./mounts.js');
   const mounts: MountBinding[] = (values.mount ?? []).map((flag) => parseMountFlag(flag));
   const env = Object.fromEntries(
     (values.env ?? []).map((pair) => {
@@ -219,11 +222,13 @@ async function runCommand(args: string[], print: (s: string) => void, stdin: Nod
   // Every flag is checked before the input is read: stdin may never end.
   const input = await readInput(values.input, values['input-file'], stdin);
   const store = values['no-store'] ? false : values.store;
+  const { Corral } = await corralModule();
   const corral = await Corral.create({ toolDirs: values.tools ?? [], bundled: !direct, size: 1, ...(store !== undefined ? { store } : {}) });
   try {
     const options = { mounts, env, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
     let result: InvokeResult;
     if (direct) {
+      const [{ loadToolFiles }, { Registry }] = await Promise.all([import('./tool-folder.js'), import('@corral/core')]);
       const tool = await loadToolFiles(new Registry(), resolve(values.spec!), resolve(values.wasm!));
       result = await corral.invokeTool(tool, input, options);
     } else {
@@ -289,6 +294,7 @@ async function validateCommand(args: string[], print: (s: string) => void): Prom
     const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new CorralError(ErrorCodes.REGISTRATION, `Cannot read ${path} as JSON: ${reason}`, { path });
   }
+  const { validateSpec } = await import('@corral/core');
   const verdict = validateSpec(raw);
   if (values.json) print(JSON.stringify(verdict.ok ? { ok: true } : { ok: false, problems: verdict.problems }, null, 2));
   else if (verdict.ok) print(`${path}: valid (${verdict.spec.name}@${verdict.spec.version})`);

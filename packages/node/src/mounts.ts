@@ -1,6 +1,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CorralError, ErrorCodes, type MountAccess, type MountBinding } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import type { MountAccess, MountBinding } from '@corral/core';
 
 /** Parse the CLI's `HOSTDIR:GUESTDIR[:ro|rw]` (default read-only). */
 export function parseMountFlag(flag: string): { hostPath: string; guest: string; access: MountAccess } {

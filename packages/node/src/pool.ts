@@ -2,7 +2,7 @@ import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import { wrap, releaseProxy, type Remote } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
-import { CorralError, ErrorCodes } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { SandboxPool, type PoolWorker } from '@corral/wasi';
 import type { SandboxWorkerApi } from './worker.js';
 

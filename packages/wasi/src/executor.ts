@@ -7,7 +7,9 @@
  */
 import { transfer } from 'comlink';
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
-import { detectWasmKind, sha256Hex, type ExecutionRequest, type ExecutionResult, type Executor, type MountBinding, type Tool } from '@corral/core';
+// Subpaths, not the index: sandbox workers load this package, and the index pulls in ajv (~80 ms).
+import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
+import type { ExecutionRequest, ExecutionResult, Executor, MountBinding, Tool } from '@corral/core';
 import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './run.js';
