@@ -24,11 +24,11 @@ import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import type { RunRequest, RunnerOptions } from './run.js';
 import { capModule, WASM_PAGE_BYTES } from './limits.js';
-import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
+import type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
 import { MAX_OPEN_FILES, type Descriptor, type DescriptorStat } from './fs/filesystem.js';
 import { MAX_CHUNK, MAX_POLL, bytesSource, monotonicNs, realtimeNs, sleepNs, type ByteSource } from './io.js';
 import { ProcExit, classify, finishRun, type RunEnd } from './outcome.js';
-import { callStdio } from './stdio-channel.js';
+import { openCall } from './call.js';
 
 type NewTimestamp = { tag: 'no-change' } | { tag: 'now' } | { tag: 'timestamp'; val: { seconds: bigint; nanoseconds: number } };
 
@@ -1250,18 +1250,9 @@ export class Preview1Runner {
     const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
     const compiled = await this.#load(key, maxPages, request.toolName);
 
-    const stdio = callStdio(request);
-    const { stdout, stderr } = stdio.captured;
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory, request.scratchTmp ?? true);
-    const host = new Preview1Host({
-      args: request.args,
-      env: request.env,
-      stdin: stdio.stdin,
-      stdout: stdio.stdout,
-      stderr: stdio.stderr,
-      ...(stdio.terminals ? { terminals: stdio.terminals } : {}),
-      preopens: callFs.preopens,
-    });
+    const call = openCall(request, { openHostDirectory: this.#openHostDirectory, openOpfsDirectory: this.#openOpfsDirectory });
+    const { stdout, stderr } = call.captured;
+    const host = new Preview1Host(call.guest);
 
     let end: RunEnd = { exitCode: 0, exited: true };
     let memory: WebAssembly.Memory | undefined;
@@ -1273,8 +1264,7 @@ export class Preview1Runner {
     } catch (err) {
       end = classify(err, request.toolName, stderr);
     } finally {
-      callFs.close();
-      stdio.end();
+      call.close();
     }
     if (host.networkCalls.length > 0 && end.error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
       const calls = [...new Set(host.networkCalls)];
@@ -1294,7 +1284,7 @@ export class Preview1Runner {
       stderr,
       peakMemoryBytes: memory?.buffer.byteLength ?? 0,
       maxPages,
-      quota: callFs.quota,
+      quota: call.quota,
     });
   }
 }

@@ -2,11 +2,12 @@ import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/erro
 import type { ExecutionResult, MountBinding } from '@corral/core';
 import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
-import { callFilesystem, type HostDirectoryOpener, type OpfsDirectoryOpener } from './vfs.js';
+import type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
 import { preview2Imports } from './preview2.js';
 import { capComponentModules, definesMemoryOrTable, WASM_PAGE_BYTES } from './limits.js';
 import { classify, finishRun, type RunEnd } from './outcome.js';
-import { callStdio, type StdioChannel } from './stdio-channel.js';
+import type { StdioChannel } from './stdio-channel.js';
+import { openCall } from './call.js';
 
 /** What one component run needs; the host has already checked it against the spec. */
 export interface RunRequest {
@@ -86,19 +87,9 @@ export class ComponentRunner {
     const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
     const component = await this.#load(key, maxPages, request.toolName);
 
-    const stdio = callStdio(request);
-    const { stdout, stderr } = stdio.captured;
-    const callFs = callFilesystem(request.mounts, request.diskLimitBytes, this.#openHostDirectory, this.#openOpfsDirectory, request.scratchTmp ?? true);
-    const imports = preview2Imports({
-      args: request.args,
-      env: request.env,
-      stdin: stdio.stdin,
-      stdout: stdio.stdout,
-      stderr: stdio.stderr,
-      ...(stdio.terminals ? { terminals: stdio.terminals } : {}),
-      preopens: callFs.preopens,
-      memoryLimitBytes: request.memoryLimitBytes,
-    });
+    const call = openCall(request, { openHostDirectory: this.#openHostDirectory, openOpfsDirectory: this.#openOpfsDirectory });
+    const { stdout, stderr } = call.captured;
+    const imports = preview2Imports({ ...call.guest, memoryLimitBytes: request.memoryLimitBytes });
 
     // Keep every memory the component's core instances export, to report the
     // peak and to recognise a tool that failed because it hit its memory cap.
@@ -140,8 +131,7 @@ export class ComponentRunner {
     } catch (err) {
       end = classify(err, request.toolName, stderr);
     } finally {
-      callFs.close();
-      stdio.end();
+      call.close();
     }
     return finishRun(
       end,
@@ -152,7 +142,7 @@ export class ComponentRunner {
         stderr,
         peakMemoryBytes: Math.max(0, ...memories.map((m) => m.buffer.byteLength)),
         maxPages,
-        quota: callFs.quota,
+        quota: call.quota,
       },
     );
   }
