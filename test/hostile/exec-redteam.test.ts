@@ -1,0 +1,68 @@
+/**
+ * Red team of `corral exec` and `corral.exec`: hostile programs (raw
+ * preview1 calls from test/fixtures/exec/redteam.c, and shell.c) and
+ * hostile options. Anything that could take the CLI process down runs in a
+ * child process, and the test checks how that process ended.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Corral } from '@corral/node';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const CLI = join(ROOT, 'packages/node/bin/corral.js');
+const SHELL = join(ROOT, 'test/fixtures/exec/shell.wasm');
+const SHELL_COMPONENT = join(ROOT, 'test/fixtures/exec/shell.component.wasm');
+const REDTEAM = join(ROOT, 'test/fixtures/exec/redteam.wasm');
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+let corral: Corral;
+let dir: string;
+beforeAll(async () => {
+  corral = await Corral.create({ bundled: false, store: false });
+  dir = await mkdtemp(join(tmpdir(), 'corral-exec-redteam-'));
+  await writeFile(join(dir, 'f'), 'x');
+});
+afterAll(async () => {
+  await corral.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('preview1: u64 arguments at and above 2^63 (a wasm i64 reaches JavaScript signed)', () => {
+  // These trapped the program (or leaked "Cannot read properties of
+  // undefined") instead of answering as the specification says.
+  it('sets a timestamp of 2^64-1 ns, or answers an errno, without trapping', async () => {
+    const wasm = new Uint8Array(await readFile(REDTEAM));
+    for (const ns of ['18446744073709551615', '9223372036854775808', '17179869184000000000']) {
+      const result = await corral.exec(wasm, {
+        args: ['times', 'f', ns, ns, '5'], // ATIM | MTIM
+        mounts: [{ guest: 'd', access: 'read-write', hostPath: dir }],
+      });
+      expect(result.error ?? null).toBeNull();
+      expect(result.exitCode).toBe(0);
+      expect(text(result.stdout)).toMatch(/^set_times \d+\nfd_set_times \d+\n$/);
+    }
+    expect((await stat(join(dir, 'f'))).isFile()).toBe(true);
+  });
+
+  it('the same through an in-memory tree', async () => {
+    const wasm = new Uint8Array(await readFile(REDTEAM));
+    const result = await corral.exec(wasm, {
+      args: ['times', 'f', '18446744073709551615', '0', '5'],
+      mounts: [{ guest: 'd', access: 'read-write', tree: { f: 'x' } }],
+    });
+    expect(result.error ?? null).toBeNull();
+    expect(text(result.stdout)).toMatch(/^set_times \d+\nfd_set_times \d+\n$/);
+  });
+
+  it('fd_readdir from a cookie of 2^63 and up lists nothing', async () => {
+    const wasm = new Uint8Array(await readFile(REDTEAM));
+    for (const cookie of ['18446744073709551615', '9223372036854775808', '4294967296']) {
+      const result = await corral.exec(wasm, { args: ['readdir', cookie], mounts: [{ guest: 'd', access: 'read', hostPath: dir }] });
+      expect(result.error ?? null).toBeNull();
+      expect(text(result.stdout)).toBe('readdir 0 used 0\n');
+    }
+  });
+});
