@@ -30,6 +30,23 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+describe('corral exec: the CLI process survives its own stdio going away', () => {
+  // `corral exec prog.wasm 2>&1 | head` or a closed `2> >(…)`: the EPIPE on
+  // stderr was an unhandled 'error' event, so the CLI died with status 1 —
+  // the status of a program that failed — mid-run.
+  it('stops the program when its stderr reader goes away, as with stdout (141), without an uncaught EPIPE', async () => {
+    const child = spawn(process.execPath, [CLI, 'exec', REDTEAM, '--', 'errflood'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.end();
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    await new Promise((resolve) => child.stderr.once('data', resolve));
+    child.stderr.destroy();
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(141);
+    expect(stdout).toBe('');
+  });
+});
+
 describe('preview1: u64 arguments at and above 2^63 (a wasm i64 reaches JavaScript signed)', () => {
   // These trapped the program (or leaked "Cannot read properties of
   // undefined") instead of answering as the specification says.

@@ -101,10 +101,14 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
   }
 
   // The program's output is written as it comes, and the program waits
-  // while our stdout is slow. If our reader goes away (`| head`), stop it.
-  // The listener stays: writes still queued fail the same way after the run.
+  // while our stdout is slow. If our reader goes away (`| head`), stop it,
+  // as SIGPIPE would; the same for stderr (`2>&1 | head` or a closed
+  // `2> >(…)`), whose unhandled EPIPE otherwise ended this process with
+  // status 1, as if the program had failed. The listeners stay: writes
+  // still queued fail the same way after the run.
   const stopped = new AbortController();
   io.stdout.on('error', () => stopped.abort(new Error('stdout closed')));
+  io.stderr.on('error', () => stopped.abort(new Error('stderr closed')));
   // Settles once the chunk is handed to the OS (or failed): that is the backpressure.
   const write = (stream: NodeJS.WritableStream) => (chunk: Uint8Array) =>
     new Promise<void>((done) => void stream.write(chunk, () => done()));
