@@ -47,6 +47,44 @@ describe('corral exec: the CLI process survives its own stdio going away', () =>
   });
 });
 
+describe('corral.exec: output is never silently dropped', () => {
+  // Streaming stdin (an async iterable) opened the stdio channel, and every
+  // output stream without a callback went nowhere: the result said exit 0
+  // with empty stdout and stderr.
+  it.each([
+    ['preview1 module', SHELL],
+    ['component', SHELL_COMPONENT],
+  ])('captures stdout and stderr when only stdin is streamed (%s)', async (_kind, file) => {
+    const wasm = new Uint8Array(await readFile(file));
+    async function* stdin() {
+      yield new TextEncoder().encode('streamed in\n');
+    }
+    const result = await corral.exec(wasm, { args: ['cat'], stdin: stdin() });
+    expect(result.exitCode).toBe(0);
+    expect(text(result.stdout)).toBe('streamed in\n');
+  });
+
+  it('captures stderr when only onStdout is given, and stdout when only onStderr is', async () => {
+    const wasm = new Uint8Array(await readFile(SHELL));
+    const seen: string[] = [];
+    const trapped = await corral.exec(wasm, { args: ['trap'], onStdout: (c) => void seen.push(text(c)) });
+    expect(text(trapped.stderr)).toMatch(/trapping now/);
+    const exited = await corral.exec(wasm, { args: ['exit', '7'], onStderr: (c) => void seen.push(text(c)) });
+    expect(seen.join('')).toMatch(/exiting with 7/);
+    const printed = await corral.exec(wasm, { args: ['args', 'x'], onStderr: () => {} });
+    expect(exited.exitCode).toBe(7);
+    expect(text(printed.stdout)).toBe('argv[0]=main.wasm\nargv[1]=args\nargv[2]=x\n');
+  });
+
+  // `terminals` only travelled with the stdio channel, which opened only
+  // for callbacks or streamed stdin: on its own it was ignored.
+  it('tells the program about terminals even when its output is captured', async () => {
+    const wasm = new Uint8Array(await readFile(SHELL));
+    const result = await corral.exec(wasm, { args: ['tty'], terminals: [true, false, true] });
+    expect(text(result.stdout)).toBe('1 0 1\n');
+  });
+});
+
 describe('preview1: u64 arguments at and above 2^63 (a wasm i64 reaches JavaScript signed)', () => {
   // These trapped the program (or leaked "Cannot read properties of
   // undefined") instead of answering as the specification says.
