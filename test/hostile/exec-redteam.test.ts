@@ -85,6 +85,57 @@ describe('corral.exec: output is never silently dropped', () => {
   });
 });
 
+describe('corral.exec: options are read once, and what was checked is what runs', () => {
+  // A getter (or Proxy) answering differently on a second read passed the
+  // checks with one value and ran with another.
+  it('a guest name that changes after it was checked', async () => {
+    const wasm = new Uint8Array(await readFile(SHELL));
+    let reads = 0;
+    const mount = {
+      get guest() {
+        return reads++ === 0 ? 'ok' : 'a\0b';
+      },
+      access: 'read' as const,
+      hostPath: dir,
+    };
+    const result = await corral.exec(wasm, { args: ['ls', 'ok'], mounts: [mount] });
+    expect(result.exitCode).toBe(0);
+    expect(text(result.stdout)).toBe('f\n');
+  });
+
+  it('a second mount that turns into a duplicate of the first', async () => {
+    const wasm = new Uint8Array(await readFile(SHELL));
+    let reads = 0;
+    const second = {
+      get guest() {
+        return reads++ === 0 ? 'two' : 'one';
+      },
+      access: 'read' as const,
+      hostPath: dir,
+    };
+    const result = await corral.exec(wasm, { args: ['ls', 'two'], mounts: [{ guest: 'one', access: 'read', hostPath: dir }, second] });
+    expect(text(result.stdout)).toBe('f\n');
+  });
+
+  it('an argument or variable that turns into something else', async () => {
+    const wasm = new Uint8Array(await readFile(SHELL));
+    let argReads = 0;
+    const args = new Proxy(['args', 'fine'], {
+      get: (target, key) => (key === '1' && argReads++ > 0 ? 'fi\0ne' : Reflect.get(target, key)),
+    });
+    const argResult = await corral.exec(wasm, { args });
+    expect(text(argResult.stdout)).toBe('argv[0]=main.wasm\nargv[1]=args\nargv[2]=fine\n');
+    let envReads = 0;
+    const env = {
+      get A() {
+        return envReads++ === 0 ? 'x' : (() => 1) as unknown as string;
+      },
+    };
+    const envResult = await corral.exec(wasm, { args: ['env'], env });
+    expect(text(envResult.stdout)).toBe('A=x\ncount=1\n');
+  });
+});
+
 describe('preview1: u64 arguments at and above 2^63 (a wasm i64 reaches JavaScript signed)', () => {
   // These trapped the program (or leaked "Cannot read properties of
   // undefined") instead of answering as the specification says.
