@@ -47,6 +47,23 @@ describe('corral exec: the CLI process survives its own stdio going away', () =>
   });
 });
 
+describe('corral exec: the program file', () => {
+  // readFile of /dev/zero (or a FIFO fed without end) never ends: the CLI
+  // grew by about 1 GB every 3 s until it was killed. The child is killed
+  // after 10 s here, so a regression fails instead of eating the machine.
+  it.each(['/dev/zero', '/dev/urandom'])('refuses %s quickly, as not a regular file, without reading it', async (device) => {
+    const child = spawn(process.execPath, [CLI, 'exec', device], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])));
+    clearTimeout(killer);
+    expect(signal).toBeNull();
+    expect(code).toBe(125);
+    expect(stderr).toMatch(/cannot read .*: not a regular file/);
+  });
+});
+
 describe('corral.exec: output is never silently dropped', () => {
   // Streaming stdin (an async iterable) opened the stdio channel, and every
   // output stream without a callback went nowhere: the result said exit 0

@@ -4,7 +4,8 @@
  * environment exactly as given, the program's exit code as the command's.
  */
 import { parseArgs } from 'node:util';
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { isatty } from 'node:tty';
 import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
@@ -94,7 +95,7 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
 
   let wasm: Uint8Array;
   try {
-    wasm = new Uint8Array(await readFile(file));
+    wasm = await readProgram(file);
   } catch (err) {
     fail(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     return EXIT_STOPPED;
@@ -143,6 +144,21 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
     await corral.close();
     // Stop reading our stdin if the program left some unread.
     process.stdin.destroy();
+  }
+}
+
+/**
+ * The program's bytes, from a regular file only: `/dev/zero` or a FIFO fed
+ * without end was read until this process had taken gigabytes. Opened
+ * without blocking, so a FIFO with no writer is refused rather than waited on.
+ */
+async function readProgram(file: string): Promise<Uint8Array> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
+    return new Uint8Array(await handle.readFile());
+  } finally {
+    await handle.close();
   }
 }
 
