@@ -16,20 +16,26 @@ export const EXEC_HELP = `corral exec FILE.wasm [options] [-- ARGS...]
 
 Run a WASI program (a preview1 command module or a wasi:cli command
 component) in a sandbox worker, as 'wasmtime run' would: its stdin, stdout
-and stderr are this command's, argv is FILE's name and ARGS exactly as
-given, its environment is only what --env gives, and there is no network.
+and stderr are this command's (its output is not escaped), argv is FILE's
+name and ARGS exactly as given, its environment is only what --env gives,
+it sees only the --dir folders (no /tmp unless one is given), and there is
+no network.
   --dir HOST[::GUEST][:ro]
                   give the program the folder HOST, named GUEST (default: HOST
                   as written, e.g. '.' or 'data'); read-write unless :ro (repeatable)
   --env NAME=VALUE
                   set a variable; --env NAME passes this shell's value (repeatable)
   --argv0 NAME    argv[0] (default: FILE's name)
-  --memory-mb N   cap on the program's memory (default ${EXEC_DEFAULTS.memoryMb})
-  --disk-mb N     bytes it may add to files in its folders (default ${EXEC_DEFAULTS.diskMb})
+  --memory-mb N   cap on the program's memory, in MiB (default ${EXEC_DEFAULTS.memoryMb})
+  --disk-mb N     MiB it may add to files in its folders (default ${EXEC_DEFAULTS.diskMb})
   --timeout MS    stop it after MS milliseconds (default: no limit)
 
+Example:
+  corral exec fmt.wasm --dir ./src::src --env LANG=C -- src/a.c
+
 Exit status: the program's own; 134 when it trapped; 125 when Corral could
-not run it or stopped it at a limit; 2 when this command was misused.`;
+not run it or stopped it at a limit; 141 when the reader of its output went
+away; 2 when this command was misused.`;
 
 export const EXIT_TRAP = 134;
 export const EXIT_STOPPED = 125;
@@ -58,7 +64,10 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
       tokens: true,
     });
   } catch (err) {
-    throw usage(`${(err as Error).message}. Put the program's own arguments after --.`);
+    // Node's messages span lines and end with a period; the hint fits only an option we do not know.
+    const { code, message } = err as NodeJS.ErrnoException;
+    const said = message.replace(/\s*\n\s*/g, ' ').replace(/\.$/, '');
+    throw usage(code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${said}. Put the program's own arguments after --.` : `${said}.`);
   }
   const { values, positionals } = parsed;
   if (values.help) return io.stdout.write(EXEC_HELP + '\n'), 0;
@@ -135,7 +144,7 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
   } catch (err) {
     if (stopped.signal.aborted) return EXIT_BROKEN_PIPE;
     if (CorralError.is(err, ErrorCodes.INPUT_VALIDATION)) {
-      fail(err.message);
+      fail(asFlags(err.message, err.details.option));
       return EXIT_USAGE;
     }
     fail(err instanceof CorralError ? `${err.message} (${err.code})` : String((err as Error)?.message ?? err));
@@ -146,6 +155,15 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
     process.stdin.destroy();
   }
 }
+
+/** corral.exec names its options as the API does (`exec: memoryMb …`); say the flag the user typed. */
+function asFlags(message: string, option: unknown): string {
+  if (typeof option !== 'string') return message;
+  const flag = /^mounts\[\d+\]/.test(option) ? '--dir' : FLAGS[option];
+  return flag && message.startsWith(`exec: ${option} `) ? `${flag} ${message.slice(`exec: ${option} `.length)}` : message;
+}
+
+const FLAGS: Record<string, string> = { memoryMb: '--memory-mb', diskMb: '--disk-mb', timeoutMs: '--timeout', argv0: '--argv0' };
 
 /**
  * The program's bytes, from a regular file only: `/dev/zero` or a FIFO fed

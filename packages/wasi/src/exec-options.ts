@@ -86,7 +86,7 @@ export function execRequest(options: ExecOptions = {}): ExecRequest {
   const terminals = options.terminals;
   if (terminals !== undefined && !Array.isArray(terminals)) bad('terminals', 'must be an array of three booleans');
   const memoryMb = whole(options.memoryMb ?? EXEC_DEFAULTS.memoryMb, 'memoryMb', 1, MAX_MEMORY_MB);
-  const diskMb = whole(options.diskMb ?? EXEC_DEFAULTS.diskMb, 'diskMb', 0, Number.MAX_SAFE_INTEGER / MB);
+  const diskMb = whole(options.diskMb ?? EXEC_DEFAULTS.diskMb, 'diskMb', 0, Math.floor(Number.MAX_SAFE_INTEGER / MB));
   const timeoutMs = whole(options.timeoutMs ?? EXEC_DEFAULTS.timeoutMs, 'timeoutMs', 0, Number.MAX_SAFE_INTEGER);
   const outputLimitBytes = whole(options.outputLimitBytes ?? EXEC_DEFAULTS.outputLimitBytes, 'outputLimitBytes', 0, 2 ** 31);
   const signal = options.signal;
