@@ -173,7 +173,15 @@ describe('corral exec, misused', () => {
     expect(badNumber.stderr).toMatch(/--memory-mb takes a whole number/);
     const tooBig = await exec([SHELL, '--memory-mb', '999999']);
     expect(tooBig.code).toBe(2);
-    expect(tooBig.stderr).toMatch(/memoryMb must be a whole number from 1 to 4096/);
+    expect(tooBig.stderr).toMatch(/--memory-mb must be a whole number from 1 to 4096/);
+    const twice = await exec([SHELL, '--dir', `${dir}::d`, '--dir', `${dir}::d`]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(/--dir "d" is mounted twice/);
+    // Node's own message for a value starting with '-', on one line, without the hint about --.
+    const dashed = await exec([SHELL, '--timeout', '-5']);
+    expect(dashed.code).toBe(2);
+    expect(dashed.stderr).toMatch(/'--timeout' argument is ambiguous/);
+    expect(dashed.stderr).not.toMatch(/\\u000a|arguments after --/);
     const noDir = await exec([SHELL, '--dir', join(dir, 'missing'), '--', 'args']);
     expect(noDir.code).toBe(2);
     expect(noDir.stderr).toMatch(/not a directory/);

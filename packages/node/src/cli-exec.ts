@@ -4,7 +4,8 @@
  * environment exactly as given, the program's exit code as the command's.
  */
 import { parseArgs } from 'node:util';
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { isatty } from 'node:tty';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
@@ -16,20 +17,26 @@ export const EXEC_HELP = `corral exec FILE.wasm [options] [-- ARGS...]
 
 Run a WASI program (a preview1 command module or a wasi:cli command
 component) in a sandbox worker, as 'wasmtime run' would: its stdin, stdout
-and stderr are this command's, argv is FILE's name and ARGS exactly as
-given, its environment is only what --env gives, and there is no network.
+and stderr are this command's (its output is not escaped), argv is FILE's
+name and ARGS exactly as given, its environment is only what --env gives,
+it sees only the --dir folders (no /tmp unless one is given), and there is
+no network.
   --dir HOST[::GUEST][:ro]
                   give the program the folder HOST, named GUEST (default: HOST
                   as written, e.g. '.' or 'data'); read-write unless :ro (repeatable)
   --env NAME=VALUE
                   set a variable; --env NAME passes this shell's value (repeatable)
   --argv0 NAME    argv[0] (default: FILE's name)
-  --memory-mb N   cap on the program's memory (default ${EXEC_DEFAULTS.memoryMb})
-  --disk-mb N     bytes it may add to files in its folders (default ${EXEC_DEFAULTS.diskMb})
+  --memory-mb N   cap on the program's memory, in MiB (default ${EXEC_DEFAULTS.memoryMb})
+  --disk-mb N     MiB it may add to files in its folders (default ${EXEC_DEFAULTS.diskMb})
   --timeout MS    stop it after MS milliseconds (default: no limit)
 
+Example:
+  corral exec fmt.wasm --dir ./src::src --env LANG=C -- src/a.c
+
 Exit status: the program's own; 134 when it trapped; 125 when Corral could
-not run it or stopped it at a limit; 2 when this command was misused.`;
+not run it or stopped it at a limit; 141 when the reader of its output went
+away; 2 when this command was misused.`;
 
 export const EXIT_TRAP = 134;
 export const EXIT_STOPPED = 125;
@@ -58,7 +65,10 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
       tokens: true,
     });
   } catch (err) {
-    throw usage(`${(err as Error).message}. Put the program's own arguments after --.`);
+    // Node's messages span lines and end with a period; the hint fits only an option we do not know.
+    const { code, message } = err as NodeJS.ErrnoException;
+    const said = message.replace(/\s*\n\s*/g, ' ').replace(/\.$/, '');
+    throw usage(code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${said}. Put the program's own arguments after --.` : `${said}.`);
   }
   const { values, positionals } = parsed;
   if (values.help) return io.stdout.write(EXEC_HELP + '\n'), 0;
@@ -95,17 +105,21 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
 
   let wasm: Uint8Array;
   try {
-    wasm = new Uint8Array(await readFile(file));
+    wasm = await readProgram(file);
   } catch (err) {
     fail(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     return EXIT_STOPPED;
   }
 
   // The program's output is written as it comes, and the program waits
-  // while our stdout is slow. If our reader goes away (`| head`), stop it.
-  // The listener stays: writes still queued fail the same way after the run.
+  // while our stdout is slow. If our reader goes away (`| head`), stop it,
+  // as SIGPIPE would; the same for stderr (`2>&1 | head` or a closed
+  // `2> >(…)`), whose unhandled EPIPE otherwise ended this process with
+  // status 1, as if the program had failed. The listeners stay: writes
+  // still queued fail the same way after the run.
   const stopped = new AbortController();
   io.stdout.on('error', () => stopped.abort(new Error('stdout closed')));
+  io.stderr.on('error', () => stopped.abort(new Error('stderr closed')));
   // Settles once the chunk is handed to the OS (or failed): that is the backpressure.
   const write = (stream: NodeJS.WritableStream) => (chunk: Uint8Array) =>
     new Promise<void>((done) => void stream.write(chunk, () => done()));
@@ -134,7 +148,7 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
   } catch (err) {
     if (stopped.signal.aborted) return EXIT_BROKEN_PIPE;
     if (CorralError.is(err, ErrorCodes.INPUT_VALIDATION)) {
-      fail(err.message);
+      fail(asFlags(err.message, err.details.option));
       return EXIT_USAGE;
     }
     fail(err instanceof CorralError ? `${err.message} (${err.code})` : String((err as Error)?.message ?? err));
@@ -143,6 +157,30 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
     await executor.close();
     // Stop reading our stdin if the program left some unread.
     process.stdin.destroy();
+  }
+}
+
+/** corral.exec names its options as the API does (`exec: memoryMb …`); say the flag the user typed. */
+function asFlags(message: string, option: unknown): string {
+  if (typeof option !== 'string') return message;
+  const flag = /^mounts\[\d+\]/.test(option) ? '--dir' : FLAGS[option];
+  return flag && message.startsWith(`exec: ${option} `) ? `${flag} ${message.slice(`exec: ${option} `.length)}` : message;
+}
+
+const FLAGS: Record<string, string> = { memoryMb: '--memory-mb', diskMb: '--disk-mb', timeoutMs: '--timeout', argv0: '--argv0' };
+
+/**
+ * The program's bytes, from a regular file only: `/dev/zero` or a FIFO fed
+ * without end was read until this process had taken gigabytes. Opened
+ * without blocking, so a FIFO with no writer is refused rather than waited on.
+ */
+async function readProgram(file: string): Promise<Uint8Array> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
+    return new Uint8Array(await handle.readFile());
+  } finally {
+    await handle.close();
   }
 }
 

@@ -45,55 +45,70 @@ const MB = 2 ** 20;
 
 export function execRequest(options: ExecOptions = {}): ExecRequest {
   if (typeof options !== 'object' || options === null) bad('options', 'must be an object');
+  // Every value is read once and the copy is what is checked and used: a
+  // getter or a Proxy answering differently on a second read would
+  // otherwise pass the checks with one value and run with another (a NUL
+  // in a guest name, a directory mounted twice).
   const argv0 = options.argv0 ?? 'main.wasm';
   cString(argv0, 'argv0');
-  const args = options.args ?? [];
-  if (!Array.isArray(args)) bad('args', 'must be an array of strings');
+  const givenArgs = options.args ?? [];
+  if (!Array.isArray(givenArgs)) bad('args', 'must be an array of strings');
+  const args: unknown[] = Array.from(givenArgs);
   args.forEach((arg, i) => cString(arg, `args[${i}]`));
-  const env = options.env ?? {};
-  if (typeof env !== 'object' || env === null || Array.isArray(env)) bad('env', 'must be an object of strings');
-  for (const [name, value] of Object.entries(env)) {
+  const givenEnv = options.env ?? {};
+  if (typeof givenEnv !== 'object' || givenEnv === null || Array.isArray(givenEnv)) bad('env', 'must be an object of strings');
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(givenEnv) as [string, unknown][]) {
     cString(name, 'env name');
     if (name === '' || name.includes('=')) bad(`env ${JSON.stringify(name)}`, 'a name must be non-empty and have no "="');
     cString(value, `env ${name}`);
+    env[name] = value;
   }
-  const mounts = options.mounts ?? [];
-  if (!Array.isArray(mounts)) bad('mounts', 'must be an array');
+  const givenMounts = options.mounts ?? [];
+  if (!Array.isArray(givenMounts)) bad('mounts', 'must be an array');
   const guests = new Set<string>();
-  mounts.forEach((mount, i) => {
-    if (typeof mount !== 'object' || mount === null) bad(`mounts[${i}]`, 'must be an object');
+  const mounts = Array.from(givenMounts as unknown[], (given, i) => {
+    if (typeof given !== 'object' || given === null) bad(`mounts[${i}]`, 'must be an object');
+    const mount = { ...given } as MountBinding;
     cString(mount.guest, `mounts[${i}].guest`);
     if (mount.guest === '') bad(`mounts[${i}].guest`, 'must not be empty');
     if (guests.has(mount.guest)) bad(`mounts[${i}].guest`, `${JSON.stringify(mount.guest)} is mounted twice`);
     guests.add(mount.guest);
     if (mount.access !== 'read' && mount.access !== 'read-write') bad(`mounts[${i}].access`, "must be 'read' or 'read-write'");
+    return mount;
   });
   const stdin = options.stdin;
   if (stdin !== undefined && !(stdin instanceof Uint8Array) && typeof (stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] !== 'function') {
     bad('stdin', 'must be a Uint8Array or an async iterable of Uint8Array chunks');
   }
-  for (const name of ['onStdout', 'onStderr', 'onPrepare'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function');
-  }
+  const onStdout = options.onStdout;
+  const onStderr = options.onStderr;
+  const onPrepare = options.onPrepare;
+  if (onStdout !== undefined && typeof onStdout !== 'function') bad('onStdout', 'must be a function');
+  if (onStderr !== undefined && typeof onStderr !== 'function') bad('onStderr', 'must be a function');
+  if (onPrepare !== undefined && typeof onPrepare !== 'function') bad('onPrepare', 'must be a function');
+  const terminals = options.terminals;
+  if (terminals !== undefined && !Array.isArray(terminals)) bad('terminals', 'must be an array of three booleans');
   const memoryMb = whole(options.memoryMb ?? EXEC_DEFAULTS.memoryMb, 'memoryMb', 1, MAX_MEMORY_MB);
-  const diskMb = whole(options.diskMb ?? EXEC_DEFAULTS.diskMb, 'diskMb', 0, Number.MAX_SAFE_INTEGER / MB);
+  const diskMb = whole(options.diskMb ?? EXEC_DEFAULTS.diskMb, 'diskMb', 0, Math.floor(Number.MAX_SAFE_INTEGER / MB));
   const timeoutMs = whole(options.timeoutMs ?? EXEC_DEFAULTS.timeoutMs, 'timeoutMs', 0, Number.MAX_SAFE_INTEGER);
   const outputLimitBytes = whole(options.outputLimitBytes ?? EXEC_DEFAULTS.outputLimitBytes, 'outputLimitBytes', 0, 2 ** 31);
+  const signal = options.signal;
   return {
     name: argv0,
-    args: [...args],
-    env: { ...env },
-    mounts: mounts.map((m) => ({ ...m })),
+    args: args as string[],
+    env,
+    mounts,
     ...(stdin !== undefined ? { stdin } : {}),
-    ...(options.onStdout ? { onStdout: options.onStdout } : {}),
-    ...(options.onStderr ? { onStderr: options.onStderr } : {}),
-    ...(options.terminals ? { terminals: [!!options.terminals[0], !!options.terminals[1], !!options.terminals[2]] } : {}),
+    ...(onStdout ? { onStdout } : {}),
+    ...(onStderr ? { onStderr } : {}),
+    ...(terminals ? { terminals: [!!terminals[0], !!terminals[1], !!terminals[2]] } : {}),
     memoryLimitBytes: memoryMb * MB,
     diskLimitBytes: diskMb * MB,
     outputLimitBytes,
     timeoutMs,
-    ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.onPrepare ? { onPrepare: options.onPrepare } : {}),
+    ...(signal ? { signal } : {}),
+    ...(onPrepare ? { onPrepare } : {}),
   };
 }
 
@@ -102,7 +117,7 @@ function bad(option: string, problem: string): never {
 }
 
 /** A string a C program can receive: no NUL, which would cut it short. */
-function cString(value: unknown, option: string): void {
+function cString(value: unknown, option: string): asserts value is string {
   if (typeof value !== 'string') bad(option, 'must be a string');
   if (value.includes('\0')) bad(option, 'must not contain a NUL character');
 }

@@ -142,7 +142,12 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const key = await sha256Hex(wasm);
     const mounts = await this.#options.checkMounts(request.mounts);
     const prepared = kind === 'module' ? wasm : await this.#prepareBytes(key, wasm, request.name, request.onPrepare);
-    const streamed = request.onStdout !== undefined || request.onStderr !== undefined || !(request.stdin === undefined || request.stdin instanceof Uint8Array);
+    // The channel also carries `terminals`: without it the program would see none.
+    const streamed =
+      request.onStdout !== undefined ||
+      request.onStderr !== undefined ||
+      request.terminals !== undefined ||
+      !(request.stdin === undefined || request.stdin instanceof Uint8Array);
     const stdio = streamed ? openStdio(request) : undefined;
     const runRequest: RunRequest = {
       toolName: request.name,

@@ -775,7 +775,9 @@ export class Preview1Host {
     let used = 0;
     // The buffer is filled as far as it goes, cutting the last entry short:
     // a full buffer tells the guest there may be more.
-    for (let i = Number(cookie > 0xffffffffn ? 0xffffffffn : cookie); i < f.listing.length && used < out.length; i++) {
+    // The cookie is a u64 that reaches JavaScript as a signed i64: 2^63 and up were negative indexes.
+    const start = BigInt.asUintN(64, cookie);
+    for (let i = Number(start > 0xffffffffn ? 0xffffffffn : start); i < f.listing.length && used < out.length; i++) {
       const entry = f.listing[i]!;
       // dirent: d_next@0 d_ino@8 d_namlen@16 d_type@20
       hv.setBigUint64(0, BigInt(i + 1), true);
@@ -1113,7 +1115,11 @@ function listDirectory(descriptor: Descriptor): DirEntry[] {
 }
 
 function newTimestamps(atim: bigint, mtim: bigint, flags: number): [NewTimestamp, NewTimestamp] {
-  const one = (value: bigint, set: number, now: number): NewTimestamp => {
+  const one = (signed: bigint, set: number, now: number): NewTimestamp => {
+    // A wasm i64 reaches JavaScript signed; a timestamp is a u64. Read as
+    // signed, 2^63 ns and up became negative seconds and nanoseconds, which
+    // the filesystem layer's checks answered by trapping the program.
+    const value = BigInt.asUintN(64, signed);
     if (flags & set && flags & now) throw new Errno(E.INVAL);
     if (flags & now) return { tag: 'now' };
     if (flags & set) return { tag: 'timestamp', val: { seconds: value / 1_000_000_000n, nanoseconds: Number(value % 1_000_000_000n) } };

@@ -39,6 +39,8 @@ export interface StdioChannel {
   streamStdin: boolean;
   /** Which of stdin, stdout, stderr are terminals on the host side (the guest may ask). */
   terminals: [boolean, boolean, boolean];
+  /** Whether stdout and stderr go to the host's handlers; a stream without one is captured into the result instead. */
+  forward: [boolean, boolean];
 }
 
 type WorkerMessage = { kind: 'out'; fd: 1 | 2; bytes: Uint8Array } | { kind: 'read'; max: number } | { kind: 'end' };
@@ -113,7 +115,13 @@ export function openStdio(handlers: StdioHandlers): { channel: StdioChannel; end
     finish();
   };
   return {
-    channel: { port: port2, ...(shared ? { shared } : {}), streamStdin, terminals: handlers.terminals ?? [false, false, false] },
+    channel: {
+      port: port2,
+      ...(shared ? { shared } : {}),
+      streamStdin,
+      terminals: handlers.terminals ?? [false, false, false],
+      forward: [handlers.onStdout !== undefined, handlers.onStderr !== undefined],
+    },
     ended,
     close,
   };
@@ -221,7 +229,7 @@ export function workerStdio(
 /**
  * A run's stdio: captured up to the output limit (a tool call), or streamed
  * through the request's channel (`corral exec`). `captured` is what the
- * result reports: empty when streamed, since the host has had it already.
+ * result reports: empty for a stream the host's handler has had already.
  */
 export function callStdio(request: RunRequest): {
   stdin: Uint8Array | ByteSource;
@@ -236,5 +244,15 @@ export function callStdio(request: RunRequest): {
     stderr: new CappedSink(request.outputLimitBytes, 'tail'),
   };
   if (!request.stdio) return { stdin: request.stdin, ...captured, captured, end() {} };
-  return { ...workerStdio(request.stdio, request.stdin, request.outputLimitBytes), terminals: request.stdio.terminals, captured };
+  const streamed = workerStdio(request.stdio, request.stdin, request.outputLimitBytes);
+  // A stream the host has no handler for is captured, as when nothing is streamed:
+  // streaming stdin alone, or stdout alone, must not drop the other output.
+  const [toHostOut, toHostErr] = request.stdio.forward;
+  return {
+    ...streamed,
+    stdout: toHostOut ? streamed.stdout : captured.stdout,
+    stderr: toHostErr ? streamed.stderr : captured.stderr,
+    terminals: request.stdio.terminals,
+    captured,
+  };
 }
