@@ -6,6 +6,9 @@
 //
 //   node bench/wasi-testsuite/run.mjs TESTS_DIR [p1|exec|comp|node]   (default p1)
 //
+// `comp` wraps each module into a component with jco's preview1 adapter
+// (node_modules' jco), or with the adapter file named by $CORRAL_ADAPTER.
+//
 // Each test runs in its own child process (one.mjs), killed after 20 s:
 // the test's `root` folder is copied fresh and preopened as `/`, with its
 // `args` and `env`; it passes when its exit code and stdout (when given)
