@@ -79,13 +79,24 @@ describe('the worker pool', () => {
       const first = pool.run(() => new Promise(() => {}), { ...task, signal: running.signal });
       const second = pool.run(async () => 'never', { ...task, signal: queued.signal });
       queued.abort();
-      await expect(second).rejects.toThrow(/cancel|abort/i);
+      await expect(second).rejects.toMatchObject({ code: 'E_CANCELLED', details: { cancelled: true } });
       running.abort();
-      await expect(first).rejects.toThrow(/cancel|abort/i);
+      await expect(first).rejects.toMatchObject({ code: 'E_CANCELLED', details: { cancelled: true } });
       await expect(pool.run(async () => 'after', task)).resolves.toBe('after');
       expect(pool.workerCount).toBe(1);
     } finally {
       await pool.close();
     }
+  });
+
+  it('answers calls on a closed pool, queued or new, with E_CLOSED', async () => {
+    const pool = new WorkerPool({ size: 1 });
+    const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
+    const running = pool.run(() => new Promise(() => {}), task);
+    const queued = pool.run(async () => 'never', task);
+    running.catch(() => {});
+    await pool.close();
+    await expect(queued).rejects.toMatchObject({ code: 'E_CLOSED' });
+    await expect(pool.run(async () => 'after', task)).rejects.toMatchObject({ code: 'E_CLOSED', message: /closed/ });
   });
 });

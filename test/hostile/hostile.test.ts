@@ -194,6 +194,7 @@ describe('hostile tools', () => {
     const started = performance.now();
     const result = await pending;
     expect(performance.now() - started).toBeLessThan(5_000);
+    expect(result.error?.code).toBe('E_CANCELLED');
     expect(result.error?.details.cancelled).toBe(true);
     expect(result.error?.message).toMatch(/cancelled: the agent changed its mind/);
     expect((await corral.invoke('echo', { after: 'cancel' })).output).toEqual({ after: 'cancel' });

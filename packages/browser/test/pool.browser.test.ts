@@ -251,6 +251,7 @@ describe('the Web Worker pool', () => {
     const pending = invoke('spin', {}, { signal: controller.signal, timeoutMs: 30_000 });
     setTimeout(() => controller.abort(new Error('the agent changed its mind')), 200);
     const result = await pending;
+    expect(result.error?.code).toBe('E_CANCELLED');
     expect(result.error?.details.cancelled).toBe(true);
     expect(result.error?.message).toMatch(/cancelled: the agent changed its mind/);
 

@@ -19,6 +19,10 @@ export const ErrorCodes = {
   REGISTRATION: 'E_REGISTRATION',
   /** A snapshot store could not be opened or written (damaged, foreign, newer, read-only, full). */
   STORE: 'E_STORE',
+  /** The caller cancelled the call (its AbortSignal): a queued call never ran, a running one was stopped. */
+  CANCELLED: 'E_CANCELLED',
+  /** The runtime (its worker pool) was closed before the call could run or finish. */
+  CLOSED: 'E_CLOSED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -31,6 +35,8 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   E_UNEXPECTED_EXIT: false,
   E_REGISTRATION: false,
   E_STORE: false,
+  E_CANCELLED: false,
+  E_CLOSED: false,
 };
 
 export interface CorralErrorJSON {

@@ -58,6 +58,10 @@ export interface DecisionInput {
   runId?: string;
 }
 
+function decisionError(problem: string): CorralError {
+  return new CorralError(ErrorCodes.INPUT_VALIDATION, `recordDecision: the decision ${problem}.`, {});
+}
+
 /** Bytes of stdout/stderr kept in the envelope (head of stdout, tail of stderr). */
 const ENVELOPE_BYTES = 1024;
 /** Problems spelled out in one message; details.problems has them all. */
@@ -107,6 +111,12 @@ export class Runtime {
    * written (unlike `invoke`, recording is this call's whole purpose).
    */
   async recordDecision(decision: DecisionInput): Promise<DecisionSnapshot> {
+    if (typeof decision !== 'object' || decision === null) throw decisionError('must be an object');
+    if (typeof decision.prompt !== 'string' && !(decision.prompt instanceof Uint8Array)) throw decisionError('prompt must be a string or bytes');
+    if (typeof decision.output !== 'string') throw decisionError('output must be a string');
+    for (const key of ['model', 'runId'] as const) {
+      if (decision[key] !== undefined && typeof decision[key] !== 'string') throw decisionError(`${key} must be a string`);
+    }
     const snapshot: DecisionSnapshot = {
       id: crypto.randomUUID(),
       time_ns: nowNs(),
@@ -115,7 +125,15 @@ export class Runtime {
       model: decision.model ?? null,
       run_id: decision.runId ?? null,
     };
-    await this.store?.recordDecision(snapshot);
+    try {
+      await this.store?.recordDecision(snapshot);
+    } catch (err) {
+      if (err instanceof CorralError) throw err;
+      // A store adapter that threw something else: still E_STORE, as documented.
+      throw new CorralError(ErrorCodes.STORE, `The decision could not be recorded: ${err instanceof Error ? err.message : String(err)}`, {
+        decision_id: snapshot.id,
+      });
+    }
     return snapshot;
   }
 
@@ -302,7 +320,7 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
     throw new CorralError(
       ErrorCodes.RESOURCE_EXHAUSTED,
       `${name} printed more than ${request.outputLimitBytes} bytes on stdout (the output limit); raise outputLimitBytes or ask for less`,
-      { limit: 'output', output_limit_bytes: request.outputLimitBytes, stdout_head, stderr_tail },
+      { resource: 'output', output_limit_bytes: request.outputLimitBytes, stdout_head, stderr_tail },
     );
   }
 

@@ -46,7 +46,7 @@ export class Registry {
         ErrorCodes.REGISTRATION,
         `${spec.name}@${spec.version} is already registered (from ${existing.source}) with different wasm; ` +
           `bump the version of ${source} to register a changed tool`,
-        { name: spec.name, version: spec.version, source, existingSource: existing.source },
+        { name: spec.name, version: spec.version, source, existing_source: existing.source },
       );
     }
     const tool: Tool = { spec, wasm, wasmSha256, source };

@@ -231,7 +231,7 @@ describe('Runtime.invoke', () => {
   it('classifies cut-off stdout as an output cap', async () => {
     const runtime = await setup(printing('{"files":[', { stdoutTruncated: true }));
     const result = await runtime.invoke('diff-summary', INPUT);
-    expect(result.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', retryable: true, details: { limit: 'output' } });
+    expect(result.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', retryable: true, details: { resource: 'output' } });
   });
 
   it('keeps the first and last KiB without splitting UTF-8 characters', async () => {

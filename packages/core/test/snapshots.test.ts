@@ -164,9 +164,12 @@ describe('snapshots in the invoke pipeline', () => {
     expect((await store.getExecution(result.snapshot!.id))?.status).toBe('interrupted');
   });
 
-  it('recordDecision throws E_STORE-style errors rather than dropping the decision', async () => {
+  it('recordDecision throws E_STORE rather than dropping the decision, and checks what it is given', async () => {
     const { runtime } = await setup(new FakeExecutor(() => ({})), failing(['recordDecision']));
-    await expect(runtime.recordDecision({ prompt: 'p', output: 'o' })).rejects.toThrow(/disk is full/);
+    await expect(runtime.recordDecision({ prompt: 'p', output: 'o' })).rejects.toMatchObject({ code: 'E_STORE', message: /disk is full/ });
+    for (const bad of [null, { prompt: 5, output: 'o' }, { prompt: 'p' }, { prompt: 'p', output: 'o', model: 3 }]) {
+      await expect(runtime.recordDecision(bad as never)).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION' });
+    }
   });
 
   it('records nothing, and adds no field, without a store', async () => {

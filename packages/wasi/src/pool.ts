@@ -87,7 +87,7 @@ export class SandboxPool<W extends PoolWorker> {
   }
 
   run<T>(task: (worker: W) => Promise<T>, options: TaskOptions): Promise<T> {
-    if (this.#closed) return Promise.reject(new Error('the worker pool is closed'));
+    if (this.#closed) return Promise.reject(closedError());
     if (this.#queue.length >= this.maxQueue) {
       return Promise.reject(
         new CorralError(
@@ -119,7 +119,7 @@ export class SandboxPool<W extends PoolWorker> {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const job of this.#queue.splice(0)) job.reject(new Error('the worker pool was closed'));
+    for (const job of this.#queue.splice(0)) job.reject(closedError());
     await Promise.all([...this.#all].map((w) => w.terminate()));
     this.#all.clear();
     this.#idle.length = 0;
@@ -197,5 +197,9 @@ export class SandboxPool<W extends PoolWorker> {
 function abortError(signal: AbortSignal): CorralError {
   const reason: unknown = signal.reason;
   const why = reason instanceof Error ? reason.message : reason === undefined ? '' : String(reason);
-  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The call was cancelled${why ? `: ${why}` : ''}.`, { cancelled: true }, false);
+  return new CorralError(ErrorCodes.CANCELLED, `The call was cancelled${why ? `: ${why}` : ''}.`, { cancelled: true, ...(why ? { reason: why } : {}) });
+}
+
+function closedError(): CorralError {
+  return new CorralError(ErrorCodes.CLOSED, 'Corral was closed: its sandbox workers are stopped, so the call cannot run. Create a new instance.');
 }
