@@ -3,7 +3,6 @@ import {
   ErrorCodes,
   Registry,
   Runtime,
-  UnavailableStore,
   type DecisionInput,
   type ExecutionResult,
   type DecisionSnapshot,
@@ -12,6 +11,7 @@ import {
   type Store,
   type Tool,
 } from '@corral/core';
+import { UnavailableStore } from '@corral/core/store-kit';
 import { execRequest, type ExecOptions } from '@corral/wasi';
 import { BrowserExecutor } from './executor.js';
 import type { PreparedComponentCache } from './component-cache.js';

@@ -5,7 +5,7 @@
  */
 import { releaseProxy, wrap, type Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core';
-import { SandboxPool, type PoolWorker } from '@corral/wasi';
+import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from './worker.js';
 
 export interface BrowserPoolOptions {

@@ -14,12 +14,11 @@ import type { ExecutionResult } from '@corral/core';
 import {
   ComponentRunner,
   Preview1Runner,
-  outcomeOf,
   transpileComponent,
-  type Outcome,
   type PreparedComponent,
   type RunRequest,
 } from '@corral/wasi';
+import { outcomeOf, type Outcome } from '@corral/wasi/host-kit';
 import { OpfsCallMounts } from './opfs-mounts.js';
 
 /** The OPFS folders of the call running now (a worker runs one call at a time). */

@@ -4,7 +4,6 @@ import {
   ErrorCodes,
   Registry,
   Runtime,
-  UnavailableStore,
   type DecisionInput,
   type ExecutionResult,
   type DecisionSnapshot,
@@ -13,6 +12,7 @@ import {
   type Store,
   type Tool,
 } from '@corral/core';
+import { UnavailableStore } from '@corral/core/store-kit';
 import { execRequest, type ExecOptions } from '@corral/wasi';
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';

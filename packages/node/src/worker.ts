@@ -12,12 +12,11 @@ import { openHostDirectory } from './host-fs.js';
 import {
   ComponentRunner,
   Preview1Runner,
-  outcomeOf,
   transpileComponent,
-  type Outcome,
   type PreparedComponent,
   type RunRequest,
 } from '@corral/wasi';
+import { outcomeOf, type Outcome } from '@corral/wasi/host-kit';
 
 const runnerOptions = { openHostDirectory };
 const runner = new ComponentRunner(runnerOptions);
