@@ -15,7 +15,6 @@ export { IndexedDbComponentCache, type PreparedComponentCache } from './componen
 export { bundledTools, registerBundledTools, type BundledTool, type RegisterBundledOptions } from './bundled.js';
 export { opfsDirectory, writeOpfsTree, readOpfsTree } from './opfs.js';
 export { IndexedDbStore, SCHEMA_VERSION as INDEXEDDB_SCHEMA_VERSION, type IndexedDbStoreOptions } from './store-indexeddb.js';
-export type { SandboxWorkerApi } from './worker.js';
 
 // From @corral/core: the same names the Node host re-exports.
 export {

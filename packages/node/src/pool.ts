@@ -4,7 +4,7 @@ import { wrap, releaseProxy, type Remote } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
-import type { SandboxWorkerApi } from './worker.js';
+import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
 
 export type { TaskOptions } from '@corral/wasi/host-kit';
 

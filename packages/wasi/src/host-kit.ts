@@ -14,3 +14,4 @@ export {
   type PreparedComponentStore,
   type PoolExecutorOptions,
 } from './executor.js';
+export type { SandboxWorkerApi, RunJob } from './worker-api.js';
