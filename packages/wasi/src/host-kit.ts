@@ -15,3 +15,4 @@ export {
   type PoolExecutorOptions,
 } from './executor.js';
 export type { SandboxWorkerApi, RunJob } from './worker-api.js';
+export { CorralHost, openHostStore, type CorralHostParts, type HostExecutor } from './host.js';
