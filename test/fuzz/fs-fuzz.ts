@@ -36,7 +36,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve as resolvePath, sep } from 'node:path';
-import { callFilesystem, GuestTypeError, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { GuestTypeError } from '@corral/wasi';
+import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { openHostDirectory, hostConfinement } from '@corral/node';
 
 // --- the world: base/{mount, outside, ro} ------------------------------------------

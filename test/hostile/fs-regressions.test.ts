@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { openHostDirectory } from '@corral/node';
 import { thrown } from '../helpers/thrown.js';
 

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { Worker } from 'node:worker_threads';
 import { exactHostFileTimes, hostConfinement, openHostDirectory, type Confinement } from '@corral/node';
 import { thrown } from '../helpers/thrown.js';

@@ -9,7 +9,8 @@ import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, r
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callFilesystem, transpileComponent, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { transpileComponent } from '@corral/wasi';
+import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { guardLiftedLists } from '../../packages/wasi/src/run.js';
 import { openHostDirectory } from '@corral/node';
 import { runInChild } from './child.js';

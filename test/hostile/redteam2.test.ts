@@ -9,7 +9,7 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSy
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi';
+import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { openHostDirectory } from '@corral/node';
 
 const SECRET = 'SECRET-OUTSIDE-5e3a';

@@ -42,7 +42,7 @@ export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFl
   // Start a sandbox worker now, while the tools load: its scripts and the WASI
   // shim are ready by the time the transpile or the warm-up call needs it.
   const booting = corral.executor.pool
-    .run((worker) => worker.api.has(''), {
+    .run((worker) => worker.api.ping(), {
       timeoutMs: 30_000,
       onTimeout: () => new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, 'The sandbox worker did not start within 30 s.', { resource: 'time' }),
     })

@@ -366,7 +366,7 @@ function refreshHistory(options: { prune?: boolean } = {}): Promise<void> {
 
 function renderHistory(): void {
   const s = t();
-  const unavailable = state.host !== null && (state.host.corral.store === null || state.host.storeError !== null);
+  const unavailable = state.host !== null && (state.host.corral.store === undefined || state.host.storeError !== null);
   els.historyEmpty.textContent = unavailable ? s.historyUnavailable : s.historyEmpty;
   els.historyEmpty.hidden = state.history.length > 0;
   els.clearHistory.hidden = state.history.length === 0;

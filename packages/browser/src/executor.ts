@@ -1,5 +1,5 @@
 import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
-import { PoolExecutor } from '@corral/wasi';
+import { PoolExecutor } from '@corral/wasi/host-kit';
 import { BrowserWorkerPool, type BrowserPoolOptions, type BrowserSandboxWorker } from './pool.js';
 import { IndexedDbComponentCache, type PreparedComponentCache } from './component-cache.js';
 import { parseOpfsPath } from './opfs.js';

@@ -1,12 +1,56 @@
-/** @corral/browser — the browser host: a Web Worker sandbox pool, OPFS mounts, the IndexedDB snapshot store. */
+/**
+ * @corral/browser — the browser host: Corral in one object, a Web Worker
+ * sandbox pool, OPFS mounts, the IndexedDB snapshot store and transpile cache.
+ *
+ * Everything exported here is public API, including the part of
+ * @corral/core a host's user needs (errors, tool and result types, the
+ * snapshot model), re-exported so one import serves. The rest of core
+ * (spec validation, registry internals) is imported from @corral/core.
+ */
 export { BrowserCorral, type BrowserCorralOptions } from './corral.js';
 export type { ExecOptions } from '@corral/wasi';
 export { BrowserExecutor, type BrowserExecutorOptions } from './executor.js';
 export { BrowserWorkerPool, BrowserSandboxWorker, defaultPoolSize, startSandboxWorker, type BrowserPoolOptions } from './pool.js';
 export { IndexedDbComponentCache, type PreparedComponentCache } from './component-cache.js';
 export { bundledTools, registerBundledTools, type BundledTool, type RegisterBundledOptions } from './bundled.js';
-export { parseOpfsPath, opfsDirectory, writeOpfsTree, readOpfsTree } from './opfs.js';
-export { IndexedDbStore, SCHEMA_VERSION, type IndexedDbStoreOptions } from './store-indexeddb.js';
-export type { SandboxWorkerApi } from './worker.js';
-export type { Outcome } from '@corral/wasi';
-export * from '@corral/core';
+export { opfsDirectory, writeOpfsTree, readOpfsTree } from './opfs.js';
+export { IndexedDbStore, SCHEMA_VERSION as INDEXEDDB_SCHEMA_VERSION, type IndexedDbStoreOptions } from './store-indexeddb.js';
+
+// From @corral/core: the same names the Node host re-exports.
+export {
+  CorralError,
+  ErrorCodes,
+  isCorralErrorJSON,
+  Registry,
+  Runtime,
+  MemoryStore,
+  nowNs,
+  nsFromDate,
+  isoFromNs,
+  sha256Hex,
+  type ErrorCode,
+  type CorralErrorJSON,
+  type Tool,
+  type ToolSpec,
+  type ToolResources,
+  type MountSpec,
+  type MountAccess,
+  type MountBinding,
+  type MemoryTree,
+  type JsonSchema,
+  type InvokeOptions,
+  type InvokeResult,
+  type SnapshotRef,
+  type ExecutionResult,
+  type DecisionInput,
+  type Store,
+  type Nanos,
+  type DecisionSnapshot,
+  type ExecutionIntent,
+  type ExecutionOutcome,
+  type ExecutionSnapshot,
+  type ExecutionStatus,
+  type SnapshotRecord,
+  type ExecutionFilter,
+  type PruneOptions,
+} from '@corral/core';

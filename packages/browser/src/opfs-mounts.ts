@@ -15,7 +15,7 @@
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { MountBinding } from '@corral/core';
-import { MemoryBackend, type FileDataEntry, type FsBackend } from '@corral/wasi';
+import { MemoryBackend, type FileDataEntry, type FsBackend } from '@corral/wasi/fs';
 import { SYMLINKS_FILE, opfsDirectory, parseOpfsPath, writeFile } from './opfs.js';
 
 /** What was at a path of a folder: a folder, a file (its contents object) or a symlink. */

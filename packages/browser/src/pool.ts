@@ -5,8 +5,8 @@
  */
 import { releaseProxy, wrap, type Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core';
-import { SandboxPool, type PoolWorker } from '@corral/wasi';
-import type { SandboxWorkerApi } from './worker.js';
+import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
+import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
 
 export interface BrowserPoolOptions {
   /** Most Web Workers alive at once. Default: min(navigator.hardwareConcurrency, 4). */

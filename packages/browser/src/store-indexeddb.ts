@@ -16,7 +16,6 @@
  */
 import { openDB, type DBSchema, type IDBPDatabase, type IDBPTransaction } from 'idb';
 import {
-  CorralError,
   checkPruneOptions,
   decisionSnapshot,
   executionSnapshot,
@@ -24,6 +23,9 @@ import {
   NO_OUTCOME,
   selectPruned,
   storeError,
+} from '@corral/core/store-kit';
+import {
+  CorralError,
   type DecisionSnapshot,
   type ExecutionFilter,
   type ExecutionIntent,

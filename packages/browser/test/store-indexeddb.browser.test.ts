@@ -4,7 +4,7 @@
  */
 import { deleteDB, openDB } from 'idb';
 import { describe, expect, it } from 'vitest';
-import { IndexedDbStore, SCHEMA_VERSION } from '@corral/browser';
+import { IndexedDbStore, INDEXEDDB_SCHEMA_VERSION as SCHEMA_VERSION } from '@corral/browser';
 import { describeStoreConformance, intent, outcome } from '../../../test/store-conformance.js';
 
 let serial = 0;

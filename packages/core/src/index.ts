@@ -1,12 +1,47 @@
-/** @corral/core — host-agnostic: errors, tool contract, registry, invoke pipeline. */
-export * from './errors.js';
-export type * from './types.js';
+/**
+ * @corral/core — host-agnostic: errors, tool contract, registry, invoke pipeline, snapshot model.
+ *
+ * Everything exported here is public API. Pieces the other Corral packages
+ * share but users do not need live on subpaths: `@corral/core/store-kit`
+ * (helpers for writing a Store adapter), `@corral/core/errors` and
+ * `@corral/core/wasm` (the same names as here, without ajv, for sandbox
+ * workers that must start fast).
+ */
+export { ErrorCodes, CorralError, isCorralErrorJSON, type ErrorCode, type CorralErrorJSON } from './errors.js';
+export type {
+  ToolSpec,
+  JsonSchema,
+  ToolResources,
+  MountAccess,
+  MountSpec,
+  Tool,
+  MemoryTree,
+  MountBinding,
+  ExecutionRequest,
+  ExecutionResult,
+  Executor,
+  InvokeResult,
+  SnapshotRef,
+} from './types.js';
 export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type SpecValidation } from './spec.js';
-export { isSafeGuestPath, type Problem } from './schema.js';
+export type { Problem } from './schema.js';
 export { detectWasmKind, sha256Hex, type WasmKind } from './wasm.js';
 export { Registry, parseToolRef } from './registry.js';
 export { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
-export { Runtime, type InvokeOptions, type RuntimeOptions } from './invoke.js';
-export { type DecisionInput } from './invoke.js';
-export * from './snapshot.js';
+export { Runtime, type InvokeOptions, type RuntimeOptions, type DecisionInput } from './invoke.js';
+export {
+  nowNs,
+  nsFromDate,
+  isoFromNs,
+  type Nanos,
+  type DecisionSnapshot,
+  type ExecutionStatus,
+  type ExecutionIntent,
+  type ExecutionOutcome,
+  type ExecutionSnapshot,
+  type SnapshotRecord,
+  type ExecutionFilter,
+  type PruneOptions,
+  type Store,
+} from './snapshot.js';
 export { MemoryStore } from './memory-store.js';

@@ -9,7 +9,8 @@ import { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
 import { parseToolRef, type Registry } from './registry.js';
 import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
 import { specDefaults } from './spec.js';
-import { nowNs, sha256, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
+import { nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
+import { sha256Hex as sha256 } from './wasm.js';
 import type { ExecutionRequest, ExecutionResult, Executor, InvokeResult, MountBinding, SnapshotRef, Tool } from './types.js';
 
 export interface InvokeOptions {

@@ -147,15 +147,6 @@ export function isoFromNs(ns: Nanos | bigint): string {
   return `${iso.slice(0, -1)}${subMs}Z`;
 }
 
-const encoder = new TextEncoder();
-
-/** Lower-case hex SHA-256 of text (as UTF-8) or bytes, through WebCrypto. */
-export async function sha256(data: string | Uint8Array): Promise<string> {
-  const bytes = typeof data === 'string' ? encoder.encode(data) : data;
-  const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
 /** The status an execution reads back as: no outcome means it never finished. */
 export function statusOf(record: { result_ns: Nanos | null; error_code: string | null }): ExecutionStatus {
   if (record.result_ns === null) return 'interrupted';

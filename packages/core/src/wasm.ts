@@ -47,8 +47,15 @@ function describeStart(bytes: Uint8Array): string {
   return `it starts with ${hex} "${text}"${hint}`;
 }
 
-/** Lower-case hex SHA-256, through WebCrypto so it works in browsers, workers and Node. */
-export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+const encoder = new TextEncoder();
+
+/**
+ * Lower-case hex SHA-256 of bytes or of text (as UTF-8), through WebCrypto so
+ * it works in browsers, workers and Node: the one hash Corral keys wasm by
+ * and records in snapshots.
+ */
+export async function sha256Hex(data: Uint8Array | string): Promise<string> {
+  const bytes = typeof data === 'string' ? encoder.encode(data) : data;
   const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
 }

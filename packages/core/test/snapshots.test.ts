@@ -7,7 +7,7 @@ import {
   isoFromNs,
   nowNs,
   nsFromDate,
-  sha256,
+  sha256Hex as sha256,
   type ExecutionRequest,
   type ExecutionResult,
   type Executor,

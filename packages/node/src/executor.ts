@@ -1,4 +1,4 @@
-import { PoolExecutor } from '@corral/wasi';
+import { PoolExecutor } from '@corral/wasi/host-kit';
 import { WorkerPool, type PoolOptions, type SandboxWorker } from './pool.js';
 import { ComponentCache } from './cache.js';
 import { resolveHostMounts } from './mounts.js';

@@ -29,7 +29,7 @@ import {
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import type { ClosableBackend, DirectoryListing, EntryStat, EntryType, NewTime, OpenMode } from '@corral/wasi';
+import type { ClosableBackend, DirectoryListing, EntryStat, EntryType, NewTime, OpenMode } from '@corral/wasi/fs';
 
 /** open(2)'s O_PATH on Linux (every architecture Node runs on); Node does not export it. */
 const O_PATH = 0o10000000;

@@ -1,11 +1,63 @@
+/**
+ * @corral/node — the Node host: Corral in one object, the worker_threads
+ * sandbox pool, the SQLite snapshot store, host-folder mounts, the
+ * transpile cache. The CLI (`corral`) is not exported: it is the package's bin.
+ *
+ * Everything exported here is public API, including the part of
+ * @corral/core a host's user needs (errors, tool and result types, the
+ * snapshot model), re-exported so one import serves. The rest of core
+ * (spec validation, registry internals) is imported from @corral/core.
+ */
 export { Corral, BUNDLED_TOOLS_DIR, type CorralOptions } from './corral.js';
 export type { ExecOptions } from '@corral/wasi';
 export { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, type TaskOptions } from './pool.js';
 export { ComponentCache, defaultCacheDir } from './cache.js';
-export { parseMountFlag, resolveHostMounts } from './mounts.js';
 export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
-export { main } from './cli.js';
-export * from '@corral/core';
-export { SqliteStore, defaultStorePath, SCHEMA_VERSION, APPLICATION_ID, type SqliteStoreOptions } from './store-sqlite.js';
+export {
+  SqliteStore,
+  defaultStorePath,
+  SCHEMA_VERSION as SQLITE_SCHEMA_VERSION,
+  APPLICATION_ID as SQLITE_APPLICATION_ID,
+  type SqliteStoreOptions,
+} from './store-sqlite.js';
+
+// From @corral/core: the same names the browser host re-exports.
+export {
+  CorralError,
+  ErrorCodes,
+  isCorralErrorJSON,
+  Registry,
+  Runtime,
+  MemoryStore,
+  nowNs,
+  nsFromDate,
+  isoFromNs,
+  sha256Hex,
+  type ErrorCode,
+  type CorralErrorJSON,
+  type Tool,
+  type ToolSpec,
+  type ToolResources,
+  type MountSpec,
+  type MountAccess,
+  type MountBinding,
+  type MemoryTree,
+  type JsonSchema,
+  type InvokeOptions,
+  type InvokeResult,
+  type SnapshotRef,
+  type ExecutionResult,
+  type DecisionInput,
+  type Store,
+  type Nanos,
+  type DecisionSnapshot,
+  type ExecutionIntent,
+  type ExecutionOutcome,
+  type ExecutionSnapshot,
+  type ExecutionStatus,
+  type SnapshotRecord,
+  type ExecutionFilter,
+  type PruneOptions,
+} from '@corral/core';

@@ -3,10 +3,10 @@ import { availableParallelism } from 'node:os';
 import { wrap, releaseProxy, type Remote } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
-import { SandboxPool, type PoolWorker } from '@corral/wasi';
-import type { SandboxWorkerApi } from './worker.js';
+import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
+import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
 
-export type { TaskOptions } from '@corral/wasi';
+export type { TaskOptions } from '@corral/wasi/host-kit';
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 

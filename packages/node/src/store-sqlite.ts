@@ -16,12 +16,9 @@ import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readS
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { checkPruneOptions, decisionSnapshot, executionSnapshot, storeError } from '@corral/core/store-kit';
 import {
   CorralError,
-  checkPruneOptions,
-  decisionSnapshot,
-  executionSnapshot,
-  storeError,
   type DecisionSnapshot,
   type ExecutionFilter,
   type ExecutionIntent,

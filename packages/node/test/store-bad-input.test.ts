@@ -11,7 +11,7 @@ import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Corral, SCHEMA_VERSION, SqliteStore, APPLICATION_ID, sha256 } from '@corral/node';
+import { Corral, SQLITE_SCHEMA_VERSION as SCHEMA_VERSION, SqliteStore, SQLITE_APPLICATION_ID as APPLICATION_ID, sha256Hex as sha256 } from '@corral/node';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');

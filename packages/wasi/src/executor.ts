@@ -5,8 +5,8 @@
  * time limit. Hosts differ only in their pool, their cache and which mounts
  * they can open.
  */
-import { transfer } from 'comlink';
-import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
+import { transfer, type Remote } from 'comlink';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 // Subpaths, not the index: sandbox workers load this package, and the index pulls in ajv (~80 ms).
 import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
 import type { ExecutionRequest, ExecutionResult, Executor, MountBinding, Tool } from '@corral/core';
@@ -14,6 +14,9 @@ import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './run.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
+import type { RunJob, SandboxWorkerApi } from './worker-api.js';
+
+export { outcomeOf, type Outcome } from './worker-api.js';
 
 /**
  * Run any WASI program (`corral exec`): a preview1 command module or a
@@ -39,33 +42,19 @@ export interface ExecRequest extends StdioHandlers {
   onPrepare?: () => void;
 }
 
-/** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
-
-/** Run `work` inside a worker, turning any failure into an Outcome. */
-export async function outcomeOf<T>(work: () => Promise<T>): Promise<Outcome<T>> {
-  try {
-    return { ok: true, value: await work() };
-  } catch (err) {
-    if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
-    const message = err instanceof Error ? err.message : String(err);
-    return { ok: false, error: new CorralError(ErrorCodes.UNEXPECTED_EXIT, `sandbox worker failed: ${message}`).toJSON() };
-  }
-}
-
-/** The calls a host makes on a sandbox worker (through comlink). */
+/** A sandbox worker as a host's pool holds it: its API (through comlink) and what it has compiled. */
 export interface ExecutorWorker extends PoolWorker {
   /** Keys of components and modules this worker has compiled, so they are sent only once. */
   readonly loaded: Set<string>;
-  readonly api: {
-    prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>>;
-    run(
-      key: string,
-      prepared: PreparedComponent | Uint8Array | undefined,
-      request: RunRequest,
-      kind: 'component' | 'module',
-    ): Promise<Outcome<ExecutionResult>>;
-  };
+  readonly api: Remote<SandboxWorkerApi>;
+}
+
+/** What a call runs: a preview1 module as it is, or a component transpiled by jco. */
+type Program = { kind: 'module'; bytes: Uint8Array } | { kind: 'component'; prepared: PreparedComponent };
+
+/** The job for one worker: the program goes along only when the worker has not compiled it yet. */
+function runJob(worker: ExecutorWorker, key: string, program: Program, request: RunRequest): RunJob {
+  return worker.loaded.has(key) ? { kind: program.kind, key, request } : { ...program, key, request };
 }
 
 /** Where a host keeps transpiled components between runs (disk in Node, IndexedDB in browsers). */
@@ -98,7 +87,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const mounts = await this.#options.checkMounts(request.mounts);
     // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
     const kind = tool.spec.kind ?? 'component';
-    const prepared = kind === 'module' ? tool.wasm : await this.prepare(tool);
+    const program: Program = kind === 'module' ? { kind, bytes: tool.wasm } : { kind, prepared: await this.prepare(tool) };
     const runRequest: RunRequest = {
       toolName: tool.spec.name,
       stdin: request.stdin,
@@ -111,7 +100,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     };
     return this.pool.run(
       async (worker) => {
-        const outcome = await worker.api.run(key, worker.loaded.has(key) ? undefined : prepared, runRequest, kind);
+        const outcome = await worker.api.run(runJob(worker, key, program, runRequest));
         if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
         worker.loaded.add(key);
         return outcome.value;
@@ -141,7 +130,8 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const kind = detectWasmKind(wasm, request.name);
     const key = await sha256Hex(wasm);
     const mounts = await this.#options.checkMounts(request.mounts);
-    const prepared = kind === 'module' ? wasm : await this.#prepareBytes(key, wasm, request.name, request.onPrepare);
+    const program: Program =
+      kind === 'module' ? { kind, bytes: wasm } : { kind, prepared: await this.#prepareBytes(key, wasm, request.name, request.onPrepare) };
     // The channel also carries `terminals`: without it the program would see none.
     const streamed =
       request.onStdout !== undefined ||
@@ -164,8 +154,9 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     try {
       const result = await this.pool.run(
         async (worker) => {
-          const sent = stdio ? transfer(runRequest, [stdio.channel.port]) : runRequest;
-          const outcome = await worker.api.run(key, worker.loaded.has(key) ? undefined : prepared, sent, kind);
+          const job = runJob(worker, key, program, runRequest);
+          // The stdio port moves to the worker (a MessagePort cannot be copied).
+          const outcome = await worker.api.run(stdio ? transfer(job, [stdio.channel.port]) : job);
           if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
           worker.loaded.add(key);
           return outcome.value;

@@ -4,7 +4,7 @@
  * copy of the whole buffer each.
  */
 import { describe, expect, it } from 'vitest';
-import { CappedSink, OutputLimitExceeded } from '@corral/wasi';
+import { CappedSink, OutputLimitExceeded } from '@corral/wasi/internal';
 
 const bytes = (...n: number[]) => Uint8Array.from(n);
 

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { CappedSink, checkComponentImports, declaredImports, preview2Imports, PROVIDED_INTERFACES } from '@corral/wasi';
+import { checkComponentImports, declaredImports, PROVIDED_INTERFACES } from '@corral/wasi';
+import { CappedSink, preview2Imports } from '@corral/wasi/internal';
 import { u32, section } from './wasm-bytes.js';
 
 const ROOT = new URL('../../../', import.meta.url);

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
-import { capComponentModules, capModule, tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES } from '@corral/wasi';
+import { capComponentModules, capModule } from '@corral/wasi';
+import { tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES } from '@corral/wasi/internal';
 import { u32, section, vec } from './wasm-bytes.js';
 
 const ROOT = new URL('../../../', import.meta.url);

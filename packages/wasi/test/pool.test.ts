@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CorralError } from '@corral/core';
-import { SandboxPool, type PoolWorker } from '@corral/wasi';
+import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
 
 class FakeWorker implements PoolWorker {
   static started = 0;

@@ -5,19 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import {
-  CappedSink,
-  DiskQuota,
-  ENTRY_BYTES,
-  Preview1Host,
-  Preview1Runner,
-  ProcExit,
-  MemoryBackend,
-  checkPreview1Module,
-  mountRoot,
-  type FileDataEntry,
-  type RunRequest,
-} from '@corral/wasi';
+import { Preview1Runner, checkPreview1Module, type RunRequest } from '@corral/wasi';
+import { DiskQuota, ENTRY_BYTES, MemoryBackend, mountRoot, type FileDataEntry } from '@corral/wasi/fs';
+import { CappedSink, Preview1Host, ProcExit } from '@corral/wasi/internal';
 
 const FIXTURES = new URL('../../../test/fixtures/preview1/', import.meta.url);
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`${name}/p1-${name}.wasm`, FIXTURES)));

@@ -4,7 +4,9 @@
  * (strings where numbers belong, huge lengths, names from Object.prototype).
  */
 import { describe, expect, it } from 'vitest';
-import { CappedSink, DiskQuota, GuestTypeError, MemoryBackend, mountRoot, preview2Imports, ProcExit, type Descriptor } from '@corral/wasi';
+import { GuestTypeError } from '@corral/wasi';
+import { DiskQuota, MemoryBackend, mountRoot, type Descriptor } from '@corral/wasi/fs';
+import { CappedSink, preview2Imports, ProcExit } from '@corral/wasi/internal';
 
 function host(options: { quotaBytes?: number; file?: Uint8Array } = {}) {
   const quota = new DiskQuota(options.quotaBytes ?? 1 << 20);

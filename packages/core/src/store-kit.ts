@@ -1,0 +1,19 @@
+/**
+ * @corral/core/store-kit — what the Store adapters (MemoryStore here,
+ * SQLite in @corral/node, IndexedDB in @corral/browser) share so they read
+ * back, filter and prune records the same way. Not part of the public API:
+ * it changes when the adapters need it to.
+ */
+export {
+  NO_OUTCOME,
+  UnavailableStore,
+  checkPruneOptions,
+  decisionSnapshot,
+  executionSnapshot,
+  matchesFilter,
+  newestFirst,
+  selectPruned,
+  statusOf,
+  storeError,
+  type Nullable,
+} from './snapshot.js';

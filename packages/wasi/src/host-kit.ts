@@ -1,0 +1,18 @@
+/**
+ * @corral/wasi/host-kit — what @corral/node and @corral/browser build their
+ * hosts from: the sandbox pool, the executor that drives it, the API a
+ * sandbox worker exposes, and what crosses the worker boundary. Not part of
+ * the public API: it changes when the hosts need it to.
+ */
+export { SandboxPool, type PoolWorker, type SandboxPoolOptions, type TaskOptions } from './pool.js';
+export {
+  PoolExecutor,
+  outcomeOf,
+  type ExecRequest,
+  type Outcome,
+  type ExecutorWorker,
+  type PreparedComponentStore,
+  type PoolExecutorOptions,
+} from './executor.js';
+export type { SandboxWorkerApi, RunJob } from './worker-api.js';
+export { CorralHost, openHostStore, type CorralHostParts, type HostExecutor } from './host.js';

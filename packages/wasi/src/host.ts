@@ -1,0 +1,141 @@
+/**
+ * The host facade both hosts share: Corral in one object — a registry of
+ * tools, an executor (the host's sandbox pool) and the invoke pipeline
+ * between them, plus the snapshot store it may own. @corral/node's
+ * `Corral` and @corral/browser's `BrowserCorral` subclass it and add only
+ * how they create their executor and their default store.
+ */
+import {
+  CorralError,
+  ErrorCodes,
+  Registry,
+  Runtime,
+  type DecisionInput,
+  type DecisionSnapshot,
+  type ExecutionResult,
+  type Executor,
+  type InvokeOptions,
+  type InvokeResult,
+  type Store,
+  type Tool,
+} from '@corral/core';
+import { UnavailableStore } from '@corral/core/store-kit';
+import { execRequest, type ExecOptions } from './exec-options.js';
+import type { ExecRequest } from './executor.js';
+
+/** What a host's executor does beyond running tools: run any WASI program, and stop. */
+export interface HostExecutor extends Executor {
+  exec(request: ExecRequest, wasm: Uint8Array): Promise<ExecutionResult>;
+  close(): Promise<void>;
+}
+
+export interface CorralHostParts<E extends HostExecutor> {
+  /** Default: an empty registry. */
+  registry?: Registry;
+  executor: E;
+  /** Where snapshots go; undefined: recording is off. */
+  store: Store | undefined;
+  /** True when the host opened the store itself, so `close` closes it. */
+  ownsStore: boolean;
+  /** Keep each call's input in its snapshot (the hash is always kept). Default true. */
+  recordInputs?: boolean | undefined;
+}
+
+export class CorralHost<E extends HostExecutor = HostExecutor> {
+  readonly registry: Registry;
+  readonly executor: E;
+  readonly runtime: Runtime;
+  /** Where snapshots go, or undefined when recording is off. */
+  readonly store: Store | undefined;
+  /** A store this object opened and so must close. */
+  readonly #ownedStore: Store | undefined;
+
+  protected constructor(parts: CorralHostParts<E>) {
+    this.registry = parts.registry ?? new Registry();
+    this.executor = parts.executor;
+    this.store = parts.store;
+    this.#ownedStore = parts.ownsStore ? parts.store : undefined;
+    this.runtime = new Runtime({
+      registry: this.registry,
+      executor: parts.executor,
+      ...(parts.store ? { store: parts.store } : {}),
+      ...(parts.recordInputs !== undefined ? { recordInputs: parts.recordInputs } : {}),
+    });
+  }
+
+  /**
+   * Register a tool from its tool-spec.json (a parsed object or the JSON
+   * text) and its wasm bytes. Throws CorralError E_REGISTRATION with every
+   * problem of a bad spec, or when the bytes are not WebAssembly.
+   */
+  async register(spec: unknown, wasm: Uint8Array, source = 'bytes'): Promise<Tool> {
+    let raw = spec;
+    if (typeof spec === 'string') {
+      try {
+        raw = JSON.parse(spec);
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new CorralError(ErrorCodes.REGISTRATION, `Invalid tool spec ${source}: it is not JSON (${reason})`, { source, reason });
+      }
+    }
+    if (!(wasm instanceof Uint8Array)) {
+      throw new CorralError(ErrorCodes.REGISTRATION, `The wasm of ${source} must be a Uint8Array (got ${describe(wasm)})`, { source });
+    }
+    return this.registry.register(raw, wasm, source);
+  }
+
+  invoke<O = unknown>(ref: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>> {
+    return this.runtime.invoke(ref, input, options) as Promise<InvokeResult<O>>;
+  }
+
+  invokeTool<O = unknown>(tool: Tool, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>> {
+    return this.runtime.invokeTool(tool, input, options) as Promise<InvokeResult<O>>;
+  }
+
+  /**
+   * Run any WASI program — a preview1 command module or a wasi:cli command
+   * component — the way `wasmtime run` would, inside a sandbox worker: argv,
+   * environment and directories exactly as given, no network, and the
+   * memory, disk and time limits of `options` (see ExecOptions). Output is
+   * captured into the result, or streamed to onStdout/onStderr. Nothing is
+   * recorded in the snapshot store: the program is not a registered tool.
+   */
+  async exec(wasm: Uint8Array, options?: ExecOptions): Promise<ExecutionResult> {
+    return this.executor.exec(execRequest(options), wasm);
+  }
+
+  /** Record a model decision; pass its id as `decisionId` to the calls it causes. See Runtime.recordDecision. */
+  recordDecision(decision: DecisionInput): Promise<DecisionSnapshot> {
+    return this.runtime.recordDecision(decision);
+  }
+
+  /** Stop the workers (calls still queued are refused) and close a store this object opened. */
+  async close(): Promise<void> {
+    try {
+      await this.executor.close();
+    } finally {
+      await this.#ownedStore?.close();
+    }
+  }
+}
+
+/**
+ * Open a host's default store. A store that is damaged, foreign or from a
+ * newer Corral is refused (throws); one that merely cannot be written or
+ * opened (read-only, full disk, storage blocked) still lets tools run, and
+ * every call's envelope says its snapshot was not saved.
+ */
+export async function openHostStore(location: string, open: () => Promise<Store>): Promise<Store> {
+  try {
+    return await open();
+  } catch (err) {
+    if (CorralError.is(err, ErrorCodes.STORE) && err.details.unwritable === true) return new UnavailableStore(location, err);
+    throw err;
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  return (value as { constructor?: { name?: string } }).constructor?.name ?? 'object';
+}

@@ -1,0 +1,19 @@
+/**
+ * @corral/wasi/internal — pieces of the WASI hosts that this repository's
+ * own tests exercise directly (output caps, exits, the preview1 and
+ * preview2 import objects, table budgets). Not public API: anything here
+ * may change or go without notice.
+ */
+export { CappedSink, ProcExit, OutputLimitExceeded, classify, finishRun, type RunEnd, type RunFacts } from './outcome.js';
+export { preview2Imports, type Preview2Call } from './preview2.js';
+export {
+  Preview1Host,
+  compilePreview1,
+  PREVIEW1_FUNCTIONS,
+  type Preview1HostOptions,
+  type Preview1Function,
+  type Preopens,
+  type ByteSink,
+} from './preview1.js';
+export { tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare } from './limits.js';
+export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';

@@ -1,0 +1,69 @@
+/**
+ * The one API a sandbox worker exposes to its host, whatever the host:
+ * Node's worker_threads worker and the browser's Web Worker both build it
+ * with `sandboxWorkerApi` and add only what their platform needs (the
+ * openers for host or OPFS folders, loading and writing back OPFS folders
+ * around a call). Hosts drive it through comlink (`PoolExecutor`).
+ */
+import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
+import type { ExecutionResult } from '@corral/core';
+import { ComponentRunner, type RunRequest, type RunnerOptions } from './run.js';
+import { Preview1Runner } from './preview1.js';
+import { transpileComponent, type PreparedComponent } from './transpile.js';
+
+/** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
+
+/** Run `work` inside a worker, turning any failure into an Outcome. */
+export async function outcomeOf<T>(work: () => Promise<T>): Promise<Outcome<T>> {
+  try {
+    return { ok: true, value: await work() };
+  } catch (err) {
+    if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
+    const message = err instanceof Error ? err.message : String(err);
+    return { ok: false, error: new CorralError(ErrorCodes.UNEXPECTED_EXIT, `sandbox worker failed: ${message}`).toJSON() };
+  }
+}
+
+/**
+ * One call for a sandbox worker: a transpiled component or a preview1
+ * module's bytes, keyed by content hash and sent only to a worker that has
+ * not compiled it yet (a worker that has gets the key alone). The request
+ * may carry a transferred MessagePort (`request.stdio.port`).
+ */
+export type RunJob =
+  | { kind: 'component'; key: string; prepared?: PreparedComponent; request: RunRequest }
+  | { kind: 'module'; key: string; bytes?: Uint8Array; request: RunRequest };
+
+/** The calls a host makes on a sandbox worker. */
+export interface SandboxWorkerApi {
+  /** Answers as soon as the worker has loaded its scripts: a way to start one and wait for it. */
+  ping(): true;
+  /** Transpile a component (the host caches the result by content hash). */
+  prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>>;
+  /** Run one call in a fresh instance. */
+  run(job: RunJob): Promise<Outcome<ExecutionResult>>;
+}
+
+export interface SandboxWorkerOptions extends RunnerOptions {
+  /**
+   * Wraps each run, inside the same Outcome: what a host does before and
+   * after a call on its worker (the browser loads the call's OPFS folders
+   * and writes back what the tool changed).
+   */
+  aroundRun?: (request: RunRequest, run: () => Promise<ExecutionResult>) => Promise<ExecutionResult>;
+}
+
+/** The worker side of the API: one runner per flavour, kept for the worker's life. */
+export function sandboxWorkerApi(options: SandboxWorkerOptions = {}): SandboxWorkerApi {
+  const { aroundRun, ...runnerOptions } = options;
+  const components = new ComponentRunner(runnerOptions);
+  const modules = new Preview1Runner(runnerOptions);
+  const runJob = (job: RunJob): Promise<ExecutionResult> =>
+    job.kind === 'module' ? modules.run(job.key, job.bytes, job.request) : components.run(job.key, job.prepared, job.request);
+  return {
+    ping: () => true,
+    prepare: (wasm, toolName) => outcomeOf(() => transpileComponent(wasm, toolName)),
+    run: (job) => outcomeOf(() => (aroundRun ? aroundRun(job.request, () => runJob(job)) : runJob(job))),
+  };
+}

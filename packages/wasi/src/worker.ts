@@ -1,0 +1,6 @@
+/**
+ * @corral/wasi/worker — what a sandbox worker script imports: the worker
+ * side of the host–worker API, and nothing of the host side. Not part of
+ * the public API; the host packages' worker scripts use it.
+ */
+export { sandboxWorkerApi, outcomeOf, type SandboxWorkerApi, type SandboxWorkerOptions, type RunJob, type Outcome } from './worker-api.js';
