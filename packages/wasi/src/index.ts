@@ -20,7 +20,7 @@ export {
   type Preview1Function,
   type Preopens,
   type ByteSink,
-} from './preview1.js';
+} from './preview1/index.js';
 export { CappedSink, ProcExit, OutputLimitExceeded, classify, finishRun, type RunEnd, type RunFacts } from './outcome.js';
 export { PoolExecutor, outcomeOf, type ExecRequest, type Outcome, type ExecutorWorker, type PreparedComponentStore, type PoolExecutorOptions } from './executor.js';
 export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';
