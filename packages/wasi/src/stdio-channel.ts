@@ -13,7 +13,7 @@
  */
 import { CappedSink, OutputLimitExceeded } from './outcome.js';
 import type { ByteSink, ByteSource } from './io.js';
-import type { RunRequest } from './run.js';
+import type { RunRequest } from './runner.js';
 
 /** Largest piece of output in one message, and of stdin in one read. */
 export const STDIO_CHUNK = 64 * 1024;

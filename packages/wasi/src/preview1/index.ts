@@ -9,7 +9,7 @@
  *   memory.ts  views of the guest's memory
  *   host.ts    Preview1Host: every wasi_snapshot_preview1 function
  *   loader.ts  checking, compiling (memory capped) and instantiating a module
- *   runner.ts  Preview1Runner: one call, start to classified end
+ *   runner.ts  Preview1Runner: what a preview1 run adds to ../runner.ts
  */
 export { PREVIEW1_FUNCTIONS, type Preview1Function } from './abi.js';
 export { Preview1Host, type Preview1HostOptions, type Preopens, type ByteSink } from './host.js';
