@@ -5,7 +5,7 @@
  */
 import { callFilesystem, type CallFilesystem } from './vfs.js';
 import { callStdio } from './stdio-channel.js';
-import type { RunRequest, RunnerOptions } from './runner.js';
+import type { RunRequest, RunnerOptions } from './request.js';
 import type { ByteSink, ByteSource } from './io.js';
 import type { Descriptor } from './fs/filesystem.js';
 

@@ -1,7 +1,7 @@
 export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
 export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';
 export { ComponentRunner } from './run.js';
-export type { RunRequest, RunnerOptions } from './runner.js';
+export type { RunRequest, RunnerOptions } from './request.js';
 export { capModule, capComponentModules, tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare } from './limits.js';
 export { callFilesystem, mountRoot, type HostDirectoryOpener, type OpfsDirectoryOpener, type ClosableBackend, type CallFilesystem } from './vfs.js';
 export type { FsBackend, EntryStat, EntryType, DirectoryListing, NewTime, OpenMode } from './fs/backend.js';

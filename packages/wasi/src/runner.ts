@@ -1,41 +1,17 @@
 /**
  * What the two runners share (ComponentRunner in run.ts for wasi:cli
  * components, Preview1Runner in preview1/runner.ts for preview1 modules):
- * what a run is asked for, the compiled code kept per key and memory cap,
+ * the compiled code kept per key and memory cap,
  * and one run from start to classified end. Each runner says only how to
  * compile its kind of code and how to start and run one instance of it.
  */
-import type { ExecutionResult, MountBinding } from '@corral/core';
-import type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
-import type { StdioChannel } from './stdio-channel.js';
+import type { ExecutionResult } from '@corral/core';
+import type { RunRequest, RunnerOptions } from './request.js';
 import { WASM_PAGE_BYTES } from './limits.js';
 import { classify, finishRun, type RunEnd } from './outcome.js';
 import { openCall, type OpenedCall } from './call.js';
 
-/** What one run needs; the host has already checked it against the spec. */
-export interface RunRequest {
-  toolName: string;
-  stdin: Uint8Array;
-  args: string[];
-  env: Record<string, string>;
-  mounts: MountBinding[];
-  outputLimitBytes: number;
-  /** Cap on each wasm memory the tool defines (resources.memory_mb). */
-  memoryLimitBytes: number;
-  /** Bytes the call may add to files in writable mounts and /tmp (resources.disk_mb). */
-  diskLimitBytes: number;
-  /** Give the call a private in-memory /tmp when no mount is there. Default true; `corral exec` mounts exactly what it is given. */
-  scratchTmp?: boolean;
-  /** Stream stdio through this channel instead of capturing it (`corral exec`); `stdin` is then used only when the channel does not stream it. */
-  stdio?: StdioChannel;
-}
-
-export interface RunnerOptions {
-  /** Lets `hostPath` mounts work; hosts without a filesystem leave it out. */
-  openHostDirectory?: HostDirectoryOpener;
-  /** Lets `opfsPath` mounts work; only browser hosts supply it. */
-  openOpfsDirectory?: OpfsDirectoryOpener;
-}
+export type { RunRequest, RunnerOptions } from './request.js';
 
 /** One instance being run, as a runner's `start` sets it up. */
 export interface Execution {
