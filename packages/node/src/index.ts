@@ -6,6 +6,6 @@ export { ComponentCache, defaultCacheDir } from './cache.js';
 export { parseMountFlag, resolveHostMounts } from './mounts.js';
 export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
-export { main } from './cli.js';
+export { main } from './cli/main.js';
 export * from '@corral/core';
 export { SqliteStore, defaultStorePath, SCHEMA_VERSION, APPLICATION_ID, type SqliteStoreOptions } from './store-sqlite.js';
