@@ -5,7 +5,7 @@
  */
 import { callFilesystem, type CallFilesystem } from './vfs.js';
 import { callStdio } from './stdio-channel.js';
-import type { RunRequest, RunnerOptions } from './run.js';
+import type { RunRequest, RunnerOptions } from './request.js';
 import type { ByteSink, ByteSource } from './io.js';
 import type { Descriptor } from './fs/filesystem.js';
 
@@ -52,3 +52,6 @@ export function openCall(request: RunRequest, options: RunnerOptions) {
     },
   };
 }
+
+/** One call's stdio and filesystem, open until `close`. */
+export type OpenedCall = ReturnType<typeof openCall>;

@@ -12,7 +12,7 @@ import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
 import type { ExecutionRequest, ExecutionResult, Executor, MountBinding, Tool } from '@corral/core';
 import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
-import type { RunRequest } from './run.js';
+import type { RunRequest } from './request.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
 import type { RunJob, SandboxWorkerApi } from './worker-api.js';
 

@@ -9,8 +9,9 @@
  * API and host facade that @corral/node and @corral/browser build on), and
  * `@corral/wasi/internal` (this repository's tests only; no promises).
  */
-export { ComponentRunner, type RunRequest, type RunnerOptions } from './run.js';
-export { Preview1Runner, checkPreview1Module } from './preview1.js';
+export { ComponentRunner } from './run.js';
+export type { RunRequest, RunnerOptions } from './request.js';
+export { Preview1Runner, checkPreview1Module } from './preview1/index.js';
 export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
 export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';
 export { capModule, capComponentModules } from './limits.js';

@@ -14,6 +14,6 @@ export {
   type Preview1Function,
   type Preopens,
   type ByteSink,
-} from './preview1.js';
+} from './preview1/index.js';
 export { tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare } from './limits.js';
 export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';

@@ -8,7 +8,7 @@ import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/erro
 import type { ExecutionResult } from '@corral/core';
 import { WASM_PAGE_BYTES } from './limits.js';
 import type { DiskQuota } from './fs/quota.js';
-import type { RunRequest } from './run.js';
+import type { RunRequest } from './request.js';
 
 /** Thrown from a stdio sink to unwind the guest when stdout passes its cap. */
 export class OutputLimitExceeded extends Error {}

@@ -1,38 +1,10 @@
-import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
-import type { ExecutionResult, MountBinding } from '@corral/core';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
-import type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
 import { preview2Imports } from './preview2.js';
-import { capComponentModules, definesMemoryOrTable, WASM_PAGE_BYTES } from './limits.js';
-import { classify, finishRun, type RunEnd } from './outcome.js';
-import type { StdioChannel } from './stdio-channel.js';
-import { openCall } from './call.js';
-
-/** What one component run needs; the host has already checked it against the spec. */
-export interface RunRequest {
-  toolName: string;
-  stdin: Uint8Array;
-  args: string[];
-  env: Record<string, string>;
-  mounts: MountBinding[];
-  outputLimitBytes: number;
-  /** Cap on each wasm memory the tool defines (resources.memory_mb). */
-  memoryLimitBytes: number;
-  /** Bytes the call may add to files in writable mounts and /tmp (resources.disk_mb). */
-  diskLimitBytes: number;
-  /** Give the call a private in-memory /tmp when no mount is there. Default true; `corral exec` mounts exactly what it is given. */
-  scratchTmp?: boolean;
-  /** Stream stdio through this channel instead of capturing it (`corral exec`); `stdin` is then used only when the channel does not stream it. */
-  stdio?: StdioChannel;
-}
-
-export interface RunnerOptions {
-  /** Lets `hostPath` mounts work; hosts without a filesystem leave it out. */
-  openHostDirectory?: HostDirectoryOpener;
-  /** Lets `opfsPath` mounts work; only browser hosts supply it. */
-  openOpfsDirectory?: OpfsDirectoryOpener;
-}
+import { capComponentModules, definesMemoryOrTable } from './limits.js';
+import type { OpenedCall } from './call.js';
+import { Runner, type Execution, type RunRequest } from './runner.js';
 
 type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
@@ -52,43 +24,14 @@ interface LoadedComponent {
  * fresh instance with its own stdio, environment and filesystem, against
  * Corral's own WASI 0.2 host (preview2.ts).
  */
-export class ComponentRunner {
-  readonly #openHostDirectory: HostDirectoryOpener | undefined;
-  readonly #openOpfsDirectory: OpfsDirectoryOpener | undefined;
-  readonly #prepared = new Map<string, PreparedComponent>();
-  /** Compiled per component and memory cap: the cap is part of the compiled code. */
-  readonly #compiled = new Map<string, Promise<LoadedComponent>>();
+export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> {
+  protected readonly kind = 'component';
 
-  constructor(options: RunnerOptions = {}) {
-    this.#openHostDirectory = options.openHostDirectory;
-    this.#openOpfsDirectory = options.openOpfsDirectory;
+  protected compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
+    return compile(prepared, maxPages, toolName);
   }
 
-  /** True when this runner holds the prepared component with this key. */
-  has(key: string): boolean {
-    return this.#prepared.has(key);
-  }
-
-  #load(key: string, maxPages: number, toolName: string): Promise<LoadedComponent> {
-    const compiledKey = `${key}/${maxPages}`;
-    let loaded = this.#compiled.get(compiledKey);
-    if (!loaded) {
-      loaded = compile(this.#prepared.get(key)!, maxPages, toolName);
-      loaded.catch(() => this.#compiled.delete(compiledKey));
-      this.#compiled.set(compiledKey, loaded);
-    }
-    return loaded;
-  }
-
-  async run(key: string, prepared: PreparedComponent | undefined, request: RunRequest): Promise<ExecutionResult> {
-    const started = performance.now();
-    if (prepared) this.#prepared.set(key, prepared);
-    else if (!this.#prepared.has(key)) throw new Error(`component ${key} is not loaded`);
-    const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
-    const component = await this.#load(key, maxPages, request.toolName);
-
-    const call = openCall(request, { openHostDirectory: this.#openHostDirectory, openOpfsDirectory: this.#openOpfsDirectory });
-    const { stdout, stderr } = call.captured;
+  protected start(component: LoadedComponent, call: OpenedCall, request: RunRequest): Execution {
     const imports = preview2Imports({ ...call.guest, memoryLimitBytes: request.memoryLimitBytes });
 
     // Keep every memory the component's core instances export, to report the
@@ -116,35 +59,21 @@ export class ComponentRunner {
       return instance;
     };
 
-    let end: RunEnd = { exitCode: 0, exited: true };
-    try {
-      const exports = await component.instantiate(
-        (name) => {
-          const module = component.modules.get(name);
-          if (!module) throw new Error(`glue asked for unknown core module ${name}`);
-          return module;
-        },
-        imports,
-        instantiateCore,
-      );
-      findRun(exports, request.toolName).run();
-    } catch (err) {
-      end = classify(err, request.toolName, stderr);
-    } finally {
-      call.close();
-    }
-    return finishRun(
-      end,
-      {
-        request,
-        started,
-        stdout,
-        stderr,
-        peakMemoryBytes: Math.max(0, ...memories.map((m) => m.buffer.byteLength)),
-        maxPages,
-        quota: call.quota,
+    return {
+      async run() {
+        const exports = await component.instantiate(
+          (name) => {
+            const module = component.modules.get(name);
+            if (!module) throw new Error(`glue asked for unknown core module ${name}`);
+            return module;
+          },
+          imports,
+          instantiateCore,
+        );
+        findRun(exports, request.toolName).run();
       },
-    );
+      peakMemoryBytes: () => Math.max(0, ...memories.map((m) => m.buffer.byteLength)),
+    };
   }
 }
 

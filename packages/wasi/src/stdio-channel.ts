@@ -13,7 +13,9 @@
  */
 import { CappedSink, OutputLimitExceeded } from './outcome.js';
 import type { ByteSink, ByteSource } from './io.js';
-import type { RunRequest } from './run.js';
+import type { RunRequest, StdioChannel } from './request.js';
+
+export type { StdioChannel } from './request.js';
 
 /** Largest piece of output in one message, and of stdin in one read. */
 export const STDIO_CHUNK = 64 * 1024;
@@ -29,19 +31,6 @@ const IDLE = 0;
 const WAITING = 1;
 const READY = 2;
 const EOF = 3;
-
-/** What crosses from the host into the worker with the run request. */
-export interface StdioChannel {
-  port: MessagePort;
-  /** Control words and the stdin buffer; absent where SharedArrayBuffer is not allowed. */
-  shared?: SharedArrayBuffer;
-  /** Whether stdin is streamed from the host (else the request's `stdin` bytes are all there is). */
-  streamStdin: boolean;
-  /** Which of stdin, stdout, stderr are terminals on the host side (the guest may ask). */
-  terminals: [boolean, boolean, boolean];
-  /** Whether stdout and stderr go to the host's handlers; a stream without one is captured into the result instead. */
-  forward: [boolean, boolean];
-}
 
 type WorkerMessage = { kind: 'out'; fd: 1 | 2; bytes: Uint8Array } | { kind: 'read'; max: number } | { kind: 'end' };
 

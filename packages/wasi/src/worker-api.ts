@@ -7,8 +7,9 @@
  */
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
-import { ComponentRunner, type RunRequest, type RunnerOptions } from './run.js';
-import { Preview1Runner } from './preview1.js';
+import { ComponentRunner } from './run.js';
+import type { RunRequest, RunnerOptions } from './request.js';
+import { Preview1Runner } from './preview1/index.js';
 import { transpileComponent, type PreparedComponent } from './transpile.js';
 
 /** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */

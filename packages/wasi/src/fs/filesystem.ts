@@ -1,7 +1,7 @@
 /**
  * wasi:filesystem 0.2 (`types`, `preopens`) over Corral's mounts: the one
  * filesystem layer every tool goes through, components and preview1 modules
- * alike (preview1.ts speaks to these descriptors too).
+ * alike (preview1/host.ts speaks to these descriptors too).
  *
  * The rules live here, once, for every backend:
  *   - containment: every path is resolved by resolve.ts from the mount root

@@ -11,9 +11,10 @@ import { isatty } from 'node:tty';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { MountBinding } from '@corral/core';
 import { EXEC_DEFAULTS, execRequest } from '@corral/wasi';
-import { WorkerExecutor } from './executor.js';
+import { WorkerExecutor } from '../executor.js';
+import { EXIT_USAGE, UsageError, parseEnvFlags, type Cli } from './shared.js';
 
-export const EXEC_HELP = `corral exec FILE.wasm [options] [-- ARGS...]
+export const help = `corral exec FILE.wasm [options] [-- ARGS...]
 
 Run a WASI program (a preview1 command module or a wasi:cli command
 component) in a sandbox worker, as 'wasmtime run' would: its stdin, stdout
@@ -40,13 +41,10 @@ away; 2 when this command was misused.`;
 
 export const EXIT_TRAP = 134;
 export const EXIT_STOPPED = 125;
-const EXIT_USAGE = 2;
 /** A shell's status for a process ended by SIGPIPE: the reader of our stdout went away. */
 const EXIT_BROKEN_PIPE = 141;
 
-type Io = { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
-
-export async function execCommand(args: string[], io: Io, fail: (message: string) => void, usage: (message: string) => Error): Promise<number> {
+export async function command(args: string[], { io, fail }: Cli): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -68,32 +66,24 @@ export async function execCommand(args: string[], io: Io, fail: (message: string
     // Node's messages span lines and end with a period; the hint fits only an option we do not know.
     const { code, message } = err as NodeJS.ErrnoException;
     const said = message.replace(/\s*\n\s*/g, ' ').replace(/\.$/, '');
-    throw usage(code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${said}. Put the program's own arguments after --.` : `${said}.`);
+    throw new UsageError(code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${said}. Put the program's own arguments after --.` : `${said}.`);
   }
   const { values, positionals } = parsed;
-  if (values.help) return io.stdout.write(EXEC_HELP + '\n'), 0;
+  if (values.help) return io.stdout.write(help + '\n'), 0;
   const [file, ...programArgs] = positionals;
-  if (file === undefined) throw usage('name the .wasm file to run, e.g. corral exec hello.wasm -- world');
+  if (file === undefined) throw new UsageError('name the .wasm file to run, e.g. corral exec hello.wasm -- world');
   // A program name that follows `--` would be taken for an argument; say so plainly.
   const terminator = parsed.tokens.find((t) => t.kind === 'option-terminator');
   if (terminator && parsed.tokens.findIndex((t) => t.kind === 'positional') > parsed.tokens.indexOf(terminator)) {
-    throw usage('name the .wasm file before --, e.g. corral exec hello.wasm -- world');
+    throw new UsageError('name the .wasm file before --, e.g. corral exec hello.wasm -- world');
   }
 
-  const mounts = (values.dir ?? []).map(parseDirFlag(usage));
-  const env: Record<string, string> = {};
-  for (const flag of values.env ?? []) {
-    const eq = flag.indexOf('=');
-    const name = eq === -1 ? flag : flag.slice(0, eq);
-    if (name === '') throw usage(`bad --env ${JSON.stringify(flag)}: expected NAME=VALUE or NAME`);
-    const value = eq === -1 ? process.env[name] : flag.slice(eq + 1);
-    if (value === undefined) throw usage(`--env ${name}: this shell has no variable ${name} to pass on`);
-    env[name] = value;
-  }
+  const mounts = (values.dir ?? []).map(parseDirFlag);
+  const env = parseEnvFlags(values.env, { fromShell: true });
   const number = (flag: 'memory-mb' | 'disk-mb' | 'timeout'): number | undefined => {
     const text = values[flag];
     if (text === undefined) return undefined;
-    if (!/^\d+$/.test(text)) throw usage(`--${flag} takes a whole number (got ${JSON.stringify(text)})`);
+    if (!/^\d+$/.test(text)) throw new UsageError(`--${flag} takes a whole number (got ${JSON.stringify(text)})`);
     return Number(text);
   };
 
@@ -185,20 +175,18 @@ async function readProgram(file: string): Promise<Uint8Array> {
 }
 
 /** `HOST[::GUEST][:ro|:rw]`, as wasmtime's --dir: GUEST defaults to HOST as written. */
-function parseDirFlag(usage: (message: string) => Error) {
-  return (flag: string): MountBinding => {
-    let spec = flag;
-    let access: MountBinding['access'] = 'read-write';
-    if (spec.endsWith(':ro') || spec.endsWith(':rw')) {
-      access = spec.endsWith(':ro') ? 'read' : 'read-write';
-      spec = spec.slice(0, -3);
-    }
-    const split = spec.indexOf('::');
-    const host = split === -1 ? spec : spec.slice(0, split);
-    const guest = split === -1 ? spec : spec.slice(split + 2);
-    if (host === '' || guest === '') throw usage(`bad --dir ${JSON.stringify(flag)}: expected HOST[::GUEST][:ro], e.g. ./data::/data:ro`);
-    return { hostPath: resolve(host), guest, access };
-  };
+function parseDirFlag(flag: string): MountBinding {
+  let spec = flag;
+  let access: MountBinding['access'] = 'read-write';
+  if (spec.endsWith(':ro') || spec.endsWith(':rw')) {
+    access = spec.endsWith(':ro') ? 'read' : 'read-write';
+    spec = spec.slice(0, -3);
+  }
+  const split = spec.indexOf('::');
+  const host = split === -1 ? spec : spec.slice(0, split);
+  const guest = split === -1 ? spec : spec.slice(split + 2);
+  if (host === '' || guest === '') throw new UsageError(`bad --dir ${JSON.stringify(flag)}: expected HOST[::GUEST][:ro], e.g. ./data::/data:ro`);
+  return { hostPath: resolve(host), guest, access };
 }
 
 function optional<K extends string>(key: K, value: number | undefined): { [P in K]?: number } {

@@ -1,15 +1,12 @@
 /**
- * `corral snapshots list|show|export|prune` and `corral replay`: reading
- * back what ran, trimming the store, and re-running a recorded call.
+ * `corral snapshots list|show|export|prune`: reading back what ran and
+ * trimming the store.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   CorralError,
   ErrorCodes,
-  MemoryStore,
   isoFromNs,
   nowNs,
   nsFromDate,
@@ -18,37 +15,38 @@ import {
   type ExecutionSnapshot,
   type ExecutionStatus,
   type SnapshotRecord,
-  type Tool,
 } from '@corral/core';
-import { Corral } from './corral.js';
-import { parseMountFlag } from './mounts.js';
-import { SqliteStore, defaultStorePath } from './store-sqlite.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, HELP, UsageError } from './cli.js';
-import { forTerminal } from './terminal.js';
+import { defaultStorePath } from '../store-sqlite.js';
+import { EXIT_OK, EXIT_USAGE, UsageError, cell, indent, parse, type Cli, type Print } from './shared.js';
+import { noStore, openExisting } from './store.js';
 
-/** Prints to the terminal; `main` escapes what could act on it (see terminal.ts). */
-type Print = (text: string) => void;
+export const help = `corral snapshots list [--tool NAME] [--since WHEN] [--error CODE] [--decision ID]
+                      [--status ok|failed|interrupted] [--limit N] [--json]
+corral snapshots show ID [--json]
+corral snapshots export [--format jsonl] [--output FILE]
+corral snapshots prune (--older-than DURATION | --keep N) [--archive FILE]
 
-/** A recorded field shown on one line (a table cell, `name  value`): a newline in it must not fake a row. */
-const cell = (value: string) => forTerminal(value, { oneLine: true });
-
-function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals: boolean) {
-  try {
-    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-}
+Every call is recorded: an intent before the tool runs, a result after it.
+A call with an intent and no result is 'interrupted' (the process stopped
+mid-call, or the call is still running).
+  list      newest first (50 unless --limit; 0 for all). WHEN is a duration
+            back from now (2h, 7d) or a date (2026-11-29T09:00Z)
+  show      one execution or decision, in full
+  export    every record as JSON lines: decisions, then executions, oldest first
+  prune     write the records it removes to an archive (JSONL, default beside
+            the store in archive/) and only then delete them; prints the path.
+            DURATION: 90s, 15m, 36h, 30d, 2w
+  --store PATH   the store to read (default as for corral run)`;
 
 const STATUSES: ExecutionStatus[] = ['ok', 'failed', 'interrupted'];
 
-export async function snapshotsCommand(args: string[], print: Print): Promise<number> {
+export async function command(args: string[], { print }: Cli): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case undefined:
     case '-h':
     case '--help':
-      print(HELP.snapshots!);
+      print(help);
       return sub === undefined ? EXIT_USAGE : EXIT_OK;
     case 'list':
       return listCommand(rest, print);
@@ -61,18 +59,6 @@ export async function snapshotsCommand(args: string[], print: Print): Promise<nu
     default:
       throw new UsageError(`unknown snapshots command '${sub}'. Commands: list, show, export, prune.`);
   }
-}
-
-/** Open the store named by --store (else the default) that must already exist. */
-async function openExisting(path: string | undefined): Promise<SqliteStore | undefined> {
-  const location = resolve(path ?? defaultStorePath());
-  if (!existsSync(location)) return undefined;
-  return SqliteStore.open(location);
-}
-
-function noStore(path: string | undefined): CorralError {
-  const location = resolve(path ?? defaultStorePath());
-  return new CorralError(ErrorCodes.STORE, `No snapshot store at ${location} (nothing recorded yet, or pass --store PATH)`, { store: location });
 }
 
 async function listCommand(args: string[], print: Print): Promise<number> {
@@ -90,7 +76,7 @@ async function listCommand(args: string[], print: Print): Promise<number> {
     },
     true,
   );
-  if (values.help) return print(HELP.snapshots!), EXIT_OK;
+  if (values.help) return print(help), EXIT_OK;
   if (positionals.length > 0) throw new UsageError(`snapshots list takes no arguments (got ${positionals.join(' ')}); filter with --tool, --since, --error, --decision, --status.`);
   const filter: ExecutionFilter = {};
   if (values.tool !== undefined) filter.tool = values.tool;
@@ -130,7 +116,7 @@ async function listCommand(args: string[], print: Print): Promise<number> {
 
 async function showCommand(args: string[], print: Print): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' }, store: { type: 'string' } }, true);
-  if (values.help) return print(HELP.snapshots!), EXIT_OK;
+  if (values.help) return print(help), EXIT_OK;
   if (positionals.length !== 1) throw new UsageError('name one snapshot id, e.g. corral snapshots show 1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed');
   const id = positionals[0]!;
   const store = await openExisting(values.store);
@@ -191,7 +177,7 @@ function printDecision(d: DecisionSnapshot, calls: ExecutionSnapshot[], print: P
 
 async function exportCommand(args: string[], print: Print): Promise<number> {
   const { values, positionals } = parse(args, { format: { type: 'string' }, output: { type: 'string' }, store: { type: 'string' } }, true);
-  if (values.help) return print(HELP.snapshots!), EXIT_OK;
+  if (values.help) return print(help), EXIT_OK;
   if (positionals.length > 0) throw new UsageError('snapshots export takes no arguments; use --output FILE to write a file.');
   if ((values.format ?? 'jsonl') !== 'jsonl') throw new UsageError(`bad --format ${values.format}: only jsonl is supported.`);
   const store = await openExisting(values.store);
@@ -215,7 +201,7 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
     { 'older-than': { type: 'string' }, keep: { type: 'string' }, archive: { type: 'string' }, store: { type: 'string' } },
     true,
   );
-  if (values.help) return print(HELP.snapshots!), EXIT_OK;
+  if (values.help) return print(help), EXIT_OK;
   if (positionals.length > 0) throw new UsageError('snapshots prune takes --older-than DURATION or --keep N, not arguments.');
   if ((values['older-than'] === undefined) === (values.keep === undefined)) {
     throw new UsageError('give one of --older-than DURATION (e.g. 30d) or --keep N.');
@@ -245,132 +231,6 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
     return EXIT_OK;
   } finally {
     await store.close();
-  }
-}
-
-/**
- * `corral replay ID`: run the recorded tool version on the recorded input
- * and compare stdout (by SHA-256), exit code and error code with the record.
- * The wasm's SHA-256 tells whether the artifact itself changed. The replay
- * is not recorded in the store: it is a check, not something an agent did.
- */
-export async function replayCommand(args: string[], print: Print): Promise<number> {
-  const { values, positionals } = parse(
-    args,
-    {
-      tools: { type: 'string', multiple: true },
-      mount: { type: 'string', multiple: true },
-      env: { type: 'string', multiple: true },
-      json: { type: 'boolean' },
-      store: { type: 'string' },
-    },
-    true,
-  );
-  if (values.help) return print(HELP.replay!), EXIT_OK;
-  if (positionals.length !== 1) throw new UsageError('name one execution snapshot id, e.g. corral replay 1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed');
-  const id = positionals[0]!;
-  const store = await openExisting(values.store);
-  if (!store) throw noStore(values.store);
-  let recorded: ExecutionSnapshot | null;
-  try {
-    recorded = await store.getExecution(id);
-  } finally {
-    await store.close();
-  }
-  if (!recorded) throw new CorralError(ErrorCodes.STORE, `No execution snapshot with id ${id} in ${store.location}`, { id });
-  if (recorded.input_json === null) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Execution ${id} was recorded without its input (only its hash), so it cannot be replayed`, { id });
-  }
-  if (recorded.version === null) {
-    throw new CorralError(ErrorCodes.TOOL_NOT_FOUND, `Execution ${id} never resolved a tool (${recorded.error_code}); there is nothing to replay`, { id });
-  }
-  const mounts = (values.mount ?? []).map((flag) => parseMountFlag(flag));
-  const env = Object.fromEntries(
-    (values.env ?? []).map((pair) => {
-      const eq = pair.indexOf('=');
-      if (eq <= 0) throw new UsageError(`bad --env ${JSON.stringify(pair)}: expected NAME=VALUE.`);
-      return [pair.slice(0, eq), pair.slice(eq + 1)];
-    }),
-  );
-
-  const scratch = new MemoryStore('replay');
-  const corral = await Corral.create({ toolDirs: values.tools ?? [], store: scratch, size: 1 });
-  try {
-    let tool: Tool;
-    try {
-      // The exact version recorded, not a range.
-      tool = corral.registry.resolve(`${recorded.tool}@${recorded.version}`);
-    } catch (err) {
-      throw new CorralError(
-        ErrorCodes.TOOL_NOT_FOUND,
-        `${recorded.tool}@${recorded.version}, which execution ${id} ran, is not available; pass the folder it came from with --tools DIR`,
-        { id, cause: (err as Error).message },
-      );
-    }
-    const result = await corral.invokeTool(tool, JSON.parse(recorded.input_json), { mounts, env });
-    const replayed = (await scratch.getExecution(result.snapshot!.id))!;
-    const report = compare(recorded, replayed);
-    if (values.json) print(JSON.stringify(report, null, 2));
-    else printReport(report, print);
-    return report.identical ? EXIT_OK : EXIT_TOOL_FAILED;
-  } finally {
-    await corral.close();
-  }
-}
-
-interface Side {
-  wasm_sha256: string | null;
-  stdout_sha256: string | null;
-  exit_code: number | null;
-  error_code: string | null;
-  stdout_head: string | null;
-}
-
-interface ReplayReport {
-  id: string;
-  tool: string;
-  version: string | null;
-  identical: boolean;
-  artifact_changed: boolean;
-  differences: string[];
-  recorded: Side;
-  replayed: Side;
-}
-
-function compare(recorded: ExecutionSnapshot, replayed: ExecutionSnapshot): ReplayReport {
-  const side = (e: ExecutionSnapshot): Side => ({
-    wasm_sha256: e.wasm_sha256,
-    stdout_sha256: e.stdout_sha256,
-    exit_code: e.exit_code,
-    error_code: e.error_code,
-    stdout_head: e.stdout_head,
-  });
-  const differences = (['wasm_sha256', 'stdout_sha256', 'exit_code', 'error_code'] as const).filter((k) => recorded[k] !== replayed[k]);
-  return {
-    id: recorded.id,
-    tool: recorded.tool,
-    version: recorded.version,
-    identical: differences.length === 0,
-    artifact_changed: differences.includes('wasm_sha256'),
-    differences,
-    recorded: side(recorded),
-    replayed: side(replayed),
-  };
-}
-
-function printReport(r: ReplayReport, print: Print): void {
-  print(`replay of ${cell(r.id)} (${cell(`${r.tool}@${r.version}`)}): ${r.identical ? 'identical' : 'DIFFERENT'}`);
-  const short = (v: string | number | null) => (v === null ? '-' : String(v).slice(0, 16));
-  const line = (label: string, a: string | number | null, b: string | number | null) =>
-    print(`  ${label.padEnd(14)} ${a === b ? `${short(a)} (same)` : `recorded ${short(a)}, now ${short(b)}`}`);
-  line('wasm sha256', r.recorded.wasm_sha256, r.replayed.wasm_sha256);
-  line('stdout sha256', r.recorded.stdout_sha256, r.replayed.stdout_sha256);
-  line('exit code', r.recorded.exit_code, r.replayed.exit_code);
-  line('error', r.recorded.error_code, r.replayed.error_code);
-  if (r.artifact_changed) print('  The tool artifact changed since the recording (same name and version, different wasm).');
-  if (r.recorded.stdout_sha256 !== r.replayed.stdout_sha256) {
-    print(`recorded stdout (first 1 KiB):\n${indent(r.recorded.stdout_head ?? '')}`);
-    print(`replayed stdout (first 1 KiB):\n${indent(r.replayed.stdout_head ?? '')}`);
   }
 }
 
@@ -427,9 +287,4 @@ function pretty(json: string): string {
   } catch {
     return json;
   }
-}
-
-/** Split on \n only: /^/m would also start lines at \r and U+2028, inside what a tool printed. */
-function indent(text: string): string {
-  return text.replace(/\n$/, '').split('\n').map((line) => `  ${line}`).join('\n');
 }

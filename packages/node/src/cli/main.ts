@@ -1,0 +1,67 @@
+/**
+ * `corral`: the command line. Each command is its own module, loaded only
+ * when it runs, with what it needs (the pipeline, SQLite, ajv): `--help`
+ * loads none of them and `corral exec` none of the tool machinery.
+ */
+import { CorralError } from '@corral/core/errors';
+import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, cliFor, type CliIo, type Command } from './shared.js';
+
+export { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError } from './shared.js';
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  tools: () => import('./tools.js'),
+  run: () => import('./run.js'),
+  exec: () => import('./exec.js'),
+  validate: () => import('./validate.js'),
+  cache: () => import('./cache.js'),
+  snapshots: () => import('./snapshots.js'),
+  replay: () => import('./replay.js'),
+};
+
+export const HELP = `corral — run sandboxed WASI tools for AI agents
+
+Usage:
+  corral tools [--json] [--tools DIR]          list the tools Corral can run
+  corral run NAME[@RANGE] [options]            run a tool on a JSON input
+  corral run --wasm FILE --spec FILE [options] run a tool file that is not registered
+  corral exec FILE.wasm [options] [-- ARGS]    run any WASI program in the sandbox
+  corral validate SPEC                         check a tool-spec.json
+  corral cache clear                           drop transpiled components
+  corral snapshots list|show|export|prune      read back or trim recorded calls
+  corral replay ID                             re-run a recorded call and compare
+
+Run 'corral COMMAND --help' for a command's options.`;
+
+export async function main(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
+  const [command, ...rest] = argv;
+  const cli = cliFor(io);
+  try {
+    switch (command) {
+      case undefined:
+      case '-h':
+      case '--help':
+      case 'help': {
+        const topic = rest[0] !== undefined && Object.hasOwn(COMMANDS, rest[0]) ? COMMANDS[rest[0]] : undefined;
+        cli.print(topic ? (await topic()).help : HELP);
+        return command === undefined ? EXIT_USAGE : EXIT_OK;
+      }
+      default: {
+        const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+        if (!load) throw new UsageError(`unknown command '${command}'. Commands: ${Object.keys(COMMANDS).join(', ')}.`);
+        return await (await load()).command(rest, cli);
+      }
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      cli.fail(err.message);
+      io.stderr.write("Run 'corral --help' for usage.\n");
+      return EXIT_USAGE;
+    }
+    if (err instanceof CorralError) {
+      cli.fail(`${err.message} (${err.code})`);
+      return EXIT_TOOL_FAILED;
+    }
+    cli.fail(err instanceof Error ? err.message : String(err));
+    return EXIT_TOOL_FAILED;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Loading a preview1 module: compiled with its memory capped, and refused
+ * with a sentence that names what is wrong when this host cannot run it.
+ */
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { capModule } from '../limits.js';
+import { PREVIEW1_FUNCTIONS } from './abi.js';
+
+const PROVIDED = new Set<string>(PREVIEW1_FUNCTIONS);
+/** Import names that reach for the network (WASIX sockets, wasi:sockets, wasi:http, resolvers). */
+const NETWORK_IMPORT = /sock|http|getaddrinfo|resolve|connect|dns|network/i;
+
+/**
+ * Refuse a module this host cannot run, naming what is wrong: an import it
+ * does not provide (another module, an unknown function, an imported
+ * memory), one that reaches for the network, or a missing `_start` or
+ * `memory` export.
+ */
+export function checkPreview1Module(module: WebAssembly.Module, toolName: string): void {
+  const unknown: string[] = [];
+  const network: string[] = [];
+  for (const imp of WebAssembly.Module.imports(module)) {
+    if (imp.module === 'wasi_snapshot_preview1' && imp.kind === 'function' && PROVIDED.has(imp.name)) continue;
+    const label = `${imp.module}.${imp.name}`;
+    if (NETWORK_IMPORT.test(imp.module) || NETWORK_IMPORT.test(imp.name)) network.push(label);
+    else unknown.push(imp.kind === 'function' ? label : `${label} (${imp.kind})`);
+  }
+  if (network.length > 0) {
+    throw new CorralError(
+      ErrorCodes.NETWORK_BLOCKED,
+      `${toolName} imports ${network.join(', ')}; Corral tools run without network access.`,
+      { imports: network },
+    );
+  }
+  if (unknown.length > 0) {
+    const legacy = unknown.some((name) => name.startsWith('wasi_unstable.'));
+    throw new CorralError(
+      ErrorCodes.REGISTRATION,
+      `${toolName} imports ${unknown.join(', ')}, which Corral's preview1 host does not provide` +
+        (legacy
+          ? '; it was built for the old wasi_unstable ABI: rebuild it with a current WASI SDK.'
+          : '; a preview1 tool may import only wasi_snapshot_preview1 functions.'),
+      { imports: unknown },
+    );
+  }
+  const exports = new Map(WebAssembly.Module.exports(module).map((e) => [e.name, e.kind]));
+  if (exports.get('_start') !== 'function' || exports.get('memory') !== 'memory') {
+    const missing = [exports.get('_start') !== 'function' && '_start', exports.get('memory') !== 'memory' && 'memory'].filter(Boolean);
+    throw new CorralError(
+      ErrorCodes.REGISTRATION,
+      `${toolName} does not export ${missing.join(' and ')}; Corral runs preview1 modules that are WASI commands (exporting _start and their memory).`,
+      { exports: [...exports.keys()] },
+    );
+  }
+}
+
+/** Compile a module with its memory capped, and check it is something this host runs. */
+export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<WebAssembly.Module> {
+  const capped = capModule(bytes, maxPages, toolName);
+  let module: WebAssembly.Module;
+  try {
+    module = await WebAssembly.compile(capped as BufferSource);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${reason}`, { reason });
+  }
+  checkPreview1Module(module, toolName);
+  return module;
+}
+
+/**
+ * A fresh instance. Synchronous where the host allows it (workers, Node):
+ * about 0.1 ms a call cheaper than awaiting WebAssembly.instantiate. A
+ * browser's main thread refuses it with a RangeError; then the async path.
+ */
+export async function instantiate(module: WebAssembly.Module, imports: WebAssembly.Imports): Promise<WebAssembly.Instance> {
+  if (syncInstantiate) {
+    try {
+      return new WebAssembly.Instance(module, imports);
+    } catch (err) {
+      // Any other failure (a link error, no memory) fails the async way too.
+      if (!(err instanceof RangeError)) throw err;
+      if (/main thread|synchronous/i.test(err.message)) syncInstantiate = false;
+    }
+  }
+  return WebAssembly.instantiate(module, imports);
+}
+let syncInstantiate = true;

@@ -1,0 +1,47 @@
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import type { OpenedCall } from '../call.js';
+import { Runner, type Execution, type RunRequest } from '../runner.js';
+import type { RunEnd } from '../outcome.js';
+import { Preview1Host } from './host.js';
+import { compilePreview1, instantiate } from './loader.js';
+
+/**
+ * Runs preview1 command modules the way ComponentRunner runs components:
+ * compiled once per module and memory cap, a fresh instance per call, stdio
+ * captured with caps, the call's filesystem from vfs.ts, and the same
+ * classification of exits, traps and limits.
+ */
+export class Preview1Runner extends Runner<Uint8Array, WebAssembly.Module> {
+  protected readonly kind = 'module';
+
+  protected compile(bytes: Uint8Array, maxPages: number, toolName: string): Promise<WebAssembly.Module> {
+    return compilePreview1(bytes, maxPages, toolName);
+  }
+
+  protected start(compiled: WebAssembly.Module, call: OpenedCall, request: RunRequest): Execution {
+    const host = new Preview1Host(call.guest);
+    let memory: WebAssembly.Memory | undefined;
+    return {
+      async run() {
+        const instance = await instantiate(compiled, { wasi_snapshot_preview1: host.imports });
+        memory = instance.exports.memory as WebAssembly.Memory;
+        host.bind(memory);
+        (instance.exports._start as () => void)();
+      },
+      // A guest that reached for the network ends E_NETWORK_BLOCKED, unless it was stopped at a limit.
+      settle(end: RunEnd): RunEnd {
+        if (host.networkCalls.length === 0 || end.error?.code === ErrorCodes.RESOURCE_EXHAUSTED) return end;
+        const calls = [...new Set(host.networkCalls)];
+        return {
+          exitCode: end.exitCode === 0 ? 1 : end.exitCode,
+          error: new CorralError(
+            ErrorCodes.NETWORK_BLOCKED,
+            `${request.toolName} tried to use the network (${calls.join(', ')}); Corral tools run without network access.`,
+            { call: calls[0], calls, exit_code: end.exitCode, ...(end.error ? { cause: end.error.message } : {}) },
+          ).toJSON(),
+        };
+      },
+      peakMemoryBytes: () => memory?.buffer.byteLength ?? 0,
+    };
+  }
+}

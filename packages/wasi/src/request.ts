@@ -1,0 +1,46 @@
+/**
+ * What a run is asked for (with the stdio channel of a streamed run, see
+ * stdio-channel.ts) and what a runner is built with. Types only, so every
+ * module of a run (call.ts, stdio-channel.ts, outcome.ts, the runners) can
+ * name them without the modules importing one another in a cycle.
+ */
+import type { MountBinding } from '@corral/core';
+import type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
+
+/** What one run needs; the host has already checked it against the spec. */
+export interface RunRequest {
+  toolName: string;
+  stdin: Uint8Array;
+  args: string[];
+  env: Record<string, string>;
+  mounts: MountBinding[];
+  outputLimitBytes: number;
+  /** Cap on each wasm memory the tool defines (resources.memory_mb). */
+  memoryLimitBytes: number;
+  /** Bytes the call may add to files in writable mounts and /tmp (resources.disk_mb). */
+  diskLimitBytes: number;
+  /** Give the call a private in-memory /tmp when no mount is there. Default true; `corral exec` mounts exactly what it is given. */
+  scratchTmp?: boolean;
+  /** Stream stdio through this channel instead of capturing it (`corral exec`); `stdin` is then used only when the channel does not stream it. */
+  stdio?: StdioChannel;
+}
+
+export interface RunnerOptions {
+  /** Lets `hostPath` mounts work; hosts without a filesystem leave it out. */
+  openHostDirectory?: HostDirectoryOpener;
+  /** Lets `opfsPath` mounts work; only browser hosts supply it. */
+  openOpfsDirectory?: OpfsDirectoryOpener;
+}
+
+/** What crosses from the host into the worker with the run request. */
+export interface StdioChannel {
+  port: MessagePort;
+  /** Control words and the stdin buffer; absent where SharedArrayBuffer is not allowed. */
+  shared?: SharedArrayBuffer;
+  /** Whether stdin is streamed from the host (else the request's `stdin` bytes are all there is). */
+  streamStdin: boolean;
+  /** Which of stdin, stdout, stderr are terminals on the host side (the guest may ask). */
+  terminals: [boolean, boolean, boolean];
+  /** Whether stdout and stderr go to the host's handlers; a stream without one is captured into the result instead. */
+  forward: [boolean, boolean];
+}
