@@ -354,8 +354,8 @@ describe('diff-summary details', () => {
       let plain = '';
       try {
         execFileSync('diff', ['-ru', 'old', 'new'], { cwd: root });
-      } catch (e: any) {
-        plain = e.stdout.toString('utf8'); // diff exits 1 when files differ
+      } catch (e) {
+        plain = (e as { stdout: Buffer }).stdout.toString('utf8'); // diff exits 1 when files differ
       }
       const git = diffTrees({ 'f.txt': before }, { 'f.txt': after });
       const out = await summarize(plain);

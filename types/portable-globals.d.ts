@@ -92,6 +92,7 @@ declare namespace WebAssembly {
     name: string;
     kind: ImportExportKind;
   }
+  // biome-ignore lint/suspicious/noEmptyInterface: opaque, as in lib.dom
   interface Module {}
   var Module: {
     prototype: Module;

@@ -230,7 +230,9 @@ function rewriteMemories(body: Uint8Array, maxPages: number, toolName: string): 
   }
   const maxima = shareBudget(memories, maxPages);
   const out = writeU32(memories.length);
-  memories.forEach((m, i) => out.push(0x01 | m.shared, ...writeU32(m.min), ...writeU32(maxima[i]!)));
+  memories.forEach((m, i) => {
+    out.push(0x01 | m.shared, ...writeU32(m.min), ...writeU32(maxima[i]!));
+  });
   return out;
 }
 
@@ -266,7 +268,9 @@ function rewriteTables(body: Uint8Array, budget: number, maxPages: number, toolN
   }
   const maxima = shareBudget(tables, budget);
   const out = writeU32(tables.length);
-  tables.forEach((t, i) => out.push(t.type, 0x01, ...writeU32(t.min), ...writeU32(maxima[i]!)));
+  tables.forEach((t, i) => {
+    out.push(t.type, 0x01, ...writeU32(t.min), ...writeU32(maxima[i]!));
+  });
   return out;
 }
 

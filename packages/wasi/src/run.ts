@@ -1,4 +1,4 @@
-import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { ExecutionResult, MountBinding } from '@corral/core';
 import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
