@@ -88,7 +88,8 @@ export async function benchWeb(options: { quick?: boolean } = { quick: process.a
     const nodeEnv = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
     try {
-      await build({ root: APP, configFile, mode: 'production', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+      // Test mode: the production build plus the page's handle (globalThis.corralApp) the benchmark drives.
+      await build({ root: APP, configFile, mode: 'test', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
     } finally {
       process.env.NODE_ENV = nodeEnv;
     }

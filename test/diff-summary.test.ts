@@ -354,8 +354,8 @@ describe('diff-summary details', () => {
       let plain = '';
       try {
         execFileSync('diff', ['-ru', 'old', 'new'], { cwd: root });
-      } catch (e: any) {
-        plain = e.stdout.toString('utf8'); // diff exits 1 when files differ
+      } catch (e) {
+        plain = (e as { stdout: Buffer }).stdout.toString('utf8'); // diff exits 1 when files differ
       }
       const git = diffTrees({ 'f.txt': before }, { 'f.txt': after });
       const out = await summarize(plain);
@@ -407,6 +407,7 @@ describe('diff-summary errors', () => {
   it('refuses text that is not a diff', async () => {
     const r = await runTool('diff-summary', { diff: 'hello\nthis is a commit message, not a patch\n' });
     expect(r.ok).toBe(false);
+    expect(r.error?.code).toBe('E_UNEXPECTED_EXIT'); // the tool ran and reported the error itself
     expect(r.exit_code).toBe(1);
     expect(JSON.stringify(r)).toMatch(/not a unified diff/);
   });
@@ -414,19 +415,24 @@ describe('diff-summary errors', () => {
   it('refuses hunks without file headers', async () => {
     const r = await runTool('diff-summary', { diff: '@@ -1 +1 @@\n-a\n+b\n' });
     expect(r.ok).toBe(false);
+    expect(r.error?.code).toBe('E_UNEXPECTED_EXIT'); // the tool ran and reported the error itself
     expect(JSON.stringify(r)).toMatch(/no file headers/);
   });
 
   it('refuses a malformed hunk header', async () => {
     const r = await runTool('diff-summary', { diff: 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,z +1 @@\n' });
     expect(r.ok).toBe(false);
+    expect(r.error?.code).toBe('E_UNEXPECTED_EXIT'); // the tool ran and reported the error itself
     expect(JSON.stringify(r)).toMatch(/malformed hunk header at line 4/);
   });
 
   it('refuses input of the wrong shape', async () => {
+    // Refused by the input_schema before the tool runs, whatever else could fail later.
     for (const input of [{ diff: 5 }, {}, { diff: '', language: 'fr' }, { diff: '', extra: 1 }, ['diff']]) {
       const r = await runTool('diff-summary', input);
       expect(r.ok, JSON.stringify(input)).toBe(false);
+      expect(r.error?.code, JSON.stringify(input)).toBe('E_INPUT_VALIDATION');
+      expect(r.exit_code, JSON.stringify(input)).toBeNull();
     }
   });
 });

@@ -9,7 +9,6 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Corral } from '@corral/node';
 
 const ROOT = new URL('..', import.meta.url).pathname;

@@ -233,12 +233,12 @@ describe('preview1 modules under the same limits and rules', () => {
     symlinkSync('../outside.txt', join(workspace, 'dotdot-link'));
     const before = listing(base);
 
-    const escape = await corral.invoke('p1-escape', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
-    expect(escape.error).toBeNull();
-    const attempts = (escape.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts;
+    const escaped = await corral.invoke('p1-escape', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    expect(escaped.error).toBeNull();
+    const attempts = (escaped.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts;
     expect(attempts.length).toBeGreaterThanOrEqual(12);
     for (const a of attempts) expect(a, a.op).toMatchObject({ ok: false });
-    expect(JSON.stringify(escape)).not.toContain(SECRET);
+    expect(JSON.stringify(escaped)).not.toContain(SECRET);
     expect(listing(base)).toEqual(before);
 
     const readOnly = await corral.invoke('p1-fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] });

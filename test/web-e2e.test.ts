@@ -1,5 +1,6 @@
 // The offline diff summarizer (apps/web), end to end on its production
-// build: `vite build`, `vite preview` on 127.0.0.1, Debian's chromium driven
+// build in test mode (`vite build --mode test`: the production build plus
+// the page's handle for tests, which `vite build` leaves out), `vite preview` on 127.0.0.1, Debian's chromium driven
 // by playwright-core with a profile on disk. The first visit must leave
 // the app and its tool cached; then, with the network off, the page must
 // still load, summarize a diff made by real git exactly as git counts it,
@@ -104,6 +105,48 @@ async function tableRows(page: Page): Promise<Row[]> {
   );
 }
 
+/**
+ * Build the app for production into `outDir`; `mode: 'test'` adds the page's
+ * handle for tests (globalThis.corralApp). vitest sets NODE_ENV=test, and
+ * vite builds for production only under NODE_ENV=production.
+ */
+async function buildApp(outDir: string, mode: 'production' | 'test'): Promise<void> {
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ root: APP, configFile: join(APP, 'vite.config.ts'), mode, logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+  } finally {
+    process.env.NODE_ENV = nodeEnv;
+  }
+}
+
+/** Every file of a build, as [path, text]. */
+function builtFiles(dir: string): Array<[string, string]> {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .map((path) => [path.slice(dir.length + 1), readFileSync(path, 'latin1')]);
+}
+
+describe('apps/web: what the production build ships', () => {
+  it('carries no test hook: vite build leaves corralApp out, the test-mode build has it', async () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'corral-web-build-'));
+    try {
+      await buildApp(join(scratch, 'production'), 'production');
+      await buildApp(join(scratch, 'test'), 'test');
+      const withHook = (dir: string) =>
+        builtFiles(join(scratch, dir))
+          .filter(([, text]) => text.includes('corralApp'))
+          .map(([path]) => path);
+      expect(withHook('production')).toEqual([]);
+      // The same check on the build the end-to-end test drives, so it cannot pass by looking in the wrong place.
+      expect(withHook('test')).toEqual([expect.stringMatching(/^assets\/index-[\w-]+\.js$/)]);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
 const tiles = (page: Page) => page.$$eval('.tiles .tile b', (bs) => bs.map((b) => b.textContent));
 /** The app is ready to summarize and has nothing left in flight (history drawn, service worker registered). */
 const ready = (page: Page) =>
@@ -125,14 +168,7 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     scratch = mkdtempSync(join(tmpdir(), 'corral-web-e2e-'));
     const outDir = join(scratch, 'dist');
     const configFile = join(APP, 'vite.config.ts');
-    // vitest sets NODE_ENV=test, and vite builds for production only under NODE_ENV=production.
-    const nodeEnv = process.env.NODE_ENV;
-    process.env.NODE_ENV = 'production';
-    try {
-      await build({ root: APP, configFile, mode: 'production', logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
-    } finally {
-      process.env.NODE_ENV = nodeEnv;
-    }
+    await buildApp(outDir, 'test');
     server = await preview({
       root: APP,
       configFile,

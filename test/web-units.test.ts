@@ -54,7 +54,7 @@ const after: Tree = {
 
 async function toolSays(diff: string, language: 'en' | 'zh'): Promise<unknown> {
   const r = await runTool('diff-summary', { diff, language });
-  if (!r.ok) return { error: (r.error?.details as { tool_error?: { message?: string } }).tool_error?.message };
+  if (!r.ok) return { error: (r.error?.details as { tool_error?: { message?: string } } | undefined)?.tool_error?.message };
   return r.output;
 }
 

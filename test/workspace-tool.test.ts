@@ -61,6 +61,14 @@ function walk(host: string, guest: string): Stat[] {
   return out;
 }
 
+/** file-stats' output (its output_schema), once a test has seen the call succeed. */
+interface Report {
+  root: string;
+  files: Stat[];
+  totals: ReturnType<typeof totals>;
+}
+const report = (r: { output?: unknown }) => r.output as Report;
+
 function totals(files: Stat[]) {
   return {
     files: files.length,
@@ -126,18 +134,18 @@ describe('file-stats on a read-only /workspace mount', () => {
   it('reads a single file', async () => {
     const r = await runTool('file-stats', { path: '/workspace/données/été.txt' }, { mounts: mount() });
     expect(r.ok).toBe(true);
-    expect(r.output.files).toEqual([{ path: '/workspace/données/été.txt', ...expected(FILES['données/été.txt']!) }]);
+    expect(report(r).files).toEqual([{ path: '/workspace/données/été.txt', ...expected(FILES['données/été.txt']!) }]);
   });
 
   it('filters by a file-name pattern and by a relative-path pattern', async () => {
     const byName = await runTool('file-stats', { pattern: '*.md' }, { mounts: mount() });
-    expect(byName.output.files.map((f: Stat) => f.path)).toEqual([
+    expect(report(byName).files.map((f) => f.path)).toEqual([
       '/workspace/README.md',
       '/workspace/src/deep/nested/notes.md',
     ]);
     const byPath = await runTool('file-stats', { pattern: 'src/*.ts' }, { mounts: mount() });
-    expect(byPath.output.files.map((f: Stat) => f.path)).toEqual(['/workspace/src/main.ts', '/workspace/src/util.ts']);
-    expect(byPath.output.totals.files).toBe(2);
+    expect(report(byPath).files.map((f) => f.path)).toEqual(['/workspace/src/main.ts', '/workspace/src/util.ts']);
+    expect(report(byPath).totals.files).toBe(2);
   });
 
   it('works on an in-memory tree too', async () => {
@@ -145,7 +153,7 @@ describe('file-stats on a read-only /workspace mount', () => {
       mounts: [{ guest: '/workspace', access: 'read', tree: { 'x.txt': 'a b\nc\n', sub: { 'y.txt': 'd' } } }],
     });
     expect(r.ok).toBe(true);
-    expect(r.output.totals).toEqual({ files: 2, lines: 2, words: 4, bytes: 7 });
+    expect(report(r).totals).toEqual({ files: 2, lines: 2, words: 4, bytes: 7 });
   });
 });
 

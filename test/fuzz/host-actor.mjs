@@ -39,7 +39,7 @@ const ctrl = new Int32Array(control);
 const O_PATH = 0o10000000;
 const DIR = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
-const RUN = 0;
+// Control word 0: 0 runs, PAUSE holds, STOP ends.
 const PAUSE = 1;
 const STOP = 2;
 

@@ -67,7 +67,7 @@ describe('links a tool makes point only inside its mount, also for the host', ()
 
   it('two read-write mounts, one inside the other: a link made in the outer one cannot be moved up in the inner one to lead out of both', () => {
     // The caller binds a project at /m0 and its `dir` at /m1, both read-write.
-    const [outer, inner] = mountRw(mount, join(mount, 'dir'));
+    const [, inner] = mountRw(mount, join(mount, 'dir'));
     // In /m0, dir/sub/l -> ../../outside/secret.txt leads to mount/outside/secret.txt: inside.
     symlinkSync('../../outside/secret.txt', join(mount, 'dir', 'sub', 'l'));
     // In /m1 the same link, sub/l, already leads out of /m1, so moving it up was allowed ...

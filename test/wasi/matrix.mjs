@@ -15,7 +15,7 @@ const PROGRAMS = new URL('programs/', HERE);
 const EXPECTED = new URL('expected/', HERE);
 
 export { CASES, GUEST, HOSTS, START_TREE, expectedExit } from './cases.mjs';
-import { CASES, GUEST, START_TREE, expectedExit } from './cases.mjs';
+import { GUEST, START_TREE, expectedExit } from './cases.mjs';
 
 export function expectedStdout(testCase) {
   return testCase.stdout ?? readFileSync(new URL(`${testCase.id}.txt`, EXPECTED), 'utf8');

@@ -545,7 +545,10 @@ const hook = {
     return { ok: true, invokeMs: parseMs, renderMs: performance.now() - r0, files: output.files.length };
   },
 };
-(globalThis as unknown as { corralApp: typeof hook }).corralApp = hook;
+// Only where a test or the benchmark drives the page: dev, and builds in test
+// mode (`vite build --mode test`: the production build plus this handle).
+// `vite build` leaves it out, and the minifier drops the hook with it.
+if (import.meta.env.DEV || import.meta.env.MODE === 'test') (globalThis as unknown as { corralApp: typeof hook }).corralApp = hook;
 
 applyStrings();
 // The service worker registers once the tool is ready, so its downloads

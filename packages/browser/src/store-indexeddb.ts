@@ -281,7 +281,10 @@ export class IndexedDbStore implements Store {
     try {
       const tx = this.#db.transaction(['decisions', 'executions'], 'readwrite', { durability: this.#durability });
       const refusals = await this.#apply(tx, batch.map((w) => w.op));
-      batch.forEach((w, i) => (refusals[i] ? w.reject(storeError(this.location, refusals[i])) : w.resolve()));
+      batch.forEach((w, i) => {
+        if (refusals[i]) w.reject(storeError(this.location, refusals[i]));
+        else w.resolve();
+      });
     } catch (err) {
       const error = this.#error(err);
       for (const w of batch) w.reject(error);

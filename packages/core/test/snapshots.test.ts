@@ -4,6 +4,7 @@ import {
   MemoryStore,
   Registry,
   Runtime,
+  CorralError,
   isoFromNs,
   nowNs,
   nsFromDate,
@@ -14,6 +15,7 @@ import {
   type Store,
 } from '@corral/core';
 import { goodSpec, MODULE_BYTES } from './helpers.js';
+import { storeError } from '@corral/core/store-kit';
 
 const encode = (s: string) => new TextEncoder().encode(s);
 const INPUT = { diff: '--- a\n+++ b\n' };
@@ -34,12 +36,12 @@ async function setup(executor: Executor, store: Store = new MemoryStore(), more:
   return { runtime: new Runtime({ registry, executor, store, ...more }), store, tool: registry.resolve('diff-summary') };
 }
 
-/** A store whose chosen methods fail, as a read-only or full disk would. */
+/** A store whose chosen methods fail, as a read-only or full disk would, and the way the Store contract says every adapter fails: with E_STORE. */
 function failing(methods: (keyof Store)[]): Store {
-  const inner = new MemoryStore();
+  const inner = new MemoryStore('failing');
   return new Proxy(inner, {
     get(target, prop, receiver) {
-      if (methods.includes(prop as keyof Store)) return () => Promise.reject(new Error(`disk is full (${String(prop)})`));
+      if (methods.includes(prop as keyof Store)) return () => Promise.reject(storeError('failing', `disk is full (${String(prop)})`));
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
@@ -119,9 +121,17 @@ describe('snapshots in the invoke pipeline', () => {
       stdout_sha256: null,
     });
     const invalid = await runtime.invoke('diff-summary', { diff: 5 });
-    expect(await store.getExecution(invalid.snapshot!.id)).toMatchObject({ status: 'failed', version: '1.0.0', error_code: 'E_INPUT_VALIDATION' });
+    expect(await store.getExecution(invalid.snapshot!.id)).toMatchObject({
+      status: 'failed',
+      version: '1.0.0',
+      error_code: 'E_INPUT_VALIDATION',
+    });
     const notJson = await runtime.invoke('diff-summary', { diff: 'x', n: 10n });
-    expect(await store.getExecution(notJson.snapshot!.id)).toMatchObject({ input_json: null, input_sha256: null, error_code: 'E_INPUT_VALIDATION' });
+    expect(await store.getExecution(notJson.snapshot!.id)).toMatchObject({
+      input_json: null,
+      input_sha256: null,
+      error_code: 'E_INPUT_VALIDATION',
+    });
   });
 
   it('keeps only the input hash when the caller opts out', async () => {
@@ -138,8 +148,18 @@ describe('snapshots in the invoke pipeline', () => {
 
   it('records a decision and links the calls it caused', async () => {
     const { runtime, store } = await setup(new FakeExecutor(() => ({ stdout: encode('{"files":[]}') })));
-    const decision = await runtime.recordDecision({ prompt: 'Summarize my diff', output: '{"tool":"diff-summary"}', model: 'm-1', runId: 'r-9' });
-    expect(decision).toMatchObject({ prompt_sha256: await sha256('Summarize my diff'), output: '{"tool":"diff-summary"}', model: 'm-1', run_id: 'r-9' });
+    const decision = await runtime.recordDecision({
+      prompt: 'Summarize my diff',
+      output: '{"tool":"diff-summary"}',
+      model: 'm-1',
+      runId: 'r-9',
+    });
+    expect(decision).toMatchObject({
+      prompt_sha256: await sha256('Summarize my diff'),
+      output: '{"tool":"diff-summary"}',
+      model: 'm-1',
+      run_id: 'r-9',
+    });
     expect(await store.getDecision(decision.id)).toEqual(decision);
     const a = await runtime.invoke('diff-summary', INPUT, { decisionId: decision.id });
     await runtime.invoke('diff-summary', INPUT);
@@ -152,7 +172,10 @@ describe('snapshots in the invoke pipeline', () => {
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result).toMatchObject({ ok: true, output: { files: [] } });
     expect(executor.calls).toBe(1);
-    expect(result.snapshot).toEqual({ id: expect.any(String), error: "the snapshot's intent could not be written: disk is full (beginExecution)" });
+    expect(result.snapshot).toEqual({
+      id: expect.any(String),
+      error: "the snapshot's intent could not be written: Snapshot store failing: disk is full (beginExecution)",
+    });
   });
 
   it('a store that cannot write the result: the call keeps its result, and the record reads as interrupted', async () => {
@@ -160,13 +183,27 @@ describe('snapshots in the invoke pipeline', () => {
     const { runtime } = await setup(new FakeExecutor(() => ({ stdout: encode('{"files":[]}') })), store);
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result.ok).toBe(true);
-    expect(result.snapshot?.error).toMatch(/result could not be written \(it reads back as interrupted\): disk is full/);
+    expect(result.snapshot?.error).toBe(
+      "the snapshot's result could not be written (it reads back as interrupted): Snapshot store failing: disk is full (finishExecution)",
+    );
     expect((await store.getExecution(result.snapshot!.id))?.status).toBe('interrupted');
   });
 
-  it('recordDecision throws E_STORE rather than dropping the decision, and checks what it is given', async () => {
+  it("recordDecision throws the store's E_STORE error rather than dropping the decision", async () => {
     const { runtime } = await setup(new FakeExecutor(() => ({})), failing(['recordDecision']));
-    await expect(runtime.recordDecision({ prompt: 'p', output: 'o' })).rejects.toMatchObject({ code: 'E_STORE', message: /disk is full/ });
+    const failed = await runtime.recordDecision({ prompt: 'p', output: 'o' }).then(
+      (snapshot) => expect.fail(`resolved with ${JSON.stringify(snapshot)} though nothing was recorded`),
+      (err: unknown) => err,
+    );
+    // The store's own error, unwrapped: its code, its message, its details.
+    expect(failed).toBeInstanceOf(CorralError);
+    expect(failed).toMatchObject({
+      code: 'E_STORE',
+      message: 'Snapshot store failing: disk is full (recordDecision)',
+      details: { store: 'failing' },
+      retryable: false,
+    });
+    // What it is given is checked first: a bad decision is the caller's error, not the store's.
     for (const bad of [null, { prompt: 5, output: 'o' }, { prompt: 'p' }, { prompt: 'p', output: 'o', model: 3 }]) {
       await expect(runtime.recordDecision(bad as never)).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION' });
     }

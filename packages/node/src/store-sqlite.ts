@@ -374,7 +374,9 @@ export class SqliteStore implements Store {
       for (const w of batch) w.reject(error);
       return;
     }
-    batch.forEach((w, i) => w.resolve(results[i]!));
+    batch.forEach((w, i) => {
+      w.resolve(results[i]!);
+    });
   }
 
   /** Run a read after committing queued writes, so a caller reads what it wrote. */

@@ -14,9 +14,9 @@ const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u20
 /** The same plus \t and \n: for text that must stay on its line (a table cell, a `corral: …` message). */
 const CONTROLS_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
-const escape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+const unicodeEscape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /** `text` with every character that could act on a terminal escaped; `oneLine` escapes \n and \t too. */
 export function forTerminal(text: string, { oneLine = false }: { oneLine?: boolean } = {}): string {
-  return text.replace(oneLine ? CONTROLS_ONE_LINE : CONTROLS, escape);
+  return text.replace(oneLine ? CONTROLS_ONE_LINE : CONTROLS, unicodeEscape);
 }

@@ -54,7 +54,9 @@ export function execRequest(options: ExecOptions = {}): ExecRequest {
   const givenArgs = options.args ?? [];
   if (!Array.isArray(givenArgs)) bad('args', 'must be an array of strings');
   const args: unknown[] = Array.from(givenArgs);
-  args.forEach((arg, i) => cString(arg, `args[${i}]`));
+  args.forEach((arg, i) => {
+    cString(arg, `args[${i}]`);
+  });
   const givenEnv = options.env ?? {};
   if (typeof givenEnv !== 'object' || givenEnv === null || Array.isArray(givenEnv)) bad('env', 'must be an object of strings');
   const env: Record<string, string> = {};

@@ -117,7 +117,9 @@ export function poll(input: unknown): Uint32Array {
   for (const p of pollables) if (p.remaining() < soonest) soonest = p.remaining();
   sleepNs(soonest);
   const ready: number[] = [];
-  pollables.forEach((p, i) => p.ready() && ready.push(i));
+  pollables.forEach((p, i) => {
+    if (p.ready()) ready.push(i);
+  });
   return Uint32Array.from(ready);
 }
 

@@ -78,7 +78,7 @@ export interface ModuleShare {
  * module gets the whole cap; without the split, a component of N modules
  * would get N times it.)
  */
-export function capComponentModules(modules: Readonly<Record<string, Uint8Array>>, maxPages: number, toolName = 'tool'): Record<string, Uint8Array> {
+export function capComponentModules(modules: Readonly<Record<string, Uint8Array>>, maxPages: number, toolName = 'tool'): Record<string, Uint8Array<ArrayBuffer>> {
   const defined = Object.values(modules).map((bytes) => definedSections(bytes));
   const withMemory = Math.max(1, defined.filter((d) => d.memory).length);
   const withTable = Math.max(1, defined.filter((d) => d.table).length);
@@ -122,7 +122,7 @@ function definedSections(module: Uint8Array): { memory: boolean; table: boolean 
  * within the caps for `maxPages` pages of memory (see the file comment), or
  * within `share` of them.
  */
-export function capModule(module: Uint8Array, maxPages: number, toolName = 'tool', share: ModuleShare = {}): Uint8Array {
+export function capModule(module: Uint8Array, maxPages: number, toolName = 'tool', share: ModuleShare = {}): Uint8Array<ArrayBuffer> {
   if (module.length < 8 || module[0] !== 0 || module[1] !== 0x61 || module[2] !== 0x73 || module[3] !== 0x6d || module[4] !== 1) {
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a core WebAssembly module (version 1).`);
   }
@@ -230,7 +230,9 @@ function rewriteMemories(body: Uint8Array, maxPages: number, toolName: string): 
   }
   const maxima = shareBudget(memories, maxPages);
   const out = writeU32(memories.length);
-  memories.forEach((m, i) => out.push(0x01 | m.shared, ...writeU32(m.min), ...writeU32(maxima[i]!)));
+  memories.forEach((m, i) => {
+    out.push(0x01 | m.shared, ...writeU32(m.min), ...writeU32(maxima[i]!));
+  });
   return out;
 }
 
@@ -266,7 +268,9 @@ function rewriteTables(body: Uint8Array, budget: number, maxPages: number, toolN
   }
   const maxima = shareBudget(tables, budget);
   const out = writeU32(tables.length);
-  tables.forEach((t, i) => out.push(t.type, 0x01, ...writeU32(t.min), ...writeU32(maxima[i]!)));
+  tables.forEach((t, i) => {
+    out.push(t.type, 0x01, ...writeU32(t.min), ...writeU32(maxima[i]!));
+  });
   return out;
 }
 

@@ -37,6 +37,7 @@ describe('the imports object', () => {
     const { imports } = host();
     expect(Object.getPrototypeOf(imports)).toBeNull();
     expect(imports['constructor']).toBeUndefined();
+    // biome-ignore lint/suspicious/noProto: checking that the key is not there is the point
     expect(imports['__proto__']).toBeUndefined();
     for (const [name, iface] of Object.entries(imports)) {
       expect(name).toMatch(/^wasi:(cli|clocks|filesystem|io|random)\//);
