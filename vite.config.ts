@@ -5,7 +5,10 @@ import { playwright } from '@vitest/browser-playwright';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
-const chromiumConfig = JSON.parse(readFileSync(new URL('./chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const chromiumConfig = JSON.parse(readFileSync(new URL('./chromium.json', import.meta.url), 'utf8')) as {
+  executablePath: string;
+  args: string[];
+};
 const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
 const CHROMIUM_FLAGS = chromiumConfig.args;
 

@@ -48,9 +48,24 @@ export async function benchExec(options: { quick: boolean }): Promise<string[][]
     return [
       ['node:wasi in a fresh process: `shell args x` (baseline)', fmt(median(nodeArgs)), fmt(quantile(nodeArgs, 0.99)), '1.00x'],
       ['`corral exec shell.wasm -- args x` (preview1)', fmt(median(execArgs)), fmt(quantile(execArgs, 0.99)), ratio(execArgs, nodeArgs)],
-      ['`corral exec shell.component.wasm -- args x` (cached transpile)', fmt(median(execComponent)), fmt(quantile(execComponent, 0.99)), ratio(execComponent, nodeArgs)],
-      [`node:wasi: ${megabytes} MiB through \`shell cat\` (baseline)`, `${fmt(median(nodeCat))} (${rate(median(nodeCat))})`, fmt(quantile(nodeCat, 0.99)), '1.00x'],
-      [`\`corral exec\`: ${megabytes} MiB through \`shell cat\``, `${fmt(median(execCat))} (${rate(median(execCat))})`, fmt(quantile(execCat, 0.99)), ratio(execCat, nodeCat)],
+      [
+        '`corral exec shell.component.wasm -- args x` (cached transpile)',
+        fmt(median(execComponent)),
+        fmt(quantile(execComponent, 0.99)),
+        ratio(execComponent, nodeArgs),
+      ],
+      [
+        `node:wasi: ${megabytes} MiB through \`shell cat\` (baseline)`,
+        `${fmt(median(nodeCat))} (${rate(median(nodeCat))})`,
+        fmt(quantile(nodeCat, 0.99)),
+        '1.00x',
+      ],
+      [
+        `\`corral exec\`: ${megabytes} MiB through \`shell cat\``,
+        `${fmt(median(execCat))} (${rate(median(execCat))})`,
+        fmt(quantile(execCat, 0.99)),
+        ratio(execCat, nodeCat),
+      ],
     ];
   } finally {
     rmSync(scratch, { recursive: true, force: true });

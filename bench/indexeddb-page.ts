@@ -79,9 +79,11 @@ async function run(options: PageOptions): Promise<PageRun> {
     }
     await Promise.all(calls);
   } else {
-    await Promise.all(Array.from({ length: options.lanes }, async () => {
-      for (let i = 0; i < options.perLane; i++) await one(0);
-    }));
+    await Promise.all(
+      Array.from({ length: options.lanes }, async () => {
+        for (let i = 0; i < options.perLane; i++) await one(0);
+      }),
+    );
   }
   const perSecond = invocations / ((performance.now() - started) / 1000);
   await store.close();

@@ -21,7 +21,10 @@ import type { PageOptions, PageRun } from './indexeddb-page.js';
 import { fmt, median, quantile } from './stats.js';
 
 // Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
-const chromiumConfig = JSON.parse(readFileSync(new URL('../../chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const chromiumConfig = JSON.parse(readFileSync(new URL('../../chromium.json', import.meta.url), 'utf8')) as {
+  executablePath: string;
+  args: string[];
+};
 const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
 const CHROMIUM_FLAGS = chromiumConfig.args;
 
@@ -62,9 +65,15 @@ export async function benchIndexedDb(options: { quick?: boolean } = { quick: pro
       await page.goto(`http://127.0.0.1:${port}/`);
       await page.waitForFunction(() => 'corralBench' in globalThis);
       const run = (o: PageOptions) =>
-        page.evaluate((o) => (globalThis as unknown as { corralBench: { run: (o: PageOptions) => Promise<PageRun> } }).corralBench.run(o), o);
+        page.evaluate(
+          (o) => (globalThis as unknown as { corralBench: { run: (o: PageOptions) => Promise<PageRun> } }).corralBench.run(o),
+          o,
+        );
       for (const durability of ['strict', 'relaxed'] as const) {
-        for (const [mode, lanes] of [['single', 1], ['batched', LANES]] as const) {
+        for (const [mode, lanes] of [
+          ['single', 1],
+          ['batched', LANES],
+        ] as const) {
           const name = `${durability}-${mode}`;
           await run({ name, durability, lanes, perLane: Math.max(1, Math.floor(50 / lanes)) }); // warm up
           results[name] = await run({ name, durability, lanes, perLane: Math.floor(invocations / lanes) });
@@ -76,7 +85,8 @@ export async function benchIndexedDb(options: { quick?: boolean } = { quick: pro
       await context.close();
     }
 
-    const rate = (n: number) => `${Math.round(n).toLocaleString('en-US')} invocations/s (${Math.round(2 * n).toLocaleString('en-US')} writes/s)`;
+    const rate = (n: number) =>
+      `${Math.round(n).toLocaleString('en-US')} invocations/s (${Math.round(2 * n).toLocaleString('en-US')} writes/s)`;
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}× relaxed`;
     const rows: string[][] = [];
     for (const [mode, label] of [
@@ -86,9 +96,24 @@ export async function benchIndexedDb(options: { quick?: boolean } = { quick: pro
     ] as const) {
       const strict = results[`strict-${mode}`]!;
       const relaxed = results[`relaxed-${mode}`]!;
-      rows.push([`snapshot write, IndexedDB strict (Chromium), ${label}`, fmt(median(strict.writes)), fmt(quantile(strict.writes, 0.99)), ratio(median(strict.writes), median(relaxed.writes))]);
-      rows.push([`snapshot write, baseline IndexedDB relaxed (Chromium), ${label}`, fmt(median(relaxed.writes)), fmt(quantile(relaxed.writes, 0.99)), '1.00×']);
-      rows.push([`sustained, IndexedDB strict (Chromium), ${label}`, rate(strict.perSecond), '', ratio(strict.perSecond, relaxed.perSecond)]);
+      rows.push([
+        `snapshot write, IndexedDB strict (Chromium), ${label}`,
+        fmt(median(strict.writes)),
+        fmt(quantile(strict.writes, 0.99)),
+        ratio(median(strict.writes), median(relaxed.writes)),
+      ]);
+      rows.push([
+        `snapshot write, baseline IndexedDB relaxed (Chromium), ${label}`,
+        fmt(median(relaxed.writes)),
+        fmt(quantile(relaxed.writes, 0.99)),
+        '1.00×',
+      ]);
+      rows.push([
+        `sustained, IndexedDB strict (Chromium), ${label}`,
+        rate(strict.perSecond),
+        '',
+        ratio(strict.perSecond, relaxed.perSecond),
+      ]);
       rows.push([`sustained, baseline IndexedDB relaxed (Chromium), ${label}`, rate(relaxed.perSecond), '', '1.00×']);
     }
     return rows;

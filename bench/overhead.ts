@@ -47,7 +47,8 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
     const mounts = [{ guest: '/workspace', access: 'read' as const, hostPath: folder }];
     const fileStats = await sample(Math.max(20, runs / 5), async () => {
       const r = await corral.invoke('file-stats', {}, { mounts });
-      if (!r.ok || (r.output as { totals?: { files?: number } }).totals?.files !== 100) throw new Error(`file-stats: ${JSON.stringify(r.error ?? r.output)}`);
+      if (!r.ok || (r.output as { totals?: { files?: number } }).totals?.files !== 100)
+        throw new Error(`file-stats: ${JSON.stringify(r.error ?? r.output)}`);
     });
 
     // Throughput: 8 callers keep both workers busy.
@@ -56,7 +57,11 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
       await Promise.all(Array.from({ length: 8 }, () => call(tool)));
       let next = 0;
       const t = performance.now();
-      await Promise.all(Array.from({ length: 8 }, async () => { while (next++ < total) await call(tool); }));
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next++ < total) await call(tool);
+        }),
+      );
       return total / ((performance.now() - t) / 1000);
     };
     const componentRate = await throughput('echo', runs * 2);
@@ -98,7 +103,12 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
 
     const c = median(component);
     const row = (what: string, samples: number[] | undefined, note = '') =>
-      rows.push([what, samples ? fmt(median(samples)) : 'n/a', samples ? fmt(quantile(samples, 0.99)) : '', samples && !note ? `${(median(samples) / c).toFixed(2)}× component` : note]);
+      rows.push([
+        what,
+        samples ? fmt(median(samples)) : 'n/a',
+        samples ? fmt(quantile(samples, 0.99)) : '',
+        samples && !note ? `${(median(samples) / c).toFixed(2)}× component` : note,
+      ]);
     row('trivial component (echo {}) through the pool', component, '1.00×');
     row('trivial preview1 module (echo {}) through the pool', preview1);
     row('file-stats over a host folder (100 files in 20 folders, mounted read-only)', fileStats);

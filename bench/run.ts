@@ -60,13 +60,24 @@ async function benchDiffSummary(): Promise<string[][]> {
   const p1Dir = join(scratch, 'p1-tools', 'diff-summary-p1');
   mkdirSync(p1Dir, { recursive: true });
   const p1Spec = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/tool-spec.json'), 'utf8'));
-  writeFileSync(join(p1Dir, 'tool-spec.json'), JSON.stringify({ ...p1Spec, name: 'diff-summary-p1', kind: 'module', component: 'diff-summary.module.wasm' }));
+  writeFileSync(
+    join(p1Dir, 'tool-spec.json'),
+    JSON.stringify({ ...p1Spec, name: 'diff-summary-p1', kind: 'module', component: 'diff-summary.module.wasm' }),
+  );
   copyFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm'), join(p1Dir, 'diff-summary.module.wasm'));
-  const corral = await Corral.create({ size: 1, store: false, toolDirs: [join(scratch, 'p1-tools')], cache: new ComponentCache(join(scratch, 'pool-cache')) });
+  const corral = await Corral.create({
+    size: 1,
+    store: false,
+    toolDirs: [join(scratch, 'p1-tools')],
+    cache: new ComponentCache(join(scratch, 'pool-cache')),
+  });
   const warm: Record<string, number[]> = {};
   const warmP1: Record<string, number[]> = {};
   for (const [label, input] of Object.entries(inputs)) {
-    for (const [tool, into] of [['diff-summary', warm], ['diff-summary-p1', warmP1]] as const) {
+    for (const [tool, into] of [
+      ['diff-summary', warm],
+      ['diff-summary-p1', warmP1],
+    ] as const) {
       into[label] = await sample(label === 'small' ? N_SMALL : N_LARGE, async () => {
         const r = await corral.invoke(tool, input);
         if (!r.ok) throw new Error(JSON.stringify(r.error));
@@ -77,7 +88,11 @@ async function benchDiffSummary(): Promise<string[][]> {
 
   // The same small call with every execution recorded durably in a SQLite store.
   log('warm calls with the SQLite snapshot store…');
-  const recorded = await Corral.create({ size: 1, store: join(scratch, 'snapshots.db'), cache: new ComponentCache(join(scratch, 'pool-cache')) });
+  const recorded = await Corral.create({
+    size: 1,
+    store: join(scratch, 'snapshots.db'),
+    cache: new ComponentCache(join(scratch, 'pool-cache')),
+  });
   const warmRecorded = await sample(N_SMALL, async () => {
     const r = await recorded.invoke('diff-summary', inputs.small);
     if (!r.ok || r.snapshot?.error) throw new Error(JSON.stringify(r.error ?? r.snapshot));
@@ -147,19 +162,49 @@ async function benchDiffSummary(): Promise<string[][]> {
 
   // --- report ---------------------------------------------------------------------
   const nodeStartMs = median(nodeStart);
-  rows.push(['cold: new process → first result (warm transpile cache)', fmt(median(coldWarmCache)), '', `node -e 0 alone: ${fmt(nodeStartMs)}`]);
+  rows.push([
+    'cold: new process → first result (warm transpile cache)',
+    fmt(median(coldWarmCache)),
+    '',
+    `node -e 0 alone: ${fmt(nodeStartMs)}`,
+  ]);
   rows.push(['cold: new process → first result (empty cache, includes jco transpile)', fmt(median(coldEmptyCache)), '', '']);
   for (const label of Object.keys(inputs)) {
     const c = median(warm[label]!);
     const w = median(nodeWasi[label]!);
     const p = median(inProcess[label]!);
-    rows.push([`warm diff-summary, ${label} diff: Corral worker pool`, fmt(c), fmt(quantile(warm[label]!, 0.99)), `${(c / w).toFixed(2)}× node:wasi`]);
-    rows.push([`warm diff-summary, ${label} diff: same component in-process (no worker)`, fmt(p), fmt(quantile(inProcess[label]!, 0.99)), `${(p / w).toFixed(2)}× node:wasi`]);
+    rows.push([
+      `warm diff-summary, ${label} diff: Corral worker pool`,
+      fmt(c),
+      fmt(quantile(warm[label]!, 0.99)),
+      `${(c / w).toFixed(2)}× node:wasi`,
+    ]);
+    rows.push([
+      `warm diff-summary, ${label} diff: same component in-process (no worker)`,
+      fmt(p),
+      fmt(quantile(inProcess[label]!, 0.99)),
+      `${(p / w).toFixed(2)}× node:wasi`,
+    ]);
     const m = median(warmP1[label]!);
     const q = median(p1InProcess[label]!);
-    rows.push([`warm diff-summary, ${label} diff: preview1 module, Corral worker pool`, fmt(m), fmt(quantile(warmP1[label]!, 0.99)), `${(m / w).toFixed(2)}× node:wasi`]);
-    rows.push([`warm diff-summary, ${label} diff: preview1 module in-process (Preview1Runner)`, fmt(q), fmt(quantile(p1InProcess[label]!, 0.99)), `${(q / w).toFixed(2)}× node:wasi`]);
-    rows.push([`warm diff-summary, ${label} diff: baseline, preview1 module under node:wasi`, fmt(w), fmt(quantile(nodeWasi[label]!, 0.99)), '1.00×']);
+    rows.push([
+      `warm diff-summary, ${label} diff: preview1 module, Corral worker pool`,
+      fmt(m),
+      fmt(quantile(warmP1[label]!, 0.99)),
+      `${(m / w).toFixed(2)}× node:wasi`,
+    ]);
+    rows.push([
+      `warm diff-summary, ${label} diff: preview1 module in-process (Preview1Runner)`,
+      fmt(q),
+      fmt(quantile(p1InProcess[label]!, 0.99)),
+      `${(q / w).toFixed(2)}× node:wasi`,
+    ]);
+    rows.push([
+      `warm diff-summary, ${label} diff: baseline, preview1 module under node:wasi`,
+      fmt(w),
+      fmt(quantile(nodeWasi[label]!, 0.99)),
+      '1.00×',
+    ]);
   }
   rows.push([
     'warm diff-summary, small diff: Corral worker pool, every call recorded in SQLite (synchronous=FULL)',
@@ -177,8 +222,16 @@ const sections: Array<[title: string, note: string, rows: () => Promise<string[]
     `Inputs: small = bundled example (${sizes.small}), 1 MB = synthetic git-style diff (${sizes['1 MB']}). Runs: ${N_SMALL} small, ${N_LARGE} large, ${N_COLD} cold.`,
     benchDiffSummary,
   ],
-  ['Sandbox overhead (a tool that does nothing)', `Runs: ${N_SMALL} per row; recovery and throughput as noted.`, () => benchOverhead(N_SMALL)],
-  ['corral exec (any WASI program)', 'Whole commands, process start to exit, each in a fresh process; the same preview1 module under node:wasi is the baseline.', () => benchExec({ quick })],
+  [
+    'Sandbox overhead (a tool that does nothing)',
+    `Runs: ${N_SMALL} per row; recovery and throughput as noted.`,
+    () => benchOverhead(N_SMALL),
+  ],
+  [
+    'corral exec (any WASI program)',
+    'Whole commands, process start to exit, each in a fresh process; the same preview1 module under node:wasi is the baseline.',
+    () => benchExec({ quick }),
+  ],
   ['Snapshot writes (SQLite)', 'An invocation record is an intent plus its result: two durable writes.', () => benchSnapshots({ quick })],
   ['Snapshot writes (IndexedDB in Chromium)', 'Debian chromium, headless, a fresh profile.', () => benchIndexedDb({ quick })],
   [

@@ -111,7 +111,10 @@ export async function benchSnapshots(options: { quick?: boolean } = { quick: pro
   const results: Record<string, Run> = {};
   try {
     for (const sync of ['FULL', 'NORMAL'] as const) {
-      for (const [mode, lanes] of [['single', 1], ['batched', LANES]] as const) {
+      for (const [mode, lanes] of [
+        ['single', 1],
+        ['batched', LANES],
+      ] as const) {
         const store = await SqliteStore.open(join(dir, `${sync}-${mode}.db`), { synchronous: sync });
         await measure(store, lanes, Math.max(1, Math.floor(50 / lanes))); // warm up
         results[`${sync} ${mode}`] = await measure(store, lanes, Math.floor(invocations / lanes));
@@ -126,7 +129,8 @@ export async function benchSnapshots(options: { quick?: boolean } = { quick: pro
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const rate = (n: number) => `${Math.round(n).toLocaleString('en-US')} invocations/s (${Math.round(2 * n).toLocaleString('en-US')} writes/s)`;
+  const rate = (n: number) =>
+    `${Math.round(n).toLocaleString('en-US')} invocations/s (${Math.round(2 * n).toLocaleString('en-US')} writes/s)`;
   const rows: string[][] = [];
   for (const [mode, label] of [
     ['paced', `${RATE.toLocaleString('en-US')} invocations/s offered (open loop)`],
@@ -136,8 +140,18 @@ export async function benchSnapshots(options: { quick?: boolean } = { quick: pro
     const full = results[`FULL ${mode}`]!;
     const normal = results[`NORMAL ${mode}`]!;
     const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}× NORMAL`;
-    rows.push([`snapshot write, SQLite FULL, ${label}`, fmt(median(full.writes)), fmt(quantile(full.writes, 0.99)), ratio(median(full.writes), median(normal.writes))]);
-    rows.push([`snapshot write, baseline SQLite NORMAL, ${label}`, fmt(median(normal.writes)), fmt(quantile(normal.writes, 0.99)), '1.00×']);
+    rows.push([
+      `snapshot write, SQLite FULL, ${label}`,
+      fmt(median(full.writes)),
+      fmt(quantile(full.writes, 0.99)),
+      ratio(median(full.writes), median(normal.writes)),
+    ]);
+    rows.push([
+      `snapshot write, baseline SQLite NORMAL, ${label}`,
+      fmt(median(normal.writes)),
+      fmt(quantile(normal.writes, 0.99)),
+      '1.00×',
+    ]);
     rows.push([`sustained, SQLite FULL, ${label}`, rate(full.perSecond), '', ratio(full.perSecond, normal.perSecond)]);
     rows.push([`sustained, baseline SQLite NORMAL, ${label}`, rate(normal.perSecond), '', '1.00×']);
   }

@@ -40,7 +40,10 @@ import { syntheticDiff } from './diffs.js';
 import { fmt, median, quantile } from './stats.js';
 
 // Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
-const chromiumConfig = JSON.parse(readFileSync(new URL('../../chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const chromiumConfig = JSON.parse(readFileSync(new URL('../../chromium.json', import.meta.url), 'utf8')) as {
+  executablePath: string;
+  args: string[];
+};
 const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
 const CHROMIUM_FLAGS = chromiumConfig.args;
 const ANCHOR = { ms: 1800, bytes: 42 * 2 ** 20 };
@@ -52,7 +55,9 @@ const SIZES: Array<[label: string, bytes: number]> = [
 ];
 
 /** bench/dist/web.js (compiled) or bench/web.ts: the repository is two or one folders up. */
-const REPO = fileURLToPath(new URL(existsSync(new URL('../../apps/web/vite.config.ts', import.meta.url)) ? '../../' : '../', import.meta.url));
+const REPO = fileURLToPath(
+  new URL(existsSync(new URL('../../apps/web/vite.config.ts', import.meta.url)) ? '../../' : '../', import.meta.url),
+);
 const APP = join(REPO, 'apps/web');
 
 interface RunTimings {
@@ -93,14 +98,25 @@ export async function benchWeb(options: { quick?: boolean } = { quick: process.a
     } finally {
       process.env.NODE_ENV = nodeEnv;
     }
-    server = await preview({ root: APP, configFile, logLevel: 'error', build: { outDir }, preview: { host: '127.0.0.1', port: await freePort(), strictPort: true } });
+    server = await preview({
+      root: APP,
+      configFile,
+      logLevel: 'error',
+      build: { outDir },
+      preview: { host: '127.0.0.1', port: await freePort(), strictPort: true },
+    });
     const url = server.resolvedUrls?.local[0];
     if (!url) throw new Error('vite preview did not report its address');
     const diffs = Object.fromEntries(SIZES.map(([label, bytes]) => [label, syntheticDiff(bytes)]));
     const small = diffs['100 KB']!;
     let profiles = 0;
     const launch = async (profile = join(scratch, `profile-${profiles++}`)) => {
-      const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, viewport: { width: 1280, height: 900 } });
+      const context = await chromium.launchPersistentContext(profile, {
+        executablePath: CHROMIUM,
+        args: CHROMIUM_FLAGS,
+        headless: true,
+        viewport: { width: 1280, height: 900 },
+      });
       profileOf.set(context, profile);
       return context;
     };
@@ -241,13 +257,19 @@ export async function benchWeb(options: { quick?: boolean } = { quick: process.a
         const snapshotId = await page.evaluate(async (how) => {
           const app = (globalThis as unknown as Scope).corralApp;
           const diff = (globalThis as unknown as Scope).benchDiff!;
-          const r = how === 'js' ? await app.jsSummarize(diff, 'en', { render: false }) : await app.summarize(diff, 'en', { render: false, record: how === 'recorded' });
+          const r =
+            how === 'js'
+              ? await app.jsSummarize(diff, 'en', { render: false })
+              : await app.summarize(diff, 'en', { render: false, record: how === 'recorded' });
           if (!r.ok) throw new Error(r.error);
           return r.snapshotId ?? null;
         }, how);
         const rise = renderers.reduce((sum, pid, i) => sum + Math.max(0, hwm(pid) - before[i]!), 0);
         const tool = snapshotId
-          ? await page.evaluate(async (id) => (await (globalThis as unknown as Scope).corralApp.corral?.store?.getExecution(id))?.peak_memory_bytes ?? null, snapshotId)
+          ? await page.evaluate(
+              async (id) => (await (globalThis as unknown as Scope).corralApp.corral?.store?.getExecution(id))?.peak_memory_bytes ?? null,
+              snapshotId,
+            )
           : null;
         return { rise, tool };
       } finally {
@@ -275,15 +297,40 @@ export async function benchWeb(options: { quick?: boolean } = { quick: process.a
       fmt(quantile(coldModule.total, 0.99)),
       `${ratio(median(coldModule.total), js100)}; ready at ${fmt(median(coldModule.ready))}`,
     ]);
-    rows.push(['repeat visit (cached app and transpiled tool): page load → first summary drawn, 100 KB, component', fmt(median(repeatVisit)), fmt(quantile(repeatVisit, 0.99)), ratio(median(repeatVisit), js100)]);
-    rows.push(['cold, first visit: baseline, pure-JS parser in the same page', fmt(js100), fmt(quantile(coldJs.total, 0.99)), `1.00×; app code ran at ${fmt(median(coldJs.ready))}`]);
+    rows.push([
+      'repeat visit (cached app and transpiled tool): page load → first summary drawn, 100 KB, component',
+      fmt(median(repeatVisit)),
+      fmt(quantile(repeatVisit, 0.99)),
+      ratio(median(repeatVisit), js100),
+    ]);
+    rows.push([
+      'cold, first visit: baseline, pure-JS parser in the same page',
+      fmt(js100),
+      fmt(quantile(coldJs.total, 0.99)),
+      `1.00×; app code ran at ${fmt(median(coldJs.ready))}`,
+    ]);
     for (const [label] of SIZES) {
       const w = warm[label]!;
       const j = median(w.js);
-      rows.push([`warm summary, ${label}: diff-summary.wasm via Corral (sandbox worker, snapshot in IndexedDB), as the app calls it`, fmt(median(w.recorded)), fmt(quantile(w.recorded, 0.99)), ratio(median(w.recorded), j)]);
-      rows.push([`warm summary, ${label}: same, not recorded (sandbox worker alone)`, fmt(median(w.unrecorded)), fmt(quantile(w.unrecorded, 0.99)), ratio(median(w.unrecorded), j)]);
+      rows.push([
+        `warm summary, ${label}: diff-summary.wasm via Corral (sandbox worker, snapshot in IndexedDB), as the app calls it`,
+        fmt(median(w.recorded)),
+        fmt(quantile(w.recorded, 0.99)),
+        ratio(median(w.recorded), j),
+      ]);
+      rows.push([
+        `warm summary, ${label}: same, not recorded (sandbox worker alone)`,
+        fmt(median(w.unrecorded)),
+        fmt(quantile(w.unrecorded, 0.99)),
+        ratio(median(w.unrecorded), j),
+      ]);
       rows.push([`warm summary, ${label}: baseline, pure-JS parser in the page`, fmt(j), fmt(quantile(w.js, 0.99)), '1.00×']);
-      rows.push([`warm summary drawn (table, chart), ${label}: Corral / pure JS`, `${fmt(median(w.drawnWasm))} / ${fmt(median(w.drawnJs))}`, '', ratio(median(w.drawnWasm), median(w.drawnJs))]);
+      rows.push([
+        `warm summary drawn (table, chart), ${label}: Corral / pure JS`,
+        `${fmt(median(w.drawnWasm))} / ${fmt(median(w.drawnJs))}`,
+        '',
+        ratio(median(w.drawnWasm), median(w.drawnJs)),
+      ]);
       const m = memory[label]!;
       const jsRise = Math.max(m.js.rise, 1);
       rows.push([

@@ -67,7 +67,15 @@ describe('the corral CLI', () => {
   });
 
   it('runs an unregistered tool file with --wasm/--spec', async () => {
-    const r = await corral(['run', '--wasm', join(FIXTURES, 'echo/echo.wasm'), '--spec', join(FIXTURES, 'echo/tool-spec.json'), '--input', '{"a":1}']);
+    const r = await corral([
+      'run',
+      '--wasm',
+      join(FIXTURES, 'echo/echo.wasm'),
+      '--spec',
+      join(FIXTURES, 'echo/tool-spec.json'),
+      '--input',
+      '{"a":1}',
+    ]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ a: 1 });
   });
@@ -77,11 +85,17 @@ describe('the corral CLI', () => {
     const plain = await corral(['run', 'deep-output', '--tools', FIXTURES, '--input', '{}', '--store', store]);
     expect(plain.code).toBe(1);
     expect(plain.stdout).toBe('');
-    expect(plain.stderr).toMatch(/^corral: deep-output printed JSON nested more than 1000 levels deep \(the limit\).*\(E_UNEXPECTED_EXIT\)\n$/);
+    expect(plain.stderr).toMatch(
+      /^corral: deep-output printed JSON nested more than 1000 levels deep \(the limit\).*\(E_UNEXPECTED_EXIT\)\n$/,
+    );
     const json = await corral(['run', 'deep-output', '--tools', FIXTURES, '--input', '{}', '--json', '--store', store]);
     expect(json.code).toBe(1);
     const envelope = JSON.parse(json.stdout);
-    expect(envelope).toMatchObject({ ok: false, exit_code: 0, error: { code: 'E_UNEXPECTED_EXIT', details: { reason: 'output_too_deep', max_depth: 1000 } } });
+    expect(envelope).toMatchObject({
+      ok: false,
+      exit_code: 0,
+      error: { code: 'E_UNEXPECTED_EXIT', details: { reason: 'output_too_deep', max_depth: 1000 } },
+    });
     const shown = await corral(['snapshots', 'show', envelope.snapshot.id, '--json', '--store', store]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ status: 'failed', error_code: 'E_UNEXPECTED_EXIT' });
@@ -92,7 +106,10 @@ describe('the corral CLI', () => {
     await writeFile(file, `{"a":${'['.repeat(500_000)}${']'.repeat(500_000)}}`);
     const r = await corral(['run', 'echo', '--tools', FIXTURES, '--input-file', file, '--json', '--no-store']);
     expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, error: { code: 'E_INPUT_VALIDATION', details: { reason: 'input_too_deep', max_depth: 1000 } } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'E_INPUT_VALIDATION', details: { reason: 'input_too_deep', max_depth: 1000 } },
+    });
   });
 
   it('validate lists every problem of a bad spec by JSON path', async () => {
@@ -100,7 +117,13 @@ describe('the corral CLI', () => {
     const path = join(dir, 'tool-spec.json');
     await writeFile(
       path,
-      JSON.stringify({ name: 'Bad Name', version: 'one', component: '../x.wasm', input_schema: { type: 'object' }, resources: { memory_mb: -1 } }),
+      JSON.stringify({
+        name: 'Bad Name',
+        version: 'one',
+        component: '../x.wasm',
+        input_schema: { type: 'object' },
+        resources: { memory_mb: -1 },
+      }),
     );
     const r = await corral(['validate', path]);
     expect(r.code).toBe(1);

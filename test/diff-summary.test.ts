@@ -209,9 +209,7 @@ describe('diff-summary agrees with git --numstat / --name-status', () => {
     const out = await summarize(git.diff);
     expectAgreesWithGit(out, git);
     expect(out.files.length).toBeGreaterThan(20);
-    expect(new Set(out.files.map((f) => f.status))).toEqual(
-      new Set(['added', 'deleted', 'modified', 'renamed', 'binary']),
-    );
+    expect(new Set(out.files.map((f) => f.status))).toEqual(new Set(['added', 'deleted', 'modified', 'renamed', 'binary']));
   });
 
   it('binary files with --binary (GIT binary patch)', async () => {
@@ -279,7 +277,16 @@ describe('diff-summary details', () => {
     const t = await summarize(diffTrees(SCENARIOS['type change']!.before, SCENARIOS['type change']!.after).diff);
     expect(t.files).toEqual([
       { path: 'link', status: 'modified', additions: 2, deletions: 1, hunks: 2, binary: false, old_mode: '120000', new_mode: '100644' },
-      { path: 'to-link.txt', status: 'modified', additions: 1, deletions: 1, hunks: 2, binary: false, old_mode: '100644', new_mode: '120000' },
+      {
+        path: 'to-link.txt',
+        status: 'modified',
+        additions: 1,
+        deletions: 1,
+        hunks: 2,
+        binary: false,
+        old_mode: '100644',
+        new_mode: '120000',
+      },
     ]);
     const m = await summarize(diffTrees(SCENARIOS['mode change']!.before, SCENARIOS['mode change']!.after).diff);
     expect(m.files).toEqual([
@@ -290,14 +297,9 @@ describe('diff-summary details', () => {
 
   it('writes an English summary', async () => {
     const { before, after } = SCENARIOS['rename with edits']!;
-    const git = diffTrees(
-      { ...before, 'b.txt': 'b\n' },
-      { ...after, 'a.txt': 'new\n', 'b.txt': 'B\n' },
-    );
+    const git = diffTrees({ ...before, 'b.txt': 'b\n' }, { ...after, 'a.txt': 'new\n', 'b.txt': 'B\n' });
     const out = await summarize(git.diff);
-    expect(out.summary).toBe(
-      '3 files changed: 1 added, 1 renamed, 1 modified; +5 −3 in 4 hunks. Largest change: src/lib/util.ts (+3 −2).',
-    );
+    expect(out.summary).toBe('3 files changed: 1 added, 1 renamed, 1 modified; +5 −3 in 4 hunks. Largest change: src/lib/util.ts (+3 −2).');
     const one = await summarize(diffTrees({ 'x.txt': 'a\n' }, { 'x.txt': 'b\n' }).diff);
     expect(one.summary).toBe('1 file changed: 1 modified; +1 −1 in 1 hunk. Largest change: x.txt (+1 −1).');
   });
@@ -346,7 +348,10 @@ describe('diff-summary details', () => {
     try {
       const before = numbered(50);
       const after = editLine(editLine(before, 5, 'five'), 45, 'forty-five\nextra');
-      for (const [dir, text] of [['old', before], ['new', after]] as const) {
+      for (const [dir, text] of [
+        ['old', before],
+        ['new', after],
+      ] as const) {
         mkdirSync(join(root, dir, 'sub dir'), { recursive: true });
         writeFileSync(join(root, dir, 'sub dir', 'f.txt'), text);
         writeFileSync(join(root, dir, 'bin.dat'), binaryBlob(dir === 'old' ? 1 : 2));

@@ -220,7 +220,11 @@ describe('corral.exec (the API)', () => {
       yield new TextEncoder().encode('a\n');
       yield new TextEncoder().encode('b\n');
     }
-    const result = await corral.exec(wasm, { args: ['lines'], stdin: stdin(), onStdout: (c) => void chunks.push(new TextDecoder().decode(c)) });
+    const result = await corral.exec(wasm, {
+      args: ['lines'],
+      stdin: stdin(),
+      onStdout: (c) => void chunks.push(new TextDecoder().decode(c)),
+    });
     expect(result.exitCode).toBe(0);
     expect(chunks.join('')).toBe('got: a\ngot: b\nend\n');
     expect(result.stdout.length).toBe(0);
@@ -247,7 +251,14 @@ describe('corral.exec (the API)', () => {
     await expect(corral.exec(wasm, { args: ['a\0b'] })).rejects.toThrow(/args\[0\] must not contain a NUL/);
     await expect(corral.exec(wasm, { env: { 'A=B': 'x' } })).rejects.toThrow(/no "="/);
     await expect(corral.exec(wasm, { memoryMb: 0 })).rejects.toThrow(/memoryMb/);
-    await expect(corral.exec(wasm, { mounts: [{ guest: 'a', access: 'read' }, { guest: 'a', access: 'read' }] })).rejects.toThrow(/mounted twice/);
+    await expect(
+      corral.exec(wasm, {
+        mounts: [
+          { guest: 'a', access: 'read' },
+          { guest: 'a', access: 'read' },
+        ],
+      }),
+    ).rejects.toThrow(/mounted twice/);
     await expect(corral.exec('not bytes' as unknown as Uint8Array)).rejects.toThrow(/Uint8Array/);
   });
 });

@@ -13,7 +13,11 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const JCO = `${ROOT}node_modules/@bytecodealliance/jco/src/jco.js`;
 
 function underJco(wasm: string, input: unknown): unknown {
-  const r = spawnSync(process.execPath, [JCO, 'run', `${ROOT}${wasm}`], { input: JSON.stringify(input), encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [JCO, 'run', `${ROOT}${wasm}`], {
+    input: JSON.stringify(input),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout);
 }

@@ -67,7 +67,10 @@ describe('the worker pool', () => {
       return limits;
     };
     expect(await limitsOf(new SandboxWorker({}))).toMatchObject(DEFAULT_RESOURCE_LIMITS);
-    expect(await limitsOf(new SandboxWorker({ resourceLimits: { maxOldGenerationSizeMb: 300 } }))).toMatchObject({ ...DEFAULT_RESOURCE_LIMITS, maxOldGenerationSizeMb: 300 });
+    expect(await limitsOf(new SandboxWorker({ resourceLimits: { maxOldGenerationSizeMb: 300 } }))).toMatchObject({
+      ...DEFAULT_RESOURCE_LIMITS,
+      maxOldGenerationSizeMb: 300,
+    });
   });
 
   it('cancels a queued call and a running one; the pool carries on', async () => {
@@ -93,10 +96,11 @@ describe('the worker pool', () => {
     const pool = new WorkerPool({ size: 1 });
     const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
     const running = pool.run(() => new Promise(() => {}), task);
-    const queued = pool.run(async () => 'never', task);
+    // Both settle while close() runs: their handlers must be attached first.
+    const queued = expect(pool.run(async () => 'never', task)).rejects.toMatchObject({ code: 'E_CLOSED' });
     running.catch(() => {});
     await pool.close();
-    await expect(queued).rejects.toMatchObject({ code: 'E_CLOSED' });
+    await queued;
     await expect(pool.run(async () => 'after', task)).rejects.toMatchObject({ code: 'E_CLOSED', message: /closed/ });
   });
 });

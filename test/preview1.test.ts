@@ -43,7 +43,10 @@ beforeAll(async () => {
     const dir = join(moduleTools, tool);
     mkdirSync(dir, { recursive: true });
     const spec = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, tool, 'tool-spec.json'), 'utf8'));
-    writeFileSync(join(dir, 'tool-spec.json'), JSON.stringify({ ...spec, name: `${tool}-p1`, kind: 'module', component: `${tool}.module.wasm` }));
+    writeFileSync(
+      join(dir, 'tool-spec.json'),
+      JSON.stringify({ ...spec, name: `${tool}-p1`, kind: 'module', component: `${tool}.module.wasm` }),
+    );
     copyFileSync(join(BUNDLED_TOOLS_DIR, tool, `${tool}.module.wasm`), join(dir, `${tool}.module.wasm`));
   }
   corral = await Corral.create({
@@ -70,8 +73,18 @@ describe('preview1 modules answer exactly like their components', () => {
   it('diff-summary: the example, real git diffs and a 1 MB diff', async () => {
     const example = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/examples/example.diff.json'), 'utf8'));
     const git = diffTrees(
-      { 'a.txt': 'one\ntwo\nthree\n', 'old/name.md': 'moved\n'.repeat(20), 'gone.txt': 'bye\n', 'bin.dat': new Uint8Array([0, 1, 2, 3, 0, 255]) },
-      { 'a.txt': 'one\n2\nthree\nfour\n', 'new/name.md': 'moved\n'.repeat(19) + 'changed\n', 'added.ts': 'export {};\n', 'bin.dat': new Uint8Array([0, 9, 2, 3, 0, 255]) },
+      {
+        'a.txt': 'one\ntwo\nthree\n',
+        'old/name.md': 'moved\n'.repeat(20),
+        'gone.txt': 'bye\n',
+        'bin.dat': new Uint8Array([0, 1, 2, 3, 0, 255]),
+      },
+      {
+        'a.txt': 'one\n2\nthree\nfour\n',
+        'new/name.md': 'moved\n'.repeat(19) + 'changed\n',
+        'added.ts': 'export {};\n',
+        'bin.dat': new Uint8Array([0, 9, 2, 3, 0, 255]),
+      },
     );
     const inputs = [
       example,
@@ -140,13 +153,25 @@ describe('preview1 modules answer exactly like their components', () => {
     // component sees ENOENT). Both refuse a write through an fd opened
     // O_RDONLY with EBADF (the filesystem guard enforces it for components).
     expect(differs.filter((k) => k !== 'realtime_s').sort()).toEqual(['argv0', 'raw_absolute']);
-    expect(m).toMatchObject({ raw_absolute: 76, write_on_read_only_fd: 8, raw_dotdot: 63, workspace_create: 69, listing_tmp_d: '.,..,b.txt,link' });
+    expect(m).toMatchObject({
+      raw_absolute: 76,
+      write_on_read_only_fd: 8,
+      raw_dotdot: 63,
+      workspace_create: 69,
+      listing_tmp_d: '.,..,b.txt,link',
+    });
     expect(c.write_on_read_only_fd).toBe(8);
   });
 
   it('a component that sleeps does not take its worker down (regression: a disposed pollable rejected later)', async () => {
     // One worker, so the call after the sleep lands on the same worker.
-    const solo = await Corral.create({ bundled: false, toolDirs: [P1_FIXTURES], size: 1, store: false, cache: new ComponentCache(join(scratch, 'cache')) });
+    const solo = await Corral.create({
+      bundled: false,
+      toolDirs: [P1_FIXTURES],
+      size: 1,
+      store: false,
+      cache: new ComponentCache(join(scratch, 'cache')),
+    });
     try {
       const slept = await solo.invoke('probe-component', {}, { mounts: [{ guest: '/workspace', access: 'read', tree: {} }] });
       expect(slept.error).toBeNull();
@@ -243,12 +268,18 @@ describe('preview1 modules under the same limits and rules', () => {
 
     const readOnly = await corral.invoke('p1-fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] });
     const writes = (readOnly.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts;
-    for (const a of writes.filter((w) => w.op.includes('/workspace') || w.op.includes('rename'))) expect(a, a.op).toMatchObject({ ok: false });
+    for (const a of writes.filter((w) => w.op.includes('/workspace') || w.op.includes('rename')))
+      expect(a, a.op).toMatchObject({ ok: false });
     expect(writes.find((a) => a.op === 'write /tmp/scratch.txt')?.ok).toBe(true);
     expect(listing(base)).toEqual(before);
 
-    const readWrite = await corral.invoke('p1-fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
-    for (const a of (readWrite.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts) expect(a, a.op).toMatchObject({ ok: true });
+    const readWrite = await corral.invoke(
+      'p1-fs-writer',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] },
+    );
+    for (const a of (readWrite.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts)
+      expect(a, a.op).toMatchObject({ ok: true });
     expect(readFileSync(join(workspace, 'renamed.txt'), 'utf8')).toBe('existing\nappended\n');
     expect(readdirSync(base).sort()).toEqual(['outside', 'outside.txt', 'workspace']);
   });
@@ -280,7 +311,13 @@ describe('no network for preview1 modules', () => {
 describe('the module path never transpiles', () => {
   it('runs modules without jco: the component cache stays empty', async () => {
     const cacheDir = join(scratch, 'untouched-cache');
-    const only = await Corral.create({ bundled: false, toolDirs: [moduleTools], size: 1, store: false, cache: new ComponentCache(cacheDir) });
+    const only = await Corral.create({
+      bundled: false,
+      toolDirs: [moduleTools],
+      size: 1,
+      store: false,
+      cache: new ComponentCache(cacheDir),
+    });
     try {
       const result = await only.invoke('diff-summary-p1', { diff: '' });
       expect(result.ok).toBe(true);

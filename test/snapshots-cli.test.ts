@@ -40,7 +40,9 @@ describe('corral run records snapshots', () => {
     expect(await store.getExecution(id)).toMatchObject({ status: 'ok', tool: 'echo', input_json: '{"n":2}' });
     await store.close();
 
-    const none = await corral(['run', 'echo', '--tools', FIXTURES, '--input', '{}', '--json', '--no-store'], { CORRAL_STORE: join(dir, 'never.db') });
+    const none = await corral(['run', 'echo', '--tools', FIXTURES, '--input', '{}', '--json', '--no-store'], {
+      CORRAL_STORE: join(dir, 'never.db'),
+    });
     expect(JSON.parse(none.stdout).snapshot).toBeUndefined();
     expect(existsSync(join(dir, 'never.db'))).toBe(false);
     expect((await corral(['run', 'echo', '--store', STORE, '--no-store'])).code).toBe(2);
@@ -58,7 +60,8 @@ describe('corral run records snapshots', () => {
     expect(lines[0]).toMatch(/^ID\s+TIME \(UTC\)\s+TOOL\s+STATUS\s+ERROR\s+DURATION$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([missing, failed, ok]);
 
-    const json = async (...args: string[]) => JSON.parse((await corral(['snapshots', 'list', '--json', '--store', store, ...args])).stdout).map((e: { id: string }) => e.id);
+    const json = async (...args: string[]) =>
+      JSON.parse((await corral(['snapshots', 'list', '--json', '--store', store, ...args])).stdout).map((e: { id: string }) => e.id);
     expect(await json('--tool', 'echo')).toEqual([ok]);
     expect(await json('--error', 'E_UNEXPECTED_EXIT')).toEqual([failed]);
     expect(await json('--status', 'failed')).toEqual([missing, failed]);
@@ -70,14 +73,25 @@ describe('corral run records snapshots', () => {
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(new RegExp(`^execution ${failed}\\n  status +failed\\n  tool +exit-fail@1\\.0\\.0`));
     expect(show.stdout).toMatch(/error +E_UNEXPECTED_EXIT: exit-fail exited with code 1/);
-    expect(JSON.parse((await corral(['snapshots', 'show', ok, '--json', '--store', store])).stdout)).toMatchObject({ kind: 'execution', id: ok, input_json: '{"x":"listed"}' });
+    expect(JSON.parse((await corral(['snapshots', 'show', ok, '--json', '--store', store])).stdout)).toMatchObject({
+      kind: 'execution',
+      id: ok,
+      input_json: '{"x":"listed"}',
+    });
     const unknown = await corral(['snapshots', 'show', 'no-such-id', '--store', store]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No snapshot with id no-such-id/);
 
     const exported = await corral(['snapshots', 'export', '--store', store]);
-    const records = exported.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(records.map((r) => [r.kind, r.id])).toEqual([['execution', ok], ['execution', failed], ['execution', missing]]);
+    const records = exported.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(records.map((r) => [r.kind, r.id])).toEqual([
+      ['execution', ok],
+      ['execution', failed],
+      ['execution', missing],
+    ]);
   });
 
   it('links calls to a decision recorded through the API', async () => {
@@ -104,7 +118,10 @@ describe('corral run records snapshots', () => {
     expect(r.stdout).toMatch(/^Removed 2 executions and 0 decisions\.\nArchive: (.*\.jsonl)\n$/);
     const archive = /Archive: (.*)\n/.exec(r.stdout)![1]!;
     expect(archive.startsWith(join(dir, 'archive'))).toBe(true);
-    const archived = readFileSync(archive, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const archived = readFileSync(archive, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(archived.map((a) => a.id)).toEqual(ids.slice(0, 2));
     expect(archived[0]).toMatchObject({ kind: 'execution', status: 'ok', input_json: '{"i":0}' });
     const left = JSON.parse((await corral(['snapshots', 'list', '--json', '--store', store])).stdout);
@@ -129,7 +146,11 @@ describe('corral run records snapshots', () => {
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/^corral: /);
     }
-    for (const cmd of [['snapshots', '--help'], ['replay', '--help'], ['snapshots', 'list', '--help']]) {
+    for (const cmd of [
+      ['snapshots', '--help'],
+      ['replay', '--help'],
+      ['snapshots', 'list', '--help'],
+    ]) {
       expect((await corral(cmd)).code).toBe(0);
     }
   });
@@ -146,7 +167,15 @@ describe('corral replay', () => {
     expect(r.stdout).toMatch(/^replay of \S+ \(diff-summary@1\.0\.0\): identical\n/);
     expect(r.stdout).toMatch(/stdout sha256 +[0-9a-f]{16} \(same\)/);
 
-    const s = await corral(['replay', stats.envelope.snapshot!.id, '--mount', `${join(ROOT, 'test/fixtures/tools/echo')}:/workspace:ro`, '--json', '--store', STORE]);
+    const s = await corral([
+      'replay',
+      stats.envelope.snapshot!.id,
+      '--mount',
+      `${join(ROOT, 'test/fixtures/tools/echo')}:/workspace:ro`,
+      '--json',
+      '--store',
+      STORE,
+    ]);
     expect(s.code, s.stderr).toBe(0);
     expect(JSON.parse(s.stdout)).toMatchObject({ tool: 'file-stats', identical: true, artifact_changed: false, differences: [] });
   });
@@ -164,8 +193,15 @@ describe('corral replay', () => {
     expect(r.stdout).toMatch(/^replay of \S+ \(echo@1\.0\.0\): DIFFERENT\n/);
     expect(r.stdout).toMatch(/wasm sha256 +recorded [0-9a-f]{16}, now [0-9a-f]{16}/);
     expect(r.stdout).toContain('The tool artifact changed since the recording');
-    const json = JSON.parse((await corral(['replay', recorded.envelope.snapshot!.id, '--tools', tools, '--json', '--store', STORE])).stdout);
-    expect(json).toMatchObject({ identical: false, artifact_changed: true, recorded: { exit_code: 0 }, replayed: { exit_code: 1, error_code: 'E_UNEXPECTED_EXIT' } });
+    const json = JSON.parse(
+      (await corral(['replay', recorded.envelope.snapshot!.id, '--tools', tools, '--json', '--store', STORE])).stdout,
+    );
+    expect(json).toMatchObject({
+      identical: false,
+      artifact_changed: true,
+      recorded: { exit_code: 0 },
+      replayed: { exit_code: 1, error_code: 'E_UNEXPECTED_EXIT' },
+    });
     expect(json.differences).toEqual(expect.arrayContaining(['wasm_sha256', 'stdout_sha256', 'exit_code', 'error_code']));
   });
 

@@ -80,7 +80,13 @@ class Checker {
       for (const { id, seq } of acks) {
         const e = await store.getExecution(id);
         const input = JSON.stringify({ seq, pad: 'x'.repeat((seq % 7) * 150) });
-        expect(e, `acknowledged ${id} after kill ${this.kills}`).toMatchObject({ status: 'ok', tool: 'echo', input_json: input, stdout_head: input, exit_code: 0 });
+        expect(e, `acknowledged ${id} after kill ${this.kills}`).toMatchObject({
+          status: 'ok',
+          tool: 'echo',
+          input_json: input,
+          stdout_head: input,
+          exit_code: 0,
+        });
       }
       const all = await store.listExecutions();
       const fresh = all.filter((e) => !this.seen.has(e.id));

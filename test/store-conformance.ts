@@ -117,7 +117,14 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       const ok = intent();
       const okOutcome = outcome({ stdout_head: 'é'.repeat(512), stdout_tail: '…\u0000', stderr_head: 'warn\n', stderr_tail: 'warn\n' });
       const bad = intent({ version: null, wasm_sha256: null, input_sha256: null, tool: 'nope' });
-      const badOutcome = outcome({ exit_code: null, error_code: 'E_TOOL_NOT_FOUND', error_message: 'No tool named nope', stdout_sha256: null, peak_memory_bytes: null, duration_ms: 0 });
+      const badOutcome = outcome({
+        exit_code: null,
+        error_code: 'E_TOOL_NOT_FOUND',
+        error_message: 'No tool named nope',
+        stdout_sha256: null,
+        peak_memory_bytes: null,
+        duration_ms: 0,
+      });
       await store.beginExecution(ok);
       await store.finishExecution(ok.id, okOutcome);
       await store.beginExecution(bad);
@@ -155,10 +162,12 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
     it('keeps every write of many concurrent calls', async () => {
       const { store } = await open();
       const intents = Array.from({ length: 200 }, (_, n) => intent({ intent_ns: at(n) }));
-      await Promise.all(intents.map(async (i, n) => {
-        await store.beginExecution(i);
-        if (n % 3 !== 0) await store.finishExecution(i.id, outcome({ exit_code: n }));
-      }));
+      await Promise.all(
+        intents.map(async (i, n) => {
+          await store.beginExecution(i);
+          if (n % 3 !== 0) await store.finishExecution(i.id, outcome({ exit_code: n }));
+        }),
+      );
       const all = await store.listExecutions();
       expect(all).toHaveLength(200);
       expect(all.filter((e) => e.status === 'interrupted')).toHaveLength(67);
@@ -203,7 +212,10 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       await store.finishExecution(intents[0]!.id, outcome());
       const records = await collect(store.export());
       expect(records.map((r) => r.kind)).toEqual([...decisions.map(() => 'decision'), ...intents.map(() => 'execution')]);
-      expect(records.slice(0, 2)).toEqual([{ kind: 'decision', ...decisions[1] }, { kind: 'decision', ...decisions[0] }]);
+      expect(records.slice(0, 2)).toEqual([
+        { kind: 'decision', ...decisions[1] },
+        { kind: 'decision', ...decisions[0] },
+      ]);
       const executions = records.slice(2);
       expect(executions.map((r) => r.id)).toEqual([...intents].reverse().map((i) => i.id));
       expect(executions.at(-1)).toEqual({ kind: 'execution', ...intents[0], ...outcome(), status: 'ok' });
@@ -231,7 +243,11 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         },
       });
       expect(removed).toEqual(archived);
-      expect(removed.map((r) => `${r.kind}:${r.id}`)).toEqual([`decision:${oldDecision.id}`, `execution:${old1.id}`, `execution:${old2.id}`]);
+      expect(removed.map((r) => `${r.kind}:${r.id}`)).toEqual([
+        `decision:${oldDecision.id}`,
+        `execution:${old1.id}`,
+        `execution:${old2.id}`,
+      ]);
       expect(removed[1]).toMatchObject({ status: 'ok', exit_code: 0 });
       expect(await store.getExecution(old1.id)).toBeNull();
       expect(await store.getExecution(old2.id)).toBeNull();
@@ -239,7 +255,14 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       expect(await store.getDecision(oldLinked.id)).not.toBeNull(); // kept.decision_id points to it
       expect(await store.getDecision(newDecision.id)).not.toBeNull();
       expect((await store.listExecutions()).map((e) => e.id)).toEqual([kept.id]);
-      expect(await store.prune({ olderThan: at(10), archive: () => { throw new Error('not called for nothing'); } })).toEqual([]);
+      expect(
+        await store.prune({
+          olderThan: at(10),
+          archive: () => {
+            throw new Error('not called for nothing');
+          },
+        }),
+      ).toEqual([]);
     });
 
     it('prunes to the newest N', async () => {
@@ -251,7 +274,12 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       const removed = await store.prune({ keep: 3 });
       expect(removed.filter((r) => r.kind === 'execution').map((r) => r.id)).toEqual(intents.slice(0, 7).map((i) => i.id));
       expect(removed.filter((r) => r.kind === 'decision').map((r) => r.id)).toEqual([decisions[0]!.id]);
-      expect((await store.listExecutions()).map((e) => e.id)).toEqual(intents.slice(7).reverse().map((i) => i.id));
+      expect((await store.listExecutions()).map((e) => e.id)).toEqual(
+        intents
+          .slice(7)
+          .reverse()
+          .map((i) => i.id),
+      );
       expect(await store.prune({ keep: 0 })).toHaveLength(6);
       expect(await collect(store.export())).toEqual([]);
     });

@@ -32,7 +32,10 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202
 /** Fails with the offending character and where it is, not just "true". */
 function expectNoControls(text: string, what: string): void {
   const m = CONTROL.exec(text);
-  expect(m && `U+${m[0].codePointAt(0)!.toString(16).padStart(4, '0')} at ${m.index} in ${what}: ${JSON.stringify(text.slice(Math.max(0, m.index - 40), m.index + 40))}`).toBeNull();
+  expect(
+    m &&
+      `U+${m[0].codePointAt(0)!.toString(16).padStart(4, '0')} at ${m.index} in ${what}: ${JSON.stringify(text.slice(Math.max(0, m.index - 40), m.index + 40))}`,
+  ).toBeNull();
 }
 
 /** What the fixture puts in its error message, as JSON would spell it. */
@@ -56,7 +59,9 @@ describe('terminal escapes from tools are shown escaped', () => {
     const raw = await corral(['run', 'terminal-escapes', '--tools', FIXTURES, '--input', '{"mode":"raw-stdout"}', '--no-store']);
     expect(raw.code).toBe(1);
     expectNoControls(raw.stderr, 'stderr');
-    expect(raw.stderr).toMatch(/^corral: terminal-escapes printed output that is not JSON: \\u001b\]0;owned-title\\u0007.*\\u000d.*\\u000a \(E_UNEXPECTED_EXIT\)\n$/);
+    expect(raw.stderr).toMatch(
+      /^corral: terminal-escapes printed output that is not JSON: \\u001b\]0;owned-title\\u0007.*\\u000d.*\\u000a \(E_UNEXPECTED_EXIT\)\n$/,
+    );
   });
 
   it('corral run --json: JSON with every control escaped and the values unchanged', async () => {
@@ -105,7 +110,12 @@ describe('terminal escapes from tools are shown escaped', () => {
     expectNoControls(listed.stdout, 'snapshots list --json');
     const exported = await corral(['snapshots', 'export', '--store', store]);
     expectNoControls(exported.stdout, 'snapshots export');
-    expect(exported.stdout.trim().split('\n').map((l) => JSON.parse(l).id)).toHaveLength(4);
+    expect(
+      exported.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).id),
+    ).toHaveLength(4);
   });
 
   it('corral replay shows differing stdout escaped', async () => {
@@ -125,7 +135,13 @@ describe('terminal escapes from tools are shown escaped', () => {
     const folder = join(dir, 'spec-tools', 'shady');
     mkdirSync(folder, { recursive: true });
     copyFileSync(join(FIXTURES, 'echo/echo.wasm'), join(folder, 'shady.wasm'));
-    const spec = { name: 'shady', version: '1.0.0', description: 'Harmless\u001b]0;owned\u0007\u001b[2J\u202e', component: 'shady.wasm', input_schema: { type: 'object' } };
+    const spec = {
+      name: 'shady',
+      version: '1.0.0',
+      description: 'Harmless\u001b]0;owned\u0007\u001b[2J\u202e',
+      component: 'shady.wasm',
+      input_schema: { type: 'object' },
+    };
     writeFileSync(join(folder, 'tool-spec.json'), JSON.stringify(spec));
     const tools = await corral(['tools', '--tools', join(dir, 'spec-tools')]);
     expect(tools.code, tools.stderr).toBe(0);

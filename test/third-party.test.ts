@@ -71,9 +71,14 @@ describe('a third-party WASI program under corral exec (Yosys from @yowasp/yosys
   it('synthesises a counter from a mounted folder: four flip-flops', async () => {
     const run = await corralExec([
       YOSYS,
-      '--dir', `${join(dir, 'share')}::/share:ro`,
-      '--dir', `${join(dir, 'work')}::/work`,
-      '--', '-q', '-p', 'read_verilog /work/counter.v; synth -top counter -noabc; tee -q -o /work/stat.txt stat; write_json /work/counter.json',
+      '--dir',
+      `${join(dir, 'share')}::/share:ro`,
+      '--dir',
+      `${join(dir, 'work')}::/work`,
+      '--',
+      '-q',
+      '-p',
+      'read_verilog /work/counter.v; synth -top counter -noabc; tee -q -o /work/stat.txt stat; write_json /work/counter.json',
     ]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);

@@ -20,7 +20,10 @@ const REPO = fileURLToPath(new URL('../', import.meta.url));
 const APP = join(REPO, 'apps/web');
 const RESULTS = fileURLToPath(new URL('../test-results/', import.meta.url));
 // Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
-const chromiumConfig = JSON.parse(readFileSync(new URL('../chromium.json', import.meta.url), 'utf8')) as { executablePath: string; args: string[] };
+const chromiumConfig = JSON.parse(readFileSync(new URL('../chromium.json', import.meta.url), 'utf8')) as {
+  executablePath: string;
+  args: string[];
+};
 const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
 const CHROMIUM_FLAGS = chromiumConfig.args;
 
@@ -52,7 +55,9 @@ const BEFORE: Tree = {
   'notes/été.txt': 'bonjour\n',
 };
 const AFTER: Tree = {
-  'src/server.ts': base.replace('const line 3\n', 'const line three\n').replace('const line 40\n', 'const line 40\nconst extra = 1;\nconst more = 2;\n') + 'export {};\n',
+  'src/server.ts':
+    base.replace('const line 3\n', 'const line three\n').replace('const line 40\n', 'const line 40\nconst extra = 1;\nconst more = 2;\n') +
+    'export {};\n',
   'src/new-name.ts': lines(30, 'export const x').replace('export const x 29\n', 'export const x twenty-nine\n'),
   'docs/guide.md': '# Guide\n\nRun it with `npm start`.\n\n## Offline\n\nIt works offline.\n',
   'assets/logo.png': binary(2),
@@ -114,7 +119,13 @@ async function buildApp(outDir: string, mode: 'production' | 'test'): Promise<vo
   const nodeEnv = process.env.NODE_ENV;
   process.env.NODE_ENV = 'production';
   try {
-    await build({ root: APP, configFile: join(APP, 'vite.config.ts'), mode, logLevel: 'error', build: { outDir, emptyOutDir: true, sourcemap: false } });
+    await build({
+      root: APP,
+      configFile: join(APP, 'vite.config.ts'),
+      mode,
+      logLevel: 'error',
+      build: { outDir, emptyOutDir: true, sourcemap: false },
+    });
   } finally {
     process.env.NODE_ENV = nodeEnv;
   }
@@ -150,7 +161,11 @@ describe('apps/web: what the production build ships', () => {
 const tiles = (page: Page) => page.$$eval('.tiles .tile b', (bs) => bs.map((b) => b.textContent));
 /** The app is ready to summarize and has nothing left in flight (history drawn, service worker registered). */
 const ready = (page: Page) =>
-  page.waitForFunction(() => (globalThis as unknown as { corralApp?: { idle(): Promise<void> } }).corralApp?.idle().then(() => true), null, { timeout: 90_000 });
+  page.waitForFunction(
+    () => (globalThis as unknown as { corralApp?: { idle(): Promise<void> } }).corralApp?.idle().then(() => true),
+    null,
+    { timeout: 90_000 },
+  );
 
 describe('apps/web: the offline diff summarizer on its production build', () => {
   let scratch: string;
@@ -241,13 +256,21 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
 
     const rows = await tableRows(page);
     expect(rows.map((r) => r.path).sort()).toEqual(git.nameStatus.map((n) => n.path).sort());
-    for (const want of expectedRows(git)) expect(rows.find((r) => r.path === want.path), want.path).toEqual(want);
+    for (const want of expectedRows(git))
+      expect(
+        rows.find((r) => r.path === want.path),
+        want.path,
+      ).toEqual(want);
     const renamed = await page.locator('tr[data-path="src/new-name.ts"] .old-path').textContent();
     expect(renamed).toContain('src/old-name.ts');
 
     const sum = (k: 'additions' | 'deletions') => git.numstat.reduce((s, n) => s + (n.binary ? 0 : (n[k] ?? 0)), 0);
     const [files, additions, deletions] = await tiles(page);
-    expect({ files, additions, deletions }).toEqual({ files: String(git.nameStatus.length), additions: `+${sum('additions')}`, deletions: `−${sum('deletions')}` });
+    expect({ files, additions, deletions }).toEqual({
+      files: String(git.nameStatus.length),
+      additions: `+${sum('additions')}`,
+      deletions: `−${sum('deletions')}`,
+    });
     expect(await page.textContent('#summary-text')).toMatch(new RegExp(`^${git.nameStatus.length} files changed: `));
     // The chart draws the largest changes.
     expect(await page.locator('.chart .chart-row').count()).toBeGreaterThan(0);
@@ -281,7 +304,11 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
 
     await entry.first().click();
     await page.waitForSelector('#files-table');
-    for (const want of expectedRows(git)) expect((await tableRows(page)).find((r) => r.path === want.path), want.path).toEqual(want);
+    for (const want of expectedRows(git))
+      expect(
+        (await tableRows(page)).find((r) => r.path === want.path),
+        want.path,
+      ).toEqual(want);
     expect(await page.inputValue('#diff-input')).toBe(git.diff);
 
     mkdirSync(RESULTS, { recursive: true });
@@ -295,11 +322,19 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     await page.waitForSelector('#adv-register');
     // A bad contract is refused with every problem listed.
     await page.setInputFiles('#adv-wasm', join(stats, 'file-stats.wasm'));
-    await page.setInputFiles('#adv-spec', { name: 'tool-spec.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify({ ...spec, name: 'Bad Name', version: 'one' })) });
+    await page.setInputFiles('#adv-spec', {
+      name: 'tool-spec.json',
+      mimeType: 'application/json',
+      buffer: Buffer.from(JSON.stringify({ ...spec, name: 'Bad Name', version: 'one' })),
+    });
     await page.click('#adv-register');
     expect(await page.textContent('#adv-load-message')).toMatch(/^E_REGISTRATION: .*2 problems: \/name: .*\/version: /);
     // A good one is registered (and, being a new component, transpiled offline on its first run).
-    await page.setInputFiles('#adv-spec', { name: 'tool-spec.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify({ ...spec, name: 'my-stats' })) });
+    await page.setInputFiles('#adv-spec', {
+      name: 'tool-spec.json',
+      mimeType: 'application/json',
+      buffer: Buffer.from(JSON.stringify({ ...spec, name: 'my-stats' })),
+    });
     await page.click('#adv-register');
     expect(await page.textContent('#adv-load-message')).toBe('Loaded my-stats 1.0.0.');
     expect(await page.inputValue('#adv-tool')).toBe('my-stats@1.0.0');
@@ -308,8 +343,16 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     await page.waitForSelector('#advanced small:text-matches("src/ · 3 files")');
     await page.click('#adv-run-button');
     await page.waitForSelector('#adv-envelope', { timeout: 60_000 });
-    const envelope = JSON.parse((await page.textContent('#adv-envelope'))!) as { ok: boolean; tool: string; output: { totals: { files: number; lines: number } } };
+    const envelope = JSON.parse((await page.textContent('#adv-envelope'))!) as {
+      ok: boolean;
+      tool: string;
+      output: { totals: { files: number; lines: number } };
+    };
     const lineCount = readdirSync(folder).reduce((n, f) => n + readFileSync(join(folder, f), 'utf8').split('\n').length - 1, 0);
-    expect(envelope).toMatchObject({ ok: true, tool: 'my-stats', output: { totals: { files: readdirSync(folder).length, lines: lineCount } } });
+    expect(envelope).toMatchObject({
+      ok: true,
+      tool: 'my-stats',
+      output: { totals: { files: readdirSync(folder).length, lines: lineCount } },
+    });
   }, 120_000);
 });

@@ -68,13 +68,21 @@ function jsSays(diff: string, language: 'en' | 'zh'): unknown {
 
 describe('js-diff (the benchmark baseline) answers exactly as the diff-summary tool', () => {
   const git = diffTrees(before, after);
-  const copies = diffTrees({ 'src/a.ts': lines(30, 'a') }, { 'src/a.ts': lines(30, 'a'), 'src/b.ts': lines(30, 'a') + 'more\n' }, { args: ['-C', '--find-copies-harder'] });
+  const copies = diffTrees(
+    { 'src/a.ts': lines(30, 'a') },
+    { 'src/a.ts': lines(30, 'a'), 'src/b.ts': lines(30, 'a') + 'more\n' },
+    { args: ['-C', '--find-copies-harder'] },
+  );
   const binaryPatch = diffTrees({ 'x.bin': blob(3) }, { 'x.bin': blob(4) }, { patchArgs: ['--binary'] });
   const cases: Record<string, string> = {
     'real git diff: renames, binary, deletions, modes, type change, CRLF, quoted and spaced names': git.diff,
     'git diff -C: copies': copies.diff,
     'git diff --binary': binaryPatch.diff,
-    'the bundled example': (JSON.parse(readFileSync(new URL('../wasm-tools/diff-summary/examples/example.diff.json', import.meta.url), 'utf8')) as { diff: string }).diff,
+    'the bundled example': (
+      JSON.parse(readFileSync(new URL('../wasm-tools/diff-summary/examples/example.diff.json', import.meta.url), 'utf8')) as {
+        diff: string;
+      }
+    ).diff,
     'the benchmark diff, 100 KB': syntheticDiff(100 * 1024),
     'plain diff -u': '--- old.txt\t2024-01-01 00:00:00\n+++ new.txt\t2024-01-02 00:00:00\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n',
     'empty: no changes': '  \n',
@@ -125,7 +133,11 @@ describe('schema-form', () => {
       },
     })!;
     expect(fields.map((f) => f.kind)).toEqual(['integer', 'number', 'boolean', 'boolean', 'json', 'json']);
-    expect(inputFromValues(fields, { n: '3', ratio: '', dry: false, strict: false, tags: '["a","b"]', opts: '' })).toEqual({ n: 3, strict: false, tags: ['a', 'b'] });
+    expect(inputFromValues(fields, { n: '3', ratio: '', dry: false, strict: false, tags: '["a","b"]', opts: '' })).toEqual({
+      n: 3,
+      strict: false,
+      tags: ['a', 'b'],
+    });
     expect(() => inputFromValues(fields, { n: '', tags: '[]' })).toThrow(FormError);
     expect(() => inputFromValues(fields, { n: '1', tags: '[oops' })).toThrow(expect.objectContaining({ field: 'tags' }));
   });
@@ -184,13 +196,23 @@ describe('history entries from execution snapshots', () => {
 
   it("keeps a failed call's own message", () => {
     const e = entryFromSnapshot(
-      snapshot({ status: 'failed', exit_code: 1, error_code: 'E_UNEXPECTED_EXIT', error_message: 'diff-summary exited with code 1: x', stdout_head: '{"error":{"message":"the input is not a unified diff"}}\n' }),
+      snapshot({
+        status: 'failed',
+        exit_code: 1,
+        error_code: 'E_UNEXPECTED_EXIT',
+        error_message: 'diff-summary exited with code 1: x',
+        stdout_head: '{"error":{"message":"the input is not a unified diff"}}\n',
+      }),
     );
     expect(e.error).toBe('the input is not a unified diff');
   });
 
   it('shows each distinct input once, newest first', () => {
-    const list = historyEntries([snapshot({ id: 'new' }), snapshot({ id: 'old' }), snapshot({ id: 'other', input_sha256: 'c'.repeat(64) })]);
+    const list = historyEntries([
+      snapshot({ id: 'new' }),
+      snapshot({ id: 'old' }),
+      snapshot({ id: 'other', input_sha256: 'c'.repeat(64) }),
+    ]);
     expect(list.map((e) => e.id)).toEqual(['new', 'other']);
   });
 });

@@ -139,19 +139,20 @@ describe('file-stats on a read-only /workspace mount', () => {
 
   it('filters by a file-name pattern and by a relative-path pattern', async () => {
     const byName = await runTool('file-stats', { pattern: '*.md' }, { mounts: mount() });
-    expect(report(byName).files.map((f) => f.path)).toEqual([
-      '/workspace/README.md',
-      '/workspace/src/deep/nested/notes.md',
-    ]);
+    expect(report(byName).files.map((f) => f.path)).toEqual(['/workspace/README.md', '/workspace/src/deep/nested/notes.md']);
     const byPath = await runTool('file-stats', { pattern: 'src/*.ts' }, { mounts: mount() });
     expect(report(byPath).files.map((f) => f.path)).toEqual(['/workspace/src/main.ts', '/workspace/src/util.ts']);
     expect(report(byPath).totals.files).toBe(2);
   });
 
   it('works on an in-memory tree too', async () => {
-    const r = await runTool('file-stats', {}, {
-      mounts: [{ guest: '/workspace', access: 'read', tree: { 'x.txt': 'a b\nc\n', sub: { 'y.txt': 'd' } } }],
-    });
+    const r = await runTool(
+      'file-stats',
+      {},
+      {
+        mounts: [{ guest: '/workspace', access: 'read', tree: { 'x.txt': 'a b\nc\n', sub: { 'y.txt': 'd' } } }],
+      },
+    );
     expect(r.ok).toBe(true);
     expect(report(r).totals).toEqual({ files: 2, lines: 2, words: 4, bytes: 7 });
   });

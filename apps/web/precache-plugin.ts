@@ -44,11 +44,19 @@ export function precache(options: PrecacheOptions): Plugin {
           .filter((f) => f !== fileName && !f.endsWith('.map') && !f.startsWith('.vite/'))
           .sort();
         const hash = createHash('sha256');
-        for (const f of files) hash.update(f).update('\0').update(readFileSync(join(outDir, f))).update('\0');
+        for (const f of files)
+          hash
+            .update(f)
+            .update('\0')
+            .update(readFileSync(join(outDir, f)))
+            .update('\0');
         const manifest = { version: hash.digest('hex').slice(0, 16), files };
         const code = readFileSync(swPath, 'utf8');
         if (!PLACEHOLDER.test(code)) throw new Error(`corral-precache: ${swPath} has no __CORRAL_PRECACHE_MANIFEST__ placeholder to fill`);
-        writeFileSync(swPath, code.replace(PLACEHOLDER, () => JSON.stringify(JSON.stringify(manifest))));
+        writeFileSync(
+          swPath,
+          code.replace(PLACEHOLDER, () => JSON.stringify(JSON.stringify(manifest))),
+        );
         config.logger.info(`corral-precache: ${fileName} precaches ${files.length} files (version ${manifest.version})`);
       },
     },

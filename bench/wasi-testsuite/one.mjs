@@ -17,7 +17,9 @@ const args = [basename(test), ...(config.args ?? [])];
 const env = config.env ?? {};
 const bytes = new Uint8Array(readFileSync(test));
 const CLI = new URL('../../packages/node/bin/corral.js', import.meta.url).pathname;
-const ADAPTER = process.env.CORRAL_ADAPTER ?? new URL('../../node_modules/@bytecodealliance/jco/lib/wasi_snapshot_preview1.command.wasm', import.meta.url);
+const ADAPTER =
+  process.env.CORRAL_ADAPTER ??
+  new URL('../../node_modules/@bytecodealliance/jco/lib/wasi_snapshot_preview1.command.wasm', import.meta.url);
 
 let exit;
 let stdout = '';

@@ -27,13 +27,16 @@ const programs = [];
 for (const language of readdirSync(testsDir).sort()) {
   const dir = join(testsDir, language, 'testsuite', 'wasm32-wasip1');
   if (!existsSync(dir)) continue;
-  for (const file of readdirSync(dir).sort()) if (file.endsWith('.wasm')) programs.push({ name: `${language}/${file.slice(0, -5)}`, path: join(dir, file) });
+  for (const file of readdirSync(dir).sort())
+    if (file.endsWith('.wasm')) programs.push({ name: `${language}/${file.slice(0, -5)}`, path: join(dir, file) });
 }
 let passed = 0;
 for (const { name, path } of programs) {
   let outcome;
   try {
-    outcome = JSON.parse(execFileSync(process.execPath, ['--no-warnings', one, mode, path], { encoding: 'utf8', timeout: 20_000 }).trim().split('\n').at(-1));
+    outcome = JSON.parse(
+      execFileSync(process.execPath, ['--no-warnings', one, mode, path], { encoding: 'utf8', timeout: 20_000 }).trim().split('\n').at(-1),
+    );
   } catch (err) {
     outcome = { ok: false, exit: err.signal ? 'timeout' : 'crashed', stdout: '' };
   }

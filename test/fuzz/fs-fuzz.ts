@@ -31,8 +31,21 @@
 import fc from 'fast-check';
 import { Worker } from 'node:worker_threads';
 import {
-  closeSync, constants, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync,
-  rmSync, symlinkSync, unlinkSync, writeFileSync,
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve as resolvePath, sep } from 'node:path';
@@ -44,11 +57,43 @@ import { openHostDirectory, hostConfinement } from '@corral/node';
 
 /** wasi:filesystem `error-code` cases. */
 export const ERROR_CODES = new Set([
-  'access', 'would-block', 'already', 'bad-descriptor', 'busy', 'deadlock', 'quota', 'exist', 'file-too-large',
-  'illegal-byte-sequence', 'in-progress', 'interrupted', 'invalid', 'io', 'is-directory', 'loop', 'too-many-links',
-  'message-size', 'name-too-long', 'no-device', 'no-entry', 'no-lock', 'insufficient-memory', 'insufficient-space',
-  'not-directory', 'not-empty', 'not-recoverable', 'unsupported', 'no-tty', 'no-such-device', 'overflow', 'not-permitted',
-  'pipe', 'read-only', 'invalid-seek', 'text-file-busy', 'cross-device',
+  'access',
+  'would-block',
+  'already',
+  'bad-descriptor',
+  'busy',
+  'deadlock',
+  'quota',
+  'exist',
+  'file-too-large',
+  'illegal-byte-sequence',
+  'in-progress',
+  'interrupted',
+  'invalid',
+  'io',
+  'is-directory',
+  'loop',
+  'too-many-links',
+  'message-size',
+  'name-too-long',
+  'no-device',
+  'no-entry',
+  'no-lock',
+  'insufficient-memory',
+  'insufficient-space',
+  'not-directory',
+  'not-empty',
+  'not-recoverable',
+  'unsupported',
+  'no-tty',
+  'no-such-device',
+  'overflow',
+  'not-permitted',
+  'pipe',
+  'read-only',
+  'invalid-seek',
+  'text-file-busy',
+  'cross-device',
 ]);
 
 const ENTRY_BYTES = 512;
@@ -314,10 +359,46 @@ interface World {
 }
 
 const ALPHABET = [
-  '.', '..', 'file.txt', 'dir-a', 'dir-b', 'sub', 'deep.txt', 'packages', 'pkg', 'src', 'main.js', 'package.json', 'node_modules',
-  '@scope', '.bin', 'tool', 'x', 'y', '__proto__', 'constructor', 'out-abs', 'out-abs-file', 'out-rel', 'out-rel-file',
-  'out-dotdot', 'out-up2', 'out-abs-dotdot', 'in-abs', 'in-rel', 'in-file', 'loop-a', 'loop-b', 'self', 'dot', 'dangling', 'up', 'sib',
-  'l'.repeat(255), 'l'.repeat(256), 'é'.repeat(128),
+  '.',
+  '..',
+  'file.txt',
+  'dir-a',
+  'dir-b',
+  'sub',
+  'deep.txt',
+  'packages',
+  'pkg',
+  'src',
+  'main.js',
+  'package.json',
+  'node_modules',
+  '@scope',
+  '.bin',
+  'tool',
+  'x',
+  'y',
+  '__proto__',
+  'constructor',
+  'out-abs',
+  'out-abs-file',
+  'out-rel',
+  'out-rel-file',
+  'out-dotdot',
+  'out-up2',
+  'out-abs-dotdot',
+  'in-abs',
+  'in-rel',
+  'in-file',
+  'loop-a',
+  'loop-b',
+  'self',
+  'dot',
+  'dangling',
+  'up',
+  'sib',
+  'l'.repeat(255),
+  'l'.repeat(256),
+  'é'.repeat(128),
 ];
 
 function makeWorld(): World {
@@ -328,7 +409,11 @@ function makeWorld(): World {
   mkdirSync(mount);
   build(mount, mountTree(base));
   const world: World = {
-    base, mount, outside: join(base, 'outside'), ro: join(base, 'ro'), secret,
+    base,
+    mount,
+    outside: join(base, 'outside'),
+    ro: join(base, 'ro'),
+    secret,
     outsideSnapshot: new Map(),
     roSnapshot: new Map(),
     outsideInodes: new Set(),
@@ -395,15 +480,24 @@ export class Escape extends Error {}
 
 // --- operations ------------------------------------------------------------------------
 
-type Timestamp =
-  | { tag: 'now' }
-  | { tag: 'no-change' }
-  | { tag: 'timestamp'; val: { seconds: bigint; nanoseconds: number } };
+type Timestamp = { tag: 'now' } | { tag: 'no-change' } | { tag: 'timestamp'; val: { seconds: bigint; nanoseconds: number } };
 
 type Lie = unknown;
 
 export type Op =
-  | { op: 'open'; d: number; follow: boolean; path: string; create: boolean; directory: boolean; exclusive: boolean; truncate: boolean; read: boolean; write: boolean; mutate: boolean }
+  | {
+      op: 'open';
+      d: number;
+      follow: boolean;
+      path: string;
+      create: boolean;
+      directory: boolean;
+      exclusive: boolean;
+      truncate: boolean;
+      read: boolean;
+      write: boolean;
+      mutate: boolean;
+    }
   | { op: 'read'; d: number; length: bigint; offset: bigint }
   | { op: 'write'; d: number; data: string; offset: bigint }
   | { op: 'setSize'; d: number; size: bigint }
@@ -437,7 +531,17 @@ export interface Sequence {
 }
 
 // Argument kinds of the methods a lie is told to, and values that are not of that kind.
-type ArgKind = 'u64' | 'string' | 'bytes' | 'path-flags' | 'open-flags' | 'descriptor-flags' | 'timestamp' | 'descriptor' | 'advice' | 'stream';
+type ArgKind =
+  | 'u64'
+  | 'string'
+  | 'bytes'
+  | 'path-flags'
+  | 'open-flags'
+  | 'descriptor-flags'
+  | 'timestamp'
+  | 'descriptor'
+  | 'advice'
+  | 'stream';
 
 const FLAG_NAMES: Record<string, string[]> = {
   'path-flags': ['symlinkFollow'],
@@ -452,13 +556,88 @@ const NUMBERS: Lie[] = [0, 1, -1, -0, 1.5, NaN, Infinity, -Infinity, 2 ** 53, 2 
 const COMMON: Lie[] = [true, false, null, undefined, {}, [], '0', '4096', 'file.txt'];
 const LIES: Record<ArgKind, Lie[]> = {
   u64: [...NUMBERS, ...COMMON, -1n, 2n ** 64n, 2n ** 100n, -(2n ** 63n), [1n], { val: 1n }, new Uint8Array([1])],
-  string: [...NUMBERS, true, null, undefined, {}, ['file.txt'], 0n, 1n, new Uint8Array([102, 105]), { tag: 'file.txt' }, { $resource: 'descriptor' }],
-  bytes: [...NUMBERS, ...COMMON, 1n, [97, 98, 99], new Uint16Array([0x4141, 0x4242]), new Int8Array([1, 2]), new Uint8ClampedArray([1]), new Float64Array([1]), new ArrayBuffer(8), { length: 1e9 }, { 0: 97, length: 1 }],
-  'path-flags': ['symlinkFollow', 0, 1, 1n, true, null, undefined, NaN, { symlinkFollow: 1 }, { symlinkFollow: 'true' }, { symlinkFollow: null }, { symlinkFollow: 0n }, { symlinkFollow: {} }, [], {}, { read: 1 }],
-  'open-flags': ['create', 0, 1n, true, null, undefined, { create: 1 }, { directory: 'yes' }, { exclusive: null }, { truncate: 1n }, [], {}],
-  'descriptor-flags': ['read', 0, 1n, true, null, undefined, { read: 1 }, { write: 'true' }, { mutateDirectory: null }, { requestedWriteSync: 0n }, [], {}],
+  string: [
+    ...NUMBERS,
+    true,
+    null,
+    undefined,
+    {},
+    ['file.txt'],
+    0n,
+    1n,
+    new Uint8Array([102, 105]),
+    { tag: 'file.txt' },
+    { $resource: 'descriptor' },
+  ],
+  bytes: [
+    ...NUMBERS,
+    ...COMMON,
+    1n,
+    [97, 98, 99],
+    new Uint16Array([0x4141, 0x4242]),
+    new Int8Array([1, 2]),
+    new Uint8ClampedArray([1]),
+    new Float64Array([1]),
+    new ArrayBuffer(8),
+    { length: 1e9 },
+    { 0: 97, length: 1 },
+  ],
+  'path-flags': [
+    'symlinkFollow',
+    0,
+    1,
+    1n,
+    true,
+    null,
+    undefined,
+    NaN,
+    { symlinkFollow: 1 },
+    { symlinkFollow: 'true' },
+    { symlinkFollow: null },
+    { symlinkFollow: 0n },
+    { symlinkFollow: {} },
+    [],
+    {},
+    { read: 1 },
+  ],
+  'open-flags': [
+    'create',
+    0,
+    1n,
+    true,
+    null,
+    undefined,
+    { create: 1 },
+    { directory: 'yes' },
+    { exclusive: null },
+    { truncate: 1n },
+    [],
+    {},
+  ],
+  'descriptor-flags': [
+    'read',
+    0,
+    1n,
+    true,
+    null,
+    undefined,
+    { read: 1 },
+    { write: 'true' },
+    { mutateDirectory: null },
+    { requestedWriteSync: 0n },
+    [],
+    {},
+  ],
   timestamp: [
-    'now', 0, 1n, null, undefined, {}, { tag: 'bogus' }, { tag: 'timestamp' }, { tag: 'timestamp', val: null },
+    'now',
+    0,
+    1n,
+    null,
+    undefined,
+    {},
+    { tag: 'bogus' },
+    { tag: 'timestamp' },
+    { tag: 'timestamp', val: null },
     { tag: 'timestamp', val: { seconds: 5, nanoseconds: 0 } },
     { tag: 'timestamp', val: { seconds: -1n, nanoseconds: 0 } },
     { tag: 'timestamp', val: { seconds: 2n ** 64n, nanoseconds: 0 } },
@@ -468,21 +647,40 @@ const LIES: Record<ArgKind, Lie[]> = {
     { tag: 'timestamp', val: { seconds: 1n, nanoseconds: NaN } },
     { tag: 'timestamp', val: { seconds: 1n, nanoseconds: 1n } },
   ],
-  descriptor: ['file.txt', 0, 0n, null, undefined, {}, [], { $resource: 'input-stream' }, { $resource: 'output-stream' }, { $resource: 'directory-stream' }],
+  descriptor: [
+    'file.txt',
+    0,
+    0n,
+    null,
+    undefined,
+    {},
+    [],
+    { $resource: 'input-stream' },
+    { $resource: 'output-stream' },
+    { $resource: 'directory-stream' },
+  ],
   advice: ['NORMAL', 'bogus', '', 0, 1n, null, undefined, {}],
   stream: ['x', 0, null, undefined, {}, { $resource: 'descriptor' }, { $resource: 'output-stream' }, { $resource: 'directory-stream' }],
 };
 
 /** The methods a lie is told to: their argument kinds and well-typed arguments to start from. */
 const LIE_METHODS: Record<string, { on: 'descriptor' | 'output-stream' | 'input-stream'; args: ArgKind[]; base: unknown[] }> = {
-  openAt: { on: 'descriptor', args: ['path-flags', 'string', 'open-flags', 'descriptor-flags'], base: [{}, 'file.txt', {}, { read: true }] },
+  openAt: {
+    on: 'descriptor',
+    args: ['path-flags', 'string', 'open-flags', 'descriptor-flags'],
+    base: [{}, 'file.txt', {}, { read: true }],
+  },
   read: { on: 'descriptor', args: ['u64', 'u64'], base: [16n, 0n] },
   write: { on: 'descriptor', args: ['bytes', 'u64'], base: ['abc', 0n] },
   setSize: { on: 'descriptor', args: ['u64'], base: [4n] },
   statAt: { on: 'descriptor', args: ['path-flags', 'string'], base: [{}, 'file.txt'] },
   metadataHashAt: { on: 'descriptor', args: ['path-flags', 'string'], base: [{}, 'file.txt'] },
   setTimes: { on: 'descriptor', args: ['timestamp', 'timestamp'], base: [{ tag: 'now' }, { tag: 'no-change' }] },
-  setTimesAt: { on: 'descriptor', args: ['path-flags', 'string', 'timestamp', 'timestamp'], base: [{}, 'file.txt', { tag: 'now' }, { tag: 'no-change' }] },
+  setTimesAt: {
+    on: 'descriptor',
+    args: ['path-flags', 'string', 'timestamp', 'timestamp'],
+    base: [{}, 'file.txt', { tag: 'now' }, { tag: 'no-change' }],
+  },
   renameAt: { on: 'descriptor', args: ['string', 'descriptor', 'string'], base: ['x', 'self', 'y'] },
   linkAt: { on: 'descriptor', args: ['path-flags', 'string', 'descriptor', 'string'], base: [{}, 'file.txt', 'self', 'y'] },
   symlinkAt: { on: 'descriptor', args: ['string', 'string'], base: ['file.txt', 'y'] },
@@ -517,17 +715,75 @@ function mustRefuse(kind: ArgKind, value: unknown): boolean {
 // --- arbitraries ----------------------------------------------------------------------
 
 /** Names of the tree and a few new ones, far more often than the odd ones, so paths lead somewhere. */
-const COMMON_NAMES = ['file.txt', 'dir-a', 'dir-b', 'sub', 'deep.txt', 'packages', 'pkg', 'src', 'node_modules', '@scope', 'x', 'y', '.', '..'];
-const nameArb = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...COMMON_NAMES) }, { weight: 1, arbitrary: fc.constantFrom(...ALPHABET) });
+const COMMON_NAMES = [
+  'file.txt',
+  'dir-a',
+  'dir-b',
+  'sub',
+  'deep.txt',
+  'packages',
+  'pkg',
+  'src',
+  'node_modules',
+  '@scope',
+  'x',
+  'y',
+  '.',
+  '..',
+];
+const nameArb = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(...COMMON_NAMES) },
+  { weight: 1, arbitrary: fc.constantFrom(...ALPHABET) },
+);
 
 /** Paths of the tree (from the root, and from the folders a sub-descriptor holds), through its links too. */
 const KNOWN_PATHS = [
-  'file.txt', 'dir-a', 'dir-a/file.txt', 'dir-a/sub', 'dir-a/sub/deep.txt', 'dir-b', 'dir-b/file.txt', 'dir-b/sub', 'dir-b/sub/deep.txt',
-  'packages', 'packages/pkg', 'packages/pkg/package.json', 'packages/pkg/src', 'packages/pkg/src/main.js', 'node_modules/@scope',
-  'node_modules/@scope/pkg', 'node_modules/@scope/pkg/src/main.js', 'node_modules/@scope/abs/package.json', 'node_modules/.bin/tool',
-  'in-rel', 'in-rel/deep.txt', 'in-abs/file.txt', 'in-file', 'dir-a/sib/file.txt', 'dir-a/up/secret.txt', 'out-rel/secret.txt',
-  'out-abs/dir-a/file.txt', 'out-rel-file', 'out-abs-file', 'out-dotdot/outside', 'out-up2', 'loop-a', 'dot/dot/file.txt',
-  'sub', 'sub/deep.txt', 'deep.txt', 'src/main.js', 'main.js', 'package.json', 'x', 'y', 'x/y', '.', '..', '../file.txt', 'sub/..',
+  'file.txt',
+  'dir-a',
+  'dir-a/file.txt',
+  'dir-a/sub',
+  'dir-a/sub/deep.txt',
+  'dir-b',
+  'dir-b/file.txt',
+  'dir-b/sub',
+  'dir-b/sub/deep.txt',
+  'packages',
+  'packages/pkg',
+  'packages/pkg/package.json',
+  'packages/pkg/src',
+  'packages/pkg/src/main.js',
+  'node_modules/@scope',
+  'node_modules/@scope/pkg',
+  'node_modules/@scope/pkg/src/main.js',
+  'node_modules/@scope/abs/package.json',
+  'node_modules/.bin/tool',
+  'in-rel',
+  'in-rel/deep.txt',
+  'in-abs/file.txt',
+  'in-file',
+  'dir-a/sib/file.txt',
+  'dir-a/up/secret.txt',
+  'out-rel/secret.txt',
+  'out-abs/dir-a/file.txt',
+  'out-rel-file',
+  'out-abs-file',
+  'out-dotdot/outside',
+  'out-up2',
+  'loop-a',
+  'dot/dot/file.txt',
+  'sub',
+  'sub/deep.txt',
+  'deep.txt',
+  'src/main.js',
+  'main.js',
+  'package.json',
+  'x',
+  'y',
+  'x/y',
+  '.',
+  '..',
+  '../file.txt',
+  'sub/..',
   'dir/file.txt',
 ];
 
@@ -538,12 +794,19 @@ const pathArb = fc.oneof(
     weight: 4,
     arbitrary: fc
       .tuple(
-        fc.oneof({ weight: 6, arbitrary: fc.array(nameArb, { minLength: 1, maxLength: 1 }) }, { weight: 4, arbitrary: fc.array(nameArb, { minLength: 2, maxLength: 2 }) }, { weight: 2, arbitrary: fc.array(nameArb, { minLength: 3, maxLength: 4 }) }),
+        fc.oneof(
+          { weight: 6, arbitrary: fc.array(nameArb, { minLength: 1, maxLength: 1 }) },
+          { weight: 4, arbitrary: fc.array(nameArb, { minLength: 2, maxLength: 2 }) },
+          { weight: 2, arbitrary: fc.array(nameArb, { minLength: 3, maxLength: 4 }) },
+        ),
         fc.nat(7),
       )
       .map(([s, odd]) => `${odd === 6 ? './' : ''}${s.join('/')}${odd === 7 ? '/' : ''}`),
   },
-  { weight: 1, arbitrary: fc.constantFrom('', '/', '/etc/passwd', '//', 'a\0b', '../outside/secret.txt', 'dir-a//file.txt', 'x/'.repeat(2100)) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('', '/', '/etc/passwd', '//', 'a\0b', '../outside/secret.txt', 'dir-a//file.txt', 'x/'.repeat(2100)),
+  },
 );
 
 /** A symlink target the guest asks for. */
@@ -575,14 +838,22 @@ const timestampArb: fc.Arbitrary<Timestamp> = fc.oneof(
   fc.record({
     tag: fc.constant('timestamp' as const),
     val: fc.record({
-      seconds: fc.oneof(fc.bigInt({ min: 0n, max: 2_000_000_000n }), fc.constantFrom(0n, 1n << 33n, 1n << 53n, (1n << 63n) - 1n, (1n << 64n) - 1n)),
+      seconds: fc.oneof(
+        fc.bigInt({ min: 0n, max: 2_000_000_000n }),
+        fc.constantFrom(0n, 1n << 33n, 1n << 53n, (1n << 63n) - 1n, (1n << 64n) - 1n),
+      ),
       nanoseconds: fc.oneof(fc.integer({ min: 0, max: 999_999_999 }), fc.constantFrom(0, 999_999_999)),
     }),
   }),
 );
 
 /** Which descriptor (or stream), counted from the newest: 0 is the one opened last (or the read-write root). */
-const d = fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }, { weight: 1, arbitrary: fc.nat(40) });
+const d = fc.oneof(
+  { weight: 8, arbitrary: fc.constant(0) },
+  { weight: 2, arbitrary: fc.constant(1) },
+  { weight: 1, arbitrary: fc.constant(2) },
+  { weight: 1, arbitrary: fc.nat(40) },
+);
 
 const lieArb: fc.Arbitrary<Op> = fc.constantFrom(...Object.keys(LIE_METHODS)).chain((method) => {
   const spec = LIE_METHODS[method]!;
@@ -608,7 +879,18 @@ const openFlagsArb = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ create: T, directory: F, exclusive: F, truncate: F, read: T, write: T, mutate: F }) },
   { weight: 1, arbitrary: fc.constant({ create: T, directory: F, exclusive: T, truncate: F, read: F, write: T, mutate: F }) },
   { weight: 1, arbitrary: fc.constant({ create: F, directory: F, exclusive: F, truncate: T, read: F, write: T, mutate: F }) },
-  { weight: 3, arbitrary: fc.record({ create: fc.boolean(), directory: fc.boolean(), exclusive: fc.boolean(), truncate: fc.boolean(), read: fc.boolean(), write: fc.boolean(), mutate: fc.boolean() }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      create: fc.boolean(),
+      directory: fc.boolean(),
+      exclusive: fc.boolean(),
+      truncate: fc.boolean(),
+      read: fc.boolean(),
+      write: fc.boolean(),
+      mutate: fc.boolean(),
+    }),
+  },
 );
 const openArb: fc.Arbitrary<Op> = fc
   .record({ d, follow: fc.boolean(), path: pathArb, flags: openFlagsArb })
@@ -634,12 +916,32 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant('renameAt' as const), d, path: pathArb, d2: d, path2: pathArb }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('symlinkAt' as const), d, target: linkTargetArb, path: pathArb }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('readlinkAt' as const), d, path: pathArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('linkAt' as const), d, follow: fc.boolean(), path: pathArb, d2: d, path2: pathArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('setTimesAt' as const), d, follow: fc.boolean(), path: pathArb, atime: timestampArb, mtime: timestampArb }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant('linkAt' as const), d, follow: fc.boolean(), path: pathArb, d2: d, path2: pathArb }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('setTimesAt' as const),
+      d,
+      follow: fc.boolean(),
+      path: pathArb,
+      atime: timestampArb,
+      mtime: timestampArb,
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('setTimes' as const), d, atime: timestampArb, mtime: timestampArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('isSameObject' as const), d, d2: d }) },
   { weight: 3, arbitrary: lieArb },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('host-swap' as const), t: fc.nat(SYNC_TARGETS.length - 1), kind: fc.constantFrom('absolute' as const, 'relative' as const, 'away' as const) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('host-swap' as const),
+      t: fc.nat(SYNC_TARGETS.length - 1),
+      kind: fc.constantFrom('absolute' as const, 'relative' as const, 'away' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('host-restore' as const), t: fc.nat(SYNC_TARGETS.length - 1) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('host-hold' as const), f: fc.nat(HOLD_FILES.length - 1) }) },
 );
@@ -666,7 +968,15 @@ export interface Stats {
 }
 
 export function newStats(): Stats {
-  return { sequences: 0, guestOps: 0, outcomes: new Map(), byOp: new Map(), syncHostOps: 0, plantedLinkSequences: 0, plantedLinkExample: undefined };
+  return {
+    sequences: 0,
+    guestOps: 0,
+    outcomes: new Map(),
+    byOp: new Map(),
+    syncHostOps: 0,
+    plantedLinkSequences: 0,
+    plantedLinkExample: undefined,
+  };
 }
 
 const utf8 = new TextEncoder();
@@ -674,7 +984,11 @@ const DISPOSE: symbol = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('
 
 interface Streams {
   input: Array<{ blockingRead(n: unknown): Uint8Array; skip(n: unknown): bigint }>;
-  output: Array<{ blockingWriteAndFlush(b: unknown): void; blockingWriteZeroesAndFlush(n: unknown): void; splice(s: unknown, n: unknown): bigint }>;
+  output: Array<{
+    blockingWriteAndFlush(b: unknown): void;
+    blockingWriteZeroesAndFlush(n: unknown): void;
+    splice(s: unknown, n: unknown): bigint;
+  }>;
 }
 
 class Run {
@@ -749,19 +1063,22 @@ class Run {
 
   bytes(data: Uint8Array, where: string): void {
     for (let i = 0; i < data.length; i++) {
-      if (FORBIDDEN_BYTE[data[i]!]) this.fail(`${where}: read a byte from outside the mounts (${JSON.stringify(Buffer.from(data).toString('latin1').slice(0, 80))})`);
+      if (FORBIDDEN_BYTE[data[i]!])
+        this.fail(`${where}: read a byte from outside the mounts (${JSON.stringify(Buffer.from(data).toString('latin1').slice(0, 80))})`);
     }
   }
 
   hostPath(s: string, where: string): void {
-    if (s.includes(this.world.base) || s.includes('SECRET')) this.fail(`${where}: revealed a host path or the secret: ${JSON.stringify(s)}`);
+    if (s.includes(this.world.base) || s.includes('SECRET'))
+      this.fail(`${where}: revealed a host path or the secret: ${JSON.stringify(s)}`);
   }
 
   text(s: string, where: string): void {
     if (s.includes(this.world.base)) this.fail(`${where}: revealed a host path: ${JSON.stringify(s)}`);
     if (s.includes(this.world.secret) || s.includes('SECRET')) this.fail(`${where}: carries the secret: ${JSON.stringify(s)}`);
     if (s.startsWith('/')) this.fail(`${where}: an absolute path reached the guest: ${JSON.stringify(s)}`);
-    for (const part of s.split('/')) if (this.world.outsideOnly.has(part)) this.fail(`${where}: names ${JSON.stringify(part)}, found only outside: ${JSON.stringify(s)}`);
+    for (const part of s.split('/'))
+      if (this.world.outsideOnly.has(part)) this.fail(`${where}: names ${JSON.stringify(part)}, found only outside: ${JSON.stringify(s)}`);
   }
 
   name(n: string, where: string): void {
@@ -915,7 +1232,8 @@ class Run {
       return v;
     });
     const value = op.value;
-    args[op.arg] = typeof value === 'object' && value !== null && '$resource' in value ? this.resource((value as ResourceLie).$resource) : value;
+    args[op.arg] =
+      typeof value === 'object' && value !== null && '$resource' in value ? this.resource((value as ResourceLie).$resource) : value;
     let receiver: unknown;
     if (op.on === 'descriptor') receiver = this.desc(op.d);
     else if (op.on === 'input-stream') receiver = this.stream(this.streams.input, op.d) ?? this.resource('input-stream');
@@ -923,7 +1241,8 @@ class Run {
     if (!receiver) throw 'bad-descriptor';
     const method = (receiver as Record<string, (...a: unknown[]) => unknown>)[op.method]!;
     const result = method.apply(receiver, args);
-    if (mustRefuse(spec.args[op.arg]!, value)) this.fail(`${op.method} accepted ${fc.stringify(value)} as its ${spec.args[op.arg]} argument #${op.arg}`);
+    if (mustRefuse(spec.args[op.arg]!, value))
+      this.fail(`${op.method} accepted ${fc.stringify(value)} as its ${spec.args[op.arg]} argument #${op.arg}`);
     if (result && typeof result === 'object' && 'close' in result) (result as Descriptor).close();
   }
 
@@ -1076,7 +1395,8 @@ export function runSequence(ctx: FuzzContext, seq: Sequence): void {
         if (err instanceof Escape) throw new Escape(`op #${i} ${op.op}: ${err.message}`);
         const known = outcomeOf(err);
         if (known === undefined) throw new Escape(`op #${i} ${op.op} threw ${describeError(err)}, not a wasi:filesystem error code`);
-        if (known === 'guest-type-error' && op.op !== 'lie') throw new Escape(`op #${i} ${op.op}: a well-typed call was refused as ill-typed: ${describeError(err)}`);
+        if (known === 'guest-type-error' && op.op !== 'lie')
+          throw new Escape(`op #${i} ${op.op}: a well-typed call was refused as ill-typed: ${describeError(err)}`);
         if (err instanceof GuestTypeError) run.hostPath(err.message, 'GuestTypeError message');
         outcome = known;
       }
@@ -1181,7 +1501,10 @@ export interface FuzzReport {
 }
 
 /** A fresh world (base/{mount, outside, ro}) and a running host actor for `fn`, removed afterwards. */
-export async function withWorld<T>(fn: (ctx: FuzzContext) => T | Promise<T>, options: { strictLinks?: boolean; pace?: Pace } = {}): Promise<T> {
+export async function withWorld<T>(
+  fn: (ctx: FuzzContext) => T | Promise<T>,
+  options: { strictLinks?: boolean; pace?: Pace } = {},
+): Promise<T> {
   const world = makeWorld();
   const actor = new HostActor(world, options.pace ?? 'mixed');
   try {
@@ -1240,21 +1563,40 @@ function fuzzIn(ctx: FuzzContext, options: FuzzOptions): FuzzReport {
 export function formatReport(r: FuzzReport, verbose = false): string {
   const lines: string[] = [];
   const s = r.stats;
-  lines.push(`seed ${r.seed}; ${r.runs} sequences checked (${s.sequences} run, shrinking included) in ${(r.elapsedMs / 1000).toFixed(1)} s; host folders held by ${r.confinement}; host actor ${r.pace}`);
-  lines.push(`guest operations: ${s.guestOps}; host operations: ${r.actor.ops + s.syncHostOps} (actor thread ${r.actor.ops}: ${r.actor.swaps} rename/swap cycles, ${r.actor.links} outward symlinks, ${r.actor.holds} outside files held, ${r.actor.failed} failed; in sequences ${s.syncHostOps})`);
+  lines.push(
+    `seed ${r.seed}; ${r.runs} sequences checked (${s.sequences} run, shrinking included) in ${(r.elapsedMs / 1000).toFixed(1)} s; host folders held by ${r.confinement}; host actor ${r.pace}`,
+  );
+  lines.push(
+    `guest operations: ${s.guestOps}; host operations: ${r.actor.ops + s.syncHostOps} (actor thread ${r.actor.ops}: ${r.actor.swaps} rename/swap cycles, ${r.actor.links} outward symlinks, ${r.actor.holds} outside files held, ${r.actor.failed} failed; in sequences ${s.syncHostOps})`,
+  );
   const rows = [...s.outcomes].sort((a, b) => b[1] - a[1]);
   lines.push('guest outcomes:');
   for (const [k, n] of rows) lines.push(`  ${k.padEnd(24)} ${String(n).padStart(8)}`);
   const ops = [...s.byOp].filter(([k]) => !k.startsWith('lie:')).sort((a, b) => b[1].total - a[1].total);
-  const lies = [...s.byOp].filter(([k]) => k.startsWith('lie:')).reduce((n, [, v]) => ({ total: n.total + v.total, ok: n.ok + v.ok }), { total: 0, ok: 0 });
-  lines.push(`guest operations by kind (succeeded/ran): ${[...ops.map(([k, v]) => `${k} ${v.ok}/${v.total}`), `lies ${lies.ok}/${lies.total}`].join(', ')}`);
+  const lies = [...s.byOp]
+    .filter(([k]) => k.startsWith('lie:'))
+    .reduce((n, [, v]) => ({ total: n.total + v.total, ok: n.ok + v.ok }), { total: 0, ok: 0 });
+  lines.push(
+    `guest operations by kind (succeeded/ran): ${[...ops.map(([k, v]) => `${k} ${v.ok}/${v.total}`), `lies ${lies.ok}/${lies.total}`].join(', ')}`,
+  );
   if (verbose) {
-    for (const [k, v] of [...s.byOp].sort()) lines.push(`  ${k}: ${[...v.outcomes].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${o} ${n}`).join(', ')}`);
+    for (const [k, v] of [...s.byOp].sort())
+      lines.push(
+        `  ${k}: ${[...v.outcomes]
+          .sort((a, b) => b[1] - a[1])
+          .map(([o, n]) => `${o} ${n}`)
+          .join(', ')}`,
+      );
   }
-  lines.push(`sequences leaving a guest-made symlink that leads out of the mount for the host: ${s.plantedLinkSequences}${s.plantedLinkExample ? ` (e.g. ${s.plantedLinkExample})` : ''}`);
+  lines.push(
+    `sequences leaving a guest-made symlink that leads out of the mount for the host: ${s.plantedLinkSequences}${s.plantedLinkExample ? ` (e.g. ${s.plantedLinkExample})` : ''}`,
+  );
   if (r.failed) {
     lines.push('', 'COUNTEREXAMPLE', r.error ?? '', '', r.counterexample ?? '');
-    lines.push('', `replay: npm run fuzz -- --seed=${r.seed}${r.path ? ` --path=${r.path}` : ''}${r.pace !== 'mixed' ? ` --pace=${r.pace}` : ''}${r.strictLinks ? '' : ' --lenient-links'}`);
+    lines.push(
+      '',
+      `replay: npm run fuzz -- --seed=${r.seed}${r.path ? ` --path=${r.path}` : ''}${r.pace !== 'mixed' ? ` --pace=${r.pace}` : ''}${r.strictLinks ? '' : ' --lenient-links'}`,
+    );
   }
   return lines.join('\n');
 }

@@ -129,22 +129,22 @@ function hold() {
 }
 
 function main() {
-while (true) {
-  const state = Atomics.load(ctrl, 0);
-  if (state === STOP) break;
-  if (state === PAUSE) {
-    // Every cycle restores what it moved before the state is read again.
-    Atomics.store(ctrl, 1, 1);
-    Atomics.notify(ctrl, 1);
-    // Resuming clears the acknowledgement; waiting on it (not on the state) means a resume
-    // followed at once by the next pause is still seen, and acknowledged again.
-    while (Atomics.load(ctrl, 1) === 1 && Atomics.load(ctrl, 0) !== STOP) Atomics.wait(ctrl, 1, 1, 1000);
-    continue;
+  while (true) {
+    const state = Atomics.load(ctrl, 0);
+    if (state === STOP) break;
+    if (state === PAUSE) {
+      // Every cycle restores what it moved before the state is read again.
+      Atomics.store(ctrl, 1, 1);
+      Atomics.notify(ctrl, 1);
+      // Resuming clears the acknowledgement; waiting on it (not on the state) means a resume
+      // followed at once by the next pause is still seen, and acknowledged again.
+      while (Atomics.load(ctrl, 1) === 1 && Atomics.load(ctrl, 0) !== STOP) Atomics.wait(ctrl, 1, 1, 1000);
+      continue;
+    }
+    if (rand(3) === 0) hold();
+    else cycle(targets[rand(targets.length)]);
+    if (!frantic()) spin(rand(1500));
   }
-  if (rand(3) === 0) hold();
-  else cycle(targets[rand(targets.length)]);
-  if (!frantic()) spin(rand(1500));
-}
 }
 
 try {

@@ -15,13 +15,18 @@ import { formatReport, fuzzFilesystem } from './fs-fuzz.js';
 
 function option(name: string): string | undefined {
   const prefix = `--${name}=`;
-  return process.argv.slice(2).find((a) => a.startsWith(prefix))?.slice(prefix.length);
+  return process.argv
+    .slice(2)
+    .find((a) => a.startsWith(prefix))
+    ?.slice(prefix.length);
 }
 
 const known = ['--seed=', '--runs=', '--path=', '--lenient-links', '--pace=', '--every=', '--verbose'];
 for (const arg of process.argv.slice(2)) {
   if (!known.some((k) => arg === k || (k.endsWith('=') && arg.startsWith(k)))) {
-    console.error(`unknown argument ${arg}; use --seed=N --runs=M [--path=P] [--lenient-links] [--pace=calm|frantic|mixed] [--every=K] [--verbose]`);
+    console.error(
+      `unknown argument ${arg}; use --seed=N --runs=M [--path=P] [--lenient-links] [--pace=calm|frantic|mixed] [--every=K] [--verbose]`,
+    );
     process.exit(2);
   }
 }
@@ -52,7 +57,9 @@ const report = await fuzzFilesystem({
   progressEvery: every,
   onProgress: (stats, actor) => {
     const s = ((performance.now() - started) / 1000).toFixed(0);
-    console.log(`  ${String(stats.sequences).padStart(6)} sequences  ${String(stats.guestOps).padStart(8)} guest ops  ${String(actor.ops).padStart(9)} host-actor ops  ${s} s`);
+    console.log(
+      `  ${String(stats.sequences).padStart(6)} sequences  ${String(stats.guestOps).padStart(8)} guest ops  ${String(actor.ops).padStart(9)} host-actor ops  ${s} s`,
+    );
   },
 });
 console.log('');

@@ -11,11 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 /** File content, content plus an executable bit, or a symbolic link. */
-export type FileSpec =
-  | string
-  | Uint8Array
-  | { content: string | Uint8Array; executable?: boolean }
-  | { symlink: string };
+export type FileSpec = string | Uint8Array | { content: string | Uint8Array; executable?: boolean } | { symlink: string };
 /** Repository-relative path ('/'-separated) -> file. */
 export type Tree = Record<string, FileSpec>;
 

@@ -47,10 +47,17 @@ export interface ChildRun {
  */
 export function runInChild(
   calls: ChildCall[],
-  { toolDirs = [WAT_FIXTURES], corral = {}, nodeArgs = [], timeoutMs = 120_000 }: { toolDirs?: string[]; corral?: Record<string, unknown>; nodeArgs?: string[]; timeoutMs?: number } = {},
+  {
+    toolDirs = [WAT_FIXTURES],
+    corral = {},
+    nodeArgs = [],
+    timeoutMs = 120_000,
+  }: { toolDirs?: string[]; corral?: Record<string, unknown>; nodeArgs?: string[]; timeoutMs?: number } = {},
 ): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, CHILD, JSON.stringify({ toolDirs, corral, calls })], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeArgs, CHILD, JSON.stringify({ toolDirs, corral, calls })], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d));

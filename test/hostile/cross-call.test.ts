@@ -23,7 +23,12 @@ interface Report {
 
 let corral: Corral;
 beforeAll(async () => {
-  corral = await Corral.create({ toolDirs: [TOOLS, PREVIEW1], size: 1, store: false, cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))) });
+  corral = await Corral.create({
+    toolDirs: [TOOLS, PREVIEW1],
+    size: 1,
+    store: false,
+    cache: new ComponentCache(mkdtempSync(join(tmpdir(), 'corral-cache-'))),
+  });
 });
 afterAll(() => corral?.close());
 

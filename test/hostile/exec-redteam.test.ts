@@ -145,7 +145,7 @@ describe('corral.exec: options are read once, and what was checked is what runs'
     let envReads = 0;
     const env = {
       get A() {
-        return envReads++ === 0 ? 'x' : (() => 1) as unknown as string;
+        return envReads++ === 0 ? 'x' : ((() => 1) as unknown as string);
       },
     };
     const envResult = await corral.exec(wasm, { args: ['env'], env });

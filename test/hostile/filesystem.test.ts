@@ -10,7 +10,19 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Corral, ComponentCache } from '@corral/node';
@@ -103,6 +115,10 @@ describe.each(['fs-attack', 'p1-fs-attack'])('%s', (tool) => {
     expect(result.error).toBeNull();
     const [attempt] = (result.output as { attempts: Attempt[] }).attempts;
     expect(attempt).toMatchObject({ op: '/workspace/etc/passwd', ok: true });
-    expect(attempt!.detail).toBe(readFileSync('/etc/passwd', 'utf8').slice(0, 64).replace(/[^\x20-\x7e]/g, ''));
+    expect(attempt!.detail).toBe(
+      readFileSync('/etc/passwd', 'utf8')
+        .slice(0, 64)
+        .replace(/[^\x20-\x7e]/g, ''),
+    );
   });
 });

@@ -7,7 +7,18 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
@@ -41,7 +52,10 @@ it('this Linux machine holds host folders by fd', () => {
 
 it('the native file-times addon is built at install and loads in a worker thread, where tools run', async () => {
   expect(exactHostFileTimes()).toBe(true);
-  const worker = new Worker("import('@corral/node').then((m) => require('node:worker_threads').parentPort.postMessage(m.exactHostFileTimes()))", { eval: true });
+  const worker = new Worker(
+    "import('@corral/node').then((m) => require('node:worker_threads').parentPort.postMessage(m.exactHostFileTimes()))",
+    { eval: true },
+  );
   const answer = await new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject));
   await worker.terminate();
   expect(answer).toBe(true);
@@ -98,7 +112,7 @@ describe.each(['fd', 'path'] as Confinement[])('file times on a folder held by %
     expect(statSync(join(mount, 'dir', 'inside.txt'), { bigint: true }).mtimeNs).toBe(m);
   });
 
-  it('without the addon, Node\'s utimes still sets times to within a microsecond', () => {
+  it("without the addon, Node's utimes still sets times to within a microsecond", () => {
     const fallback = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, (p) =>
       openHostDirectory(p, confinement, { exactTimes: false }),
     );
@@ -129,7 +143,10 @@ describe.each(['fd', 'path'] as Confinement[])('held by %s', (confinement) => {
   it('follows links inside, refuses every way out, never blocks on a FIFO', () => {
     expect(read(root, 'in/inside.txt')).toBe('inside');
     for (const path of ['../outside/secret.txt', 'abs-out/secret.txt', 'rel-out/secret.txt', 'dir/../../outside/secret.txt']) {
-      expect(thrown(() => read(root, path)), path).toBe('not-permitted');
+      expect(
+        thrown(() => read(root, path)),
+        path,
+      ).toBe('not-permitted');
     }
     expect(thrown(() => read(root, 'fifo'))).toBe('not-permitted');
     expect(thrown(() => root.readlinkAt('abs-out'))).toBe('not-permitted');

@@ -68,7 +68,9 @@ describe('growable structures are capped', () => {
 describe("the sandbox worker's heap", () => {
   it('one-byte writes up to a 4 MiB output cap fit in a 64 MB worker heap: E_RESOURCE_EXHAUSTED (output), quickly', async () => {
     const result = only(
-      await runInChild([{ tool: 'p1-byte-flood', options: { outputLimitBytes: 4 * 2 ** 20 } }], { corral: { resourceLimits: { maxOldGenerationSizeMb: 64 } } }),
+      await runInChild([{ tool: 'p1-byte-flood', options: { outputLimitBytes: 4 * 2 ** 20 } }], {
+        corral: { resourceLimits: { maxOldGenerationSizeMb: 64 } },
+      }),
     );
     expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
     expect(result.error?.details.resource).toBe('output');
@@ -77,7 +79,10 @@ describe("the sandbox worker's heap", () => {
 
   it('a worker that reaches its heap limit is stopped: E_RESOURCE_EXHAUSTED (memory), and the host carries on', async () => {
     // 2 MB cannot even load the worker's code: every worker started dies of it.
-    const run = await runInChild([{ tool: 'echo' }, { tool: 'echo' }], { toolDirs: [TOOLS], corral: { resourceLimits: { maxOldGenerationSizeMb: 2 } } });
+    const run = await runInChild([{ tool: 'echo' }, { tool: 'echo' }], {
+      toolDirs: [TOOLS],
+      corral: { resourceLimits: { maxOldGenerationSizeMb: 2 } },
+    });
     expect(run.status).toBe(0);
     expect(run.results).toHaveLength(2);
     for (const result of run.results) {
@@ -115,7 +120,11 @@ describe('workers do not inherit the host process', () => {
       const result = await corral.invoke('echo', { from: 'eval' });
       console.log(JSON.stringify({ ok: result.ok, output: result.output, error: result.error }));
       await corral.close();`;
-    const child = spawnSync(process.execPath, ['--import', hook, '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const child = spawnSync(process.execPath, ['--import', hook, '--input-type=module', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(child.stderr).toBe('');
     expect(child.status).toBe(0);
     expect(JSON.parse(child.stdout)).toEqual({ ok: true, output: { from: 'eval' }, error: null });

@@ -40,7 +40,12 @@ function listing(dir: string): Record<string, string> {
 
 beforeAll(async () => {
   cacheDir = mkdtempSync(join(tmpdir(), 'corral-cache-'));
-  corral = await Corral.create({ toolDirs: [FIXTURES, NETWORK_FIXTURES, WAT_FIXTURES], size: 2, store: false, cache: new ComponentCache(cacheDir) });
+  corral = await Corral.create({
+    toolDirs: [FIXTURES, NETWORK_FIXTURES, WAT_FIXTURES],
+    size: 2,
+    store: false,
+    cache: new ComponentCache(cacheDir),
+  });
   await Promise.all([corral.invoke('echo', { warm: 1 }), corral.invoke('echo', { warm: 2 })]);
   rssAtStart = process.memoryUsage().rss;
 });
@@ -165,7 +170,9 @@ describe('hostile tools', () => {
 
   it('a transpiled component from the cache is checked again before it is compiled', async () => {
     expect((await corral.invoke('echo', { cached: true })).ok).toBe(true);
-    const sha256 = createHash('sha256').update(readFileSync(join(FIXTURES, 'echo', 'echo.wasm'))).digest('hex');
+    const sha256 = createHash('sha256')
+      .update(readFileSync(join(FIXTURES, 'echo', 'echo.wasm')))
+      .digest('hex');
     const entry = readdirSync(cacheDir).find((name) => name.startsWith(`${sha256}-`))!;
     const metaPath = join(cacheDir, entry, 'meta.json');
     const meta = JSON.parse(readFileSync(metaPath, 'utf8')) as { imports: string[] };

@@ -21,4 +21,3 @@ it('a huge input is refused before anything runs, with E_INPUT_VALIDATION', asyn
   expect(result.exit_code).toBeNull();
   expect(corral.executor.pool.workerCount).toBe(before);
 });
-

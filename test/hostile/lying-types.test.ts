@@ -43,7 +43,9 @@ describe('WIT that lies, and absurd lengths', () => {
   // A host that coerced the strings instead would get E_RESOURCE_EXHAUSTED
   // (disk) from the stream writes: this test pins refusal.
   it('descriptor.write(buffer: string, offset: string) is refused, and nothing is written beyond disk_mb (1 MB)', async () => {
-    const run = await runInChild([{ tool: 'lying-write', options: { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] } }]);
+    const run = await runInChild([
+      { tool: 'lying-write', options: { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] } },
+    ]);
     expect(run.status).toBe(0);
     const [result] = run.results;
     expect(result?.error?.code).toBe('E_UNEXPECTED_EXIT');
@@ -56,7 +58,9 @@ describe('WIT that lies, and absurd lengths', () => {
   // the length first (2 GiB per call; 2^64 - 1 cannot be allocated at all).
   it('descriptor.read(2^31 - 1) ×32 and read(2^64 - 1) on a 16 MiB file each return the file; host memory stays bounded', async () => {
     writeFileSync(join(workspace, 'big.bin'), randomBytes(16 * 2 ** 20));
-    const run = await runInChild([{ tool: 'huge-read', options: { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] } }]);
+    const run = await runInChild([
+      { tool: 'huge-read', options: { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] } },
+    ]);
     expect(run.status).toBe(0);
     const [result] = run.results;
     expect(result?.error).toBeNull();

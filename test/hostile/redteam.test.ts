@@ -5,7 +5,20 @@
  * folders. Each test failed before its fix.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, readlinkSync, realpathSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -318,7 +331,7 @@ describe('two calls of a tool on one folder at once', () => {
 describe('held folders', () => {
   // The times left unchanged were read with lstat of /proc/<pid>/fd/N, the
   // fd's magic link: setting a folder's mtime set its atime to about now.
-  it("set-times on a directory descriptor leaves the time it was not asked to change", () => {
+  it('set-times on a directory descriptor leaves the time it was not asked to change', () => {
     utimesSync(join(mount, 'dir'), 1000, 2000);
     const [root] = mountRw(mount);
     const dir = root!.openAt({}, 'dir', { directory: true }, { read: true, mutateDirectory: true });
@@ -359,8 +372,17 @@ describe('a host folder mounted at /', () => {
   it("a read-only / mount does not open the host process's memory, environment or maps; ordinary files still read", () => {
     call = callFilesystem([{ guest: '/', access: 'read', hostPath: '/' }], 1 << 20, openHostDirectory);
     const root = call.preopens[0]![0];
-    for (const path of ['proc/self/mem', 'proc/self/environ', 'proc/self/maps', `proc/${process.pid}/cmdline`, 'sys/kernel/uevent_seqnum']) {
-      expect(thrown(() => root.openAt({ symlinkFollow: true }, path, {}, { read: true })), path).toBe('not-permitted');
+    for (const path of [
+      'proc/self/mem',
+      'proc/self/environ',
+      'proc/self/maps',
+      `proc/${process.pid}/cmdline`,
+      'sys/kernel/uevent_seqnum',
+    ]) {
+      expect(
+        thrown(() => root.openAt({ symlinkFollow: true }, path, {}, { read: true })),
+        path,
+      ).toBe('not-permitted');
     }
     const passwd = root.openAt({ symlinkFollow: true }, 'etc/passwd', {}, { read: true });
     expect(new TextDecoder().decode(passwd.read(64n, 0n)[0])).toBe(readFileSync('/etc/passwd', 'utf8').slice(0, 64));

@@ -165,8 +165,17 @@ describe('a mount of / does not show what the host process has open', () => {
   it('readlink of /proc/self/cwd, exe and fd/N is refused; so is walking through them', () => {
     call = callFilesystem([{ guest: '/', access: 'read', hostPath: '/' }], 1 << 20, openHostDirectory);
     const root = call.preopens[0]![0];
-    for (const path of [`proc/${process.pid}/cwd`, `proc/${process.pid}/exe`, `proc/${process.pid}/fd/0`, 'proc/self', 'proc/thread-self']) {
-      expect(thrown(() => root.readlinkAt(path)), path).toBe('not-permitted');
+    for (const path of [
+      `proc/${process.pid}/cwd`,
+      `proc/${process.pid}/exe`,
+      `proc/${process.pid}/fd/0`,
+      'proc/self',
+      'proc/thread-self',
+    ]) {
+      expect(
+        thrown(() => root.readlinkAt(path)),
+        path,
+      ).toBe('not-permitted');
     }
     expect(thrown(() => root.statAt({ symlinkFollow: true }, 'proc/self/cwd'))).toBe('not-permitted');
     // Ordinary links still read.

@@ -62,4 +62,3 @@ export function expectedExit(testCase, host) {
   const code = testCase.exit ?? 0;
   return (host.startsWith('comp/') || host.startsWith('jco')) && code !== 0 ? 1 : code;
 }
-

@@ -22,8 +22,7 @@ const NODE_WRONG: Record<string, string> = {
   readdir_dots: 'fd_readdir lists neither "." nor ".."; its d_ino is not the ino filestat reports',
   trailing_slash: 'opens "file.txt/." (a file is not a directory: ENOTDIR)',
   open_flags: 'fd_fdstat_get reports APPEND on every file and never SYNC or DSYNC',
-  nanotimes:
-    'stores whole seconds only, and path_filestat_set_times with MTIM_NOW never returns (the run is killed)',
+  nanotimes: 'stores whole seconds only, and path_filestat_set_times with MTIM_NOW never returns (the run is killed)',
   symlinks:
     'follows the last link without lookupflags::symlink_follow (O_NOFOLLOW), and path_readlink fails instead of truncating into a short buffer',
   poll: 'poll_oneoff on an absolute monotonic clock never returns (the run is killed)',
@@ -72,10 +71,10 @@ describe.each(CASES)('$id: $title', (testCase) => {
       // Compared with the reference's output where the reference is right,
       // with the specification's where it is not.
       const want = nodeWrong ? spec() : reference.stdout;
-      expect(
-        { exit: got.exit, stdout: got.stdout },
-        `stderr:\n${got.stderr}\n${got.note ?? ''}`,
-      ).toEqual({ exit: expectedExit(testCase, host), stdout: want });
+      expect({ exit: got.exit, stdout: got.stdout }, `stderr:\n${got.stderr}\n${got.note ?? ''}`).toEqual({
+        exit: expectedExit(testCase, host),
+        stdout: want,
+      });
     });
   }
 });

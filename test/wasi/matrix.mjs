@@ -104,11 +104,12 @@ async function runNode(testCase, args, env, stdin, folder) {
     let exit;
     try {
       const program = new URL(`${testCase.program ?? testCase.id}.wasm`, PROGRAMS).pathname;
-      const child = spawn(
-        process.execPath,
-        ['--no-warnings', new URL('node-wasi.mjs', HERE).pathname, program, GUEST, folder, ...args],
-        { stdio: fds, env: { CORRAL_CONFORMANCE_ENV: JSON.stringify(env) }, timeout: NODE_TIMEOUT_MS, killSignal: 'SIGKILL' },
-      );
+      const child = spawn(process.execPath, ['--no-warnings', new URL('node-wasi.mjs', HERE).pathname, program, GUEST, folder, ...args], {
+        stdio: fds,
+        env: { CORRAL_CONFORMANCE_ENV: JSON.stringify(env) },
+        timeout: NODE_TIMEOUT_MS,
+        killSignal: 'SIGKILL',
+      });
       exit = await new Promise((resolve, reject) => {
         child.on('error', reject);
         child.on('exit', (code, signal) => resolve(signal ? `killed after ${NODE_TIMEOUT_MS} ms` : code));
@@ -126,4 +127,3 @@ async function runNode(testCase, args, env, stdin, folder) {
 export function conforms(testCase, host, outcome) {
   return outcome.exit === expectedExit(testCase, host) && outcome.stdout === expectedStdout(testCase);
 }
-

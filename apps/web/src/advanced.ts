@@ -98,7 +98,12 @@ export function mountAdvanced(
     try {
       input = s.raw || !fields ? JSON.parse(s.rawText) : inputFromValues(fields, s.values);
     } catch (err) {
-      runMessage = err instanceof FormError ? (err.message === 'required' ? `${err.field}: ${t.required}` : t.invalidJson(err.field, err.message)) : t.invalidJson('input', (err as Error).message);
+      runMessage =
+        err instanceof FormError
+          ? err.message === 'required'
+            ? `${err.field}: ${t.required}`
+            : t.invalidJson(err.field, err.message)
+          : t.invalidJson('input', (err as Error).message);
       draw();
       return;
     }
@@ -138,7 +143,13 @@ export function mountAdvanced(
       return h(
         'label',
         { class: 'field check' },
-        h('input', { type: 'checkbox', id, checked: value === true, 'aria-describedby': described, onchange: (e: Event) => set((e.target as HTMLInputElement).checked) }),
+        h('input', {
+          type: 'checkbox',
+          id,
+          checked: value === true,
+          'aria-describedby': described,
+          onchange: (e: Event) => set((e.target as HTMLInputElement).checked),
+        }),
         label,
         help,
       );
@@ -155,7 +166,13 @@ export function mountAdvanced(
       select.value = String(value);
       control = select;
     } else if (field.kind === 'text' || field.kind === 'json') {
-      const area = h('textarea', { id, spellcheck: 'false', 'aria-describedby': described, oninput: onInput, placeholder: field.kind === 'json' ? 'JSON' : '' });
+      const area = h('textarea', {
+        id,
+        spellcheck: 'false',
+        'aria-describedby': described,
+        oninput: onInput,
+        placeholder: field.kind === 'json' ? 'JSON' : '',
+      });
       area.value = String(value);
       control = area;
     } else {
@@ -210,18 +227,38 @@ export function mountAdvanced(
         'label',
         { class: 'field' },
         h('span', {}, t.toolWasm),
-        h('input', { type: 'file', accept: '.wasm,application/wasm', id: 'adv-wasm', onchange: (e: Event) => takeFiles((e.target as HTMLInputElement).files ?? []) }),
+        h('input', {
+          type: 'file',
+          accept: '.wasm,application/wasm',
+          id: 'adv-wasm',
+          onchange: (e: Event) => takeFiles((e.target as HTMLInputElement).files ?? []),
+        }),
         pending.wasm ? h('small', {}, `${pending.wasm.name} · ${formatBytes(pending.wasm.size)}`) : null,
       ),
       h(
         'label',
         { class: 'field' },
         h('span', {}, t.toolSpec),
-        h('input', { type: 'file', accept: '.json,application/json', id: 'adv-spec', onchange: (e: Event) => takeFiles((e.target as HTMLInputElement).files ?? []) }),
+        h('input', {
+          type: 'file',
+          accept: '.json,application/json',
+          id: 'adv-spec',
+          onchange: (e: Event) => takeFiles((e.target as HTMLInputElement).files ?? []),
+        }),
         pending.spec ? h('small', {}, pending.spec.name) : null,
       ),
-      h('div', { class: 'row' }, h('button', { type: 'button', id: 'adv-register', disabled: !corral || !pending.wasm || !pending.spec, onclick: () => void register() }, t.register)),
-      loadMessage ? h('p', { class: `message ${loadMessage.ok ? 'ok' : 'error'}`, role: 'status', id: 'adv-load-message' }, loadMessage.text) : null,
+      h(
+        'div',
+        { class: 'row' },
+        h(
+          'button',
+          { type: 'button', id: 'adv-register', disabled: !corral || !pending.wasm || !pending.spec, onclick: () => void register() },
+          t.register,
+        ),
+      ),
+      loadMessage
+        ? h('p', { class: `message ${loadMessage.ok ? 'ok' : 'error'}`, role: 'status', id: 'adv-load-message' }, loadMessage.text)
+        : null,
     );
     loadPanel.addEventListener('dragover', (e) => e.preventDefault());
     loadPanel.addEventListener('drop', (e) => {
@@ -234,7 +271,10 @@ export function mountAdvanced(
     else {
       const select = h(
         'select',
-        { id: 'adv-tool', onchange: (e: Event) => ((selected = (e.target as HTMLSelectElement).value), (envelope = null), (runMessage = null), draw()) },
+        {
+          id: 'adv-tool',
+          onchange: (e: Event) => ((selected = (e.target as HTMLSelectElement).value), (envelope = null), (runMessage = null), draw()),
+        },
         ...tools.map((x) => h('option', { value: keyOf(x) }, `${x.spec.name} ${x.spec.version}`)),
       );
       select.value = selected ?? '';
@@ -244,7 +284,11 @@ export function mountAdvanced(
       const s = stateOf(tool);
       const fields = fieldsFromSchema(tool.spec.input_schema);
       if (tool.spec.description) runPanel.append(h('small', {}, tool.spec.description));
-      const fieldset = h('fieldset', { class: 'field', style: 'border:0;padding:0;margin:0;display:flex;flex-direction:column;gap:10px' }, h('legend', {}, t.inputForm));
+      const fieldset = h(
+        'fieldset',
+        { class: 'field', style: 'border:0;padding:0;margin:0;display:flex;flex-direction:column;gap:10px' },
+        h('legend', {}, t.inputForm),
+      );
       if (fields) {
         fieldset.append(
           h(
@@ -271,7 +315,12 @@ export function mountAdvanced(
         );
       }
       if (s.raw || !fields) {
-        const area = h('textarea', { id: 'adv-raw-json', spellcheck: 'false', 'aria-label': t.rawJson, oninput: (e: Event) => (s.rawText = (e.target as HTMLTextAreaElement).value) });
+        const area = h('textarea', {
+          id: 'adv-raw-json',
+          spellcheck: 'false',
+          'aria-label': t.rawJson,
+          oninput: (e: Event) => (s.rawText = (e.target as HTMLTextAreaElement).value),
+        });
         area.value = s.rawText;
         fieldset.append(area);
       } else {
@@ -280,13 +329,30 @@ export function mountAdvanced(
       runPanel.append(fieldset);
       for (const m of tool.spec.mounts ?? []) runPanel.append(mountControl(tool, m.guest, m.access));
       for (const name of tool.spec.env ?? []) {
-        const input = h('input', { type: 'text', value: s.env[name] ?? '', oninput: (e: Event) => (s.env[name] = (e.target as HTMLInputElement).value) });
+        const input = h('input', {
+          type: 'text',
+          value: s.env[name] ?? '',
+          oninput: (e: Event) => (s.env[name] = (e.target as HTMLInputElement).value),
+        });
         runPanel.append(h('label', { class: 'field' }, h('span', {}, t.envVar(name)), input));
       }
-      runPanel.append(h('div', { class: 'row' }, h('button', { type: 'button', class: 'primary', id: 'adv-run-button', disabled: running, onclick: () => void run() }, running ? t.running : t.run)));
+      runPanel.append(
+        h(
+          'div',
+          { class: 'row' },
+          h(
+            'button',
+            { type: 'button', class: 'primary', id: 'adv-run-button', disabled: running, onclick: () => void run() },
+            running ? t.running : t.run,
+          ),
+        ),
+      );
       if (runMessage) runPanel.append(h('p', { class: 'message error', role: 'alert' }, runMessage));
       if (envelope) {
-        runPanel.append(h('h3', {}, t.envelope), h('pre', { class: `envelope ${envelope.ok ? 'ok' : 'failed'}`, id: 'adv-envelope', tabindex: 0 }, envelope.text));
+        runPanel.append(
+          h('h3', {}, t.envelope),
+          h('pre', { class: `envelope ${envelope.ok ? 'ok' : 'failed'}`, id: 'adv-envelope', tabindex: 0 }, envelope.text),
+        );
       }
     }
     container.replaceChildren(h('p', { class: 'intro' }, t.advancedIntro), loadPanel, runPanel);

@@ -44,7 +44,8 @@ export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFl
   const booting = corral.executor.pool
     .run((worker) => worker.api.ping(), {
       timeoutMs: 30_000,
-      onTimeout: () => new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, 'The sandbox worker did not start within 30 s.', { resource: 'time' }),
+      onTimeout: () =>
+        new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, 'The sandbox worker did not start within 30 s.', { resource: 'time' }),
     })
     .catch(() => {}); // the warm-up call below reports a worker that cannot start
   onStep('tools');

@@ -94,7 +94,7 @@ function unquote(s: string): [string, number] | null {
     if (e >= '0' && e <= '7') {
       let v = 0;
       let k = 0;
-      while (k < 3 && i < s.length && s[i]! >= '0' && s[i]! <= '7') v = v * 8 + (s.charCodeAt(i++) - 48), k++;
+      while (k < 3 && i < s.length && s[i]! >= '0' && s[i]! <= '7') (v = v * 8 + (s.charCodeAt(i++) - 48)), k++;
       i--;
       bytes.push(v & 0xff);
     } else {
@@ -186,7 +186,8 @@ function parseHunkHeader(h: string, f: Section): boolean {
   const parents = at - 1;
   if (parents < 1 || parents > MAX_PARENTS || (f.parents && f.parents !== parents)) return false;
   let re = HUNK_RE.get(parents);
-  if (!re) HUNK_RE.set(parents, (re = new RegExp(`^@{${at}}((?: -\\d{1,18}(?:,\\d{1,18})?){${parents}}) \\+\\d{1,18}(?:,(\\d{1,18}))? @{${at}}`)));
+  if (!re)
+    HUNK_RE.set(parents, (re = new RegExp(`^@{${at}}((?: -\\d{1,18}(?:,\\d{1,18})?){${parents}}) \\+\\d{1,18}(?:,(\\d{1,18}))? @{${at}}`)));
   const m = re.exec(h);
   if (!m) return false;
   f.oldLeft = m[1]!
@@ -376,7 +377,14 @@ function orderFields(d: FileSummary): FileSummary {
 }
 
 const SUMMARY_ORDER: FileStatus[] = ['added', 'deleted', 'renamed', 'copied', 'modified', 'binary'];
-const ZH: Record<FileStatus, string> = { added: '新增', deleted: '删除', modified: '修改', renamed: '重命名', copied: '复制', binary: '二进制' };
+const ZH: Record<FileStatus, string> = {
+  added: '新增',
+  deleted: '删除',
+  modified: '修改',
+  renamed: '重命名',
+  copied: '复制',
+  binary: '二进制',
+};
 
 /** The whole tool answer: files, totals and the summary sentence; throws Error(message) where the tool reports an error. */
 export function summarizeDiff(diff: string, language: Language = 'en'): DiffSummary {

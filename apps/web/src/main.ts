@@ -193,7 +193,15 @@ async function run(): Promise<RunTimings | null> {
     const snapshotId = result.snapshot?.id;
     if (result.ok && result.output) {
       // The tool's own time; the page's (with queueing and the history writes) is in the tooltip.
-      state.shown = { kind: 'summary', diff, language, output: result.output, ms: result.duration_ms, pageMs: ms, ...(snapshotId ? { snapshotId } : {}) };
+      state.shown = {
+        kind: 'summary',
+        diff,
+        language,
+        output: result.output,
+        ms: result.duration_ms,
+        pageMs: ms,
+        ...(snapshotId ? { snapshotId } : {}),
+      };
     } else {
       const message = failureMessage(result);
       state.shown = {
@@ -213,7 +221,13 @@ async function run(): Promise<RunTimings | null> {
     els.announce.textContent = shown.kind === 'summary' ? shown.output.summary : shown.kind === 'error' ? shown.message : '';
     const renderMs = performance.now() - r0;
     void refreshHistory();
-    return { ok: result.ok, invokeMs: ms, renderMs, files: result.output?.files.length ?? 0, ...(result.ok ? {} : { error: failureMessage(result) }) };
+    return {
+      ok: result.ok,
+      invokeMs: ms,
+      renderMs,
+      files: result.output?.files.length ?? 0,
+      ...(result.ok ? {} : { error: failureMessage(result) }),
+    };
   } catch (err) {
     // invoke answers tool failures in its envelope; this is the page's own trouble (a closed pool, say).
     state.shown = { kind: 'error', diff, language, notADiff: false, message: (err as Error).message, code: 'error' };
@@ -355,7 +369,10 @@ function refreshHistory(options: { prune?: boolean } = {}): Promise<void> {
     if (!store) return renderHistory();
     if (options.prune) await pruneHistory();
     try {
-      state.history = historyEntries(await store.listExecutions({ tool: 'diff-summary', limit: HISTORY_SHOWN * 2 })).slice(0, HISTORY_SHOWN);
+      state.history = historyEntries(await store.listExecutions({ tool: 'diff-summary', limit: HISTORY_SHOWN * 2 })).slice(
+        0,
+        HISTORY_SHOWN,
+      );
     } catch {
       state.history = [];
     }
@@ -400,8 +417,18 @@ function renderHistory(): void {
           title: entry.summary ?? entry.error ?? '',
           onclick: () => void reopen(entry),
         },
-        h('span', { class: 'h-line' }, h('span', { class: 'h-title' }, title), h('span', { class: 'h-meta' }, relativeTime(entry.when, state.lang))),
-        h('span', { class: 'h-line' }, stats, h('span', { class: 'h-meta' }, entry.hasInput ? (entry.language === 'zh' ? '中文' : 'EN') : s.historyNoInput)),
+        h(
+          'span',
+          { class: 'h-line' },
+          h('span', { class: 'h-title' }, title),
+          h('span', { class: 'h-meta' }, relativeTime(entry.when, state.lang)),
+        ),
+        h(
+          'span',
+          { class: 'h-line' },
+          stats,
+          h('span', { class: 'h-meta' }, entry.hasInput ? (entry.language === 'zh' ? '中文' : 'EN') : s.historyNoInput),
+        ),
       );
       return h('li', { class: 'history-item' }, button);
     }),
@@ -510,7 +537,11 @@ const hook = {
    * Summarizes through the same path as the button (tool call, drawing,
    * history); with `render: false`, only the tool call the button makes.
    */
-  async summarize(diff: string, language: Language = state.lang, options: { render?: boolean; record?: boolean } = {}): Promise<RunTimings> {
+  async summarize(
+    diff: string,
+    language: Language = state.lang,
+    options: { render?: boolean; record?: boolean } = {},
+  ): Promise<RunTimings> {
     await ready;
     if (options.render === false) {
       const { result, ms } = await state.host!.summarize(diff, language, options.record === false ? { record: false } : {});

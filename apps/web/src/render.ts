@@ -137,18 +137,18 @@ function fileTable(files: FileSummary[], t: Strings): HTMLElement {
   );
 
   const toggleSort = (key: SortKey) => {
-    sort = sort.key === key ? (sort.dir === 1 ? { key, dir: -1 } : { key: 'index', dir: 1 }) : { key, dir: key === 'path' || key === 'status' ? 1 : -1 };
+    sort =
+      sort.key === key
+        ? sort.dir === 1
+          ? { key, dir: -1 }
+          : { key: 'index', dir: 1 }
+        : { key, dir: key === 'path' || key === 'status' ? 1 : -1 };
     draw();
   };
 
   const compare = (a: { f: FileSummary; index: number }, b: { f: FileSummary; index: number }): number => {
     const k = sort.key;
-    const v =
-      k === 'index'
-        ? a.index - b.index
-        : k === 'path' || k === 'status'
-          ? a.f[k].localeCompare(b.f[k])
-          : a.f[k] - b.f[k];
+    const v = k === 'index' ? a.index - b.index : k === 'path' || k === 'status' ? a.f[k].localeCompare(b.f[k]) : a.f[k] - b.f[k];
     return v * sort.dir || a.index - b.index;
   };
 
@@ -184,11 +184,21 @@ function fileTable(files: FileSummary[], t: Strings): HTMLElement {
   return h(
     'section',
     { class: 'files', 'aria-labelledby': 'files-heading' },
-    h('div', { class: 'table-head' }, h('h3', { class: 'section-title', id: 'files-heading' }, t.tableHeading), files.length > 8 ? filterInput : null),
+    h(
+      'div',
+      { class: 'table-head' },
+      h('h3', { class: 'section-title', id: 'files-heading' }, t.tableHeading),
+      files.length > 8 ? filterInput : null,
+    ),
     h(
       'div',
       { class: 'table-wrap' },
-      h('table', { id: 'files-table' }, h('thead', {}, h('tr', {}, ...ths, h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'diffstat')))), tbody),
+      h(
+        'table',
+        { id: 'files-table' },
+        h('thead', {}, h('tr', {}, ...ths, h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'diffstat')))),
+        tbody,
+      ),
     ),
     more,
   );

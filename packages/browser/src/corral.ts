@@ -44,7 +44,7 @@ export class BrowserCorral extends CorralHost<BrowserExecutor> {
   static async create(options: BrowserCorralOptions = {}): Promise<BrowserCorral> {
     // Open the store before starting workers, so a refused store costs nothing to report.
     const given = options.store;
-    const store = given === false ? undefined : given ?? (await openStore());
+    const store = given === false ? undefined : (given ?? (await openStore()));
     const executor = new BrowserExecutor({
       ...(options.size !== undefined ? { size: options.size } : {}),
       ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),

@@ -191,7 +191,8 @@ async function writeBack(folder: LoadedFolder): Promise<void> {
     if (now.kind === 'file' && (was?.kind !== 'file' || was.source !== now.source) && path !== SYMLINKS_FILE) {
       const [parent, name] = splitPath(path);
       const source = now.source;
-      const bytes = typeof source === 'string' ? new TextEncoder().encode(source) : ((source as Uint8Array | undefined) ?? new Uint8Array());
+      const bytes =
+        typeof source === 'string' ? new TextEncoder().encode(source) : ((source as Uint8Array | undefined) ?? new Uint8Array());
       await writeFile(await dirAt(parent), name, bytes);
     }
   }

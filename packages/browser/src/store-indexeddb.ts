@@ -187,9 +187,9 @@ export class IndexedDbStore implements Store {
     return this.#read(async () => {
       const since = filter.since === undefined ? sortKey(0n) : sortKey(filter.since, true);
       // Narrow with the best index, newest first; matchesFilter checks the rest.
-      const index = this.#db.transaction('executions').store.index(
-        filter.decisionId !== undefined ? 'by_decision' : filter.tool !== undefined ? 'by_tool' : 'by_time',
-      );
+      const index = this.#db
+        .transaction('executions')
+        .store.index(filter.decisionId !== undefined ? 'by_decision' : filter.tool !== undefined ? 'by_tool' : 'by_time');
       const prefix = filter.decisionId !== undefined ? [filter.decisionId] : filter.tool !== undefined ? [filter.tool] : [];
       // An array key sorts after every string, so [...prefix, []] bounds every row of the prefix.
       const range = IDBKeyRange.bound([...prefix, since], [...prefix, []]);
@@ -217,8 +217,14 @@ export class IndexedDbStore implements Store {
     const oldestFirst = (a: { t: SortKey; id: string }, b: { t: SortKey; id: string }) =>
       a.t < b.t ? -1 : a.t > b.t ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
     const records: SnapshotRecord[] = [
-      ...decisions.filter((d) => gone.decisions.has(d.id)).sort(oldestFirst).map((d) => ({ kind: 'decision' as const, ...decisionSnapshot(d) })),
-      ...executions.filter((e) => gone.executions.has(e.id)).sort(oldestFirst).map((e) => ({ kind: 'execution' as const, ...executionSnapshot(e) })),
+      ...decisions
+        .filter((d) => gone.decisions.has(d.id))
+        .sort(oldestFirst)
+        .map((d) => ({ kind: 'decision' as const, ...decisionSnapshot(d) })),
+      ...executions
+        .filter((e) => gone.executions.has(e.id))
+        .sort(oldestFirst)
+        .map((e) => ({ kind: 'execution' as const, ...executionSnapshot(e) })),
     ];
     if (records.length === 0) return records;
     // The archive is written before anything is deleted; if it fails, nothing is.
@@ -280,7 +286,10 @@ export class IndexedDbStore implements Store {
   async #commit(batch: PendingWrite[]): Promise<void> {
     try {
       const tx = this.#db.transaction(['decisions', 'executions'], 'readwrite', { durability: this.#durability });
-      const refusals = await this.#apply(tx, batch.map((w) => w.op));
+      const refusals = await this.#apply(
+        tx,
+        batch.map((w) => w.op),
+      );
       batch.forEach((w, i) => {
         if (refusals[i]) w.reject(storeError(this.location, refusals[i]));
         else w.resolve();

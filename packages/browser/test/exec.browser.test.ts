@@ -47,9 +47,15 @@ describe.each(['shell.wasm', 'shell.component.wasm'])('corral.exec on %s in a br
 
   it('reads a tree and writes an OPFS folder it was given, and nothing else', async () => {
     const wasm = await fetchBytes(`/test/fixtures/exec/${file}`);
-    const tree = await corral.exec(wasm, { args: ['read', 'in/a.txt'], mounts: [{ guest: 'in', access: 'read', tree: { 'a.txt': 'from a tree' } }] });
+    const tree = await corral.exec(wasm, {
+      args: ['read', 'in/a.txt'],
+      mounts: [{ guest: 'in', access: 'read', tree: { 'a.txt': 'from a tree' } }],
+    });
     expect(text(tree.stdout)).toBe('from a tree');
-    const wrote = await corral.exec(wasm, { args: ['write', `/data/${file}.txt`, 'hello'], mounts: [{ guest: '/data', access: 'read-write', opfsPath: folder }] });
+    const wrote = await corral.exec(wasm, {
+      args: ['write', `/data/${file}.txt`, 'hello'],
+      mounts: [{ guest: '/data', access: 'read-write', opfsPath: folder }],
+    });
     expect(wrote.exitCode).toBe(0);
     const after = await readOpfsTree(folder);
     expect(text(after[`${file}.txt`] as Uint8Array)).toBe('hello');

@@ -58,13 +58,19 @@ beforeEach(async () => {
     workspace: {
       'existing.txt': 'existing\n',
       'doomed.txt': 'doomed\n',
-      '.__wasi_symlinks__.json': JSON.stringify({ 'link-out': '../outside', 'abs-link': `/${base}/outside.txt`, 'dotdot-link': '../outside.txt' }),
+      '.__wasi_symlinks__.json': JSON.stringify({
+        'link-out': '../outside',
+        'abs-link': `/${base}/outside.txt`,
+        'dotdot-link': '../outside.txt',
+      }),
     },
   });
 });
 
 const opfsMount = (access: 'read' | 'read-write') => [{ guest: '/workspace', access, opfsPath: `${base}/workspace` }];
-const treeMount = (access: 'read' | 'read-write') => [{ guest: '/workspace', access, tree: { 'existing.txt': 'existing\n', 'doomed.txt': 'doomed\n' } }];
+const treeMount = (access: 'read' | 'read-write') => [
+  { guest: '/workspace', access, tree: { 'existing.txt': 'existing\n', 'doomed.txt': 'doomed\n' } },
+];
 
 describe.each([
   ['component', ''],
@@ -83,7 +89,9 @@ describe.each([
     expect(tried.length).toBeGreaterThanOrEqual(12);
     for (const a of tried) expect(a, a.op).toMatchObject({ ok: false });
     // The symlinks were there to follow, and refused.
-    expect(tried.map((a) => a.op)).toEqual(expect.arrayContaining(['/workspace/link-out/secret.txt', '/workspace/abs-link', '/workspace/dotdot-link']));
+    expect(tried.map((a) => a.op)).toEqual(
+      expect.arrayContaining(['/workspace/link-out/secret.txt', '/workspace/abs-link', '/workspace/dotdot-link']),
+    );
     expect(JSON.stringify(onOpfs)).not.toContain(SECRET);
     expect(await listing(base)).toEqual(before);
   });

@@ -175,7 +175,10 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
   it('register refuses a bad spec, JSON text that is not JSON, and bytes that are not wasm (E_REGISTRATION)', async () => {
     const wasm = new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]);
     await expect(corral.register({ name: 'x' }, wasm)).rejects.toMatchObject({ code: 'E_REGISTRATION', message: /problem/ });
-    await expect(corral.register('{"name": ', wasm, 'pasted spec')).rejects.toMatchObject({ code: 'E_REGISTRATION', message: /pasted spec.*not JSON/ });
+    await expect(corral.register('{"name": ', wasm, 'pasted spec')).rejects.toMatchObject({
+      code: 'E_REGISTRATION',
+      message: /pasted spec.*not JSON/,
+    });
     const spec = { ...(bundledTools[0]!.spec as object), name: 'not-wasm' };
     await expect(corral.register(spec, new TextEncoder().encode('hello'))).rejects.toMatchObject({ code: 'E_REGISTRATION' });
   });
@@ -277,8 +280,15 @@ describe('the Web Worker pool', () => {
     // The first worker started dies shortly after it starts; every later one is a real sandbox.
     let started = 0;
     const crashing = () =>
-      new Worker(URL.createObjectURL(new Blob(['setTimeout(() => { throw new Error("sandbox blew up"); }, 300);'], { type: 'text/javascript' })));
-    const flaky = await BrowserCorral.create({ size: 2, store: false, prestart: 0, createWorker: () => (started++ === 0 ? crashing() : startSandboxWorker()) });
+      new Worker(
+        URL.createObjectURL(new Blob(['setTimeout(() => { throw new Error("sandbox blew up"); }, 300);'], { type: 'text/javascript' })),
+      );
+    const flaky = await BrowserCorral.create({
+      size: 2,
+      store: false,
+      prestart: 0,
+      createWorker: () => (started++ === 0 ? crashing() : startSandboxWorker()),
+    });
     try {
       await registerFolder(flaky, '/test/fixtures/tools/echo');
       const [a, b] = await Promise.all([flaky.invoke('echo', { n: 1 }), flaky.invoke('echo', { n: 2 })]);

@@ -17,7 +17,12 @@ let base: string;
 
 async function text(path: string): Promise<unknown> {
   const walk = (tree: MemoryTree): Record<string, unknown> =>
-    Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, v instanceof Uint8Array ? new TextDecoder().decode(v) : typeof v === 'string' ? v : walk(v)]));
+    Object.fromEntries(
+      Object.entries(tree).map(([k, v]) => [
+        k,
+        v instanceof Uint8Array ? new TextDecoder().decode(v) : typeof v === 'string' ? v : walk(v),
+      ]),
+    );
   return walk(await readOpfsTree(path));
 }
 
@@ -49,7 +54,11 @@ beforeEach(async () => {
 describe.each(['fs-attack', 'p1-fs-attack'])('%s in a browser', (tool) => {
   it('gets nothing outside its read-write OPFS folder, whatever it renames, links or opens', async () => {
     const outsideBefore = await text(`${base}/outside`);
-    const result = await corral.invoke(tool, {}, { mounts: [{ guest: '/workspace', access: 'read-write', opfsPath: `${base}/workspace` }] });
+    const result = await corral.invoke(
+      tool,
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read-write', opfsPath: `${base}/workspace` }] },
+    );
     expect(result.error).toBeNull();
     const attempts = (result.output as { attempts: Attempt[] }).attempts;
     expect(attempts.find((a) => a.op === 'swap d for the outward link')?.ok).toBe(true);

@@ -52,12 +52,7 @@ export class CorralError extends Error {
   readonly details: Record<string, unknown>;
   readonly retryable: boolean;
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    details: Record<string, unknown> = {},
-    retryable: boolean = RETRYABLE_BY_DEFAULT[code],
-  ) {
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}, retryable: boolean = RETRYABLE_BY_DEFAULT[code]) {
     super(message);
     this.code = code;
     this.details = details;

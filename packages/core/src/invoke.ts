@@ -113,7 +113,8 @@ export class Runtime {
    */
   async recordDecision(decision: DecisionInput): Promise<DecisionSnapshot> {
     if (typeof decision !== 'object' || decision === null) throw decisionError('must be an object');
-    if (typeof decision.prompt !== 'string' && !(decision.prompt instanceof Uint8Array)) throw decisionError('prompt must be a string or bytes');
+    if (typeof decision.prompt !== 'string' && !(decision.prompt instanceof Uint8Array))
+      throw decisionError('prompt must be a string or bytes');
     if (typeof decision.output !== 'string') throw decisionError('output must be a string');
     for (const key of ['model', 'runId'] as const) {
       if (decision[key] !== undefined && typeof decision[key] !== 'string') throw decisionError(`${key} must be a string`);
@@ -306,8 +307,7 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
   if (result.exitCode !== 0) {
     const toolError = toolErrorOf(result.stdout);
     const lastStderr = stderr_tail.trimEnd().split('\n').pop()?.slice(0, 200);
-    const why =
-      typeof toolError?.message === 'string' ? `: ${toolError.message}` : lastStderr ? ` (stderr: ${lastStderr})` : '';
+    const why = typeof toolError?.message === 'string' ? `: ${toolError.message}` : lastStderr ? ` (stderr: ${lastStderr})` : '';
     throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${name} exited with code ${result.exitCode}${why}`, {
       exit_code: result.exitCode,
       stderr_tail,
@@ -338,17 +338,20 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
   try {
     output = JSON.parse(text);
   } catch {
-    const message = text.trim() === '' ? `${name} printed no output (it must print JSON on stdout)` : `${name} printed output that is not JSON: ${text.slice(0, 200)}`;
+    const message =
+      text.trim() === ''
+        ? `${name} printed no output (it must print JSON on stdout)`
+        : `${name} printed output that is not JSON: ${text.slice(0, 200)}`;
     throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, message, { stdout_head, stderr_tail });
   }
 
   if (validators.output && !validators.output(output)) {
     const problems = toProblems(validators.output.errors);
-    throw new CorralError(
-      ErrorCodes.UNEXPECTED_EXIT,
-      `${name}'s output does not match its output_schema: ${listed(problems)}`,
-      { problems, stdout_head, stderr_tail },
-    );
+    throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${name}'s output does not match its output_schema: ${listed(problems)}`, {
+      problems,
+      stdout_head,
+      stderr_tail,
+    });
   }
   return output;
 }
@@ -439,7 +442,8 @@ function jsonProblems(root: unknown): InputProblem[] {
     } else {
       for (const [k, v] of Object.entries(obj)) children.push([k.replace(/~/g, '~0').replace(/\//g, '~1'), v]);
     }
-    for (let i = children.length - 1; i >= 0; i--) todo.push({ value: children[i]![1], path: `${path}/${children[i]![0]}`, depth: depth + 1 });
+    for (let i = children.length - 1; i >= 0; i--)
+      todo.push({ value: children[i]![1], path: `${path}/${children[i]![0]}`, depth: depth + 1 });
   }
   return out;
 }

@@ -84,15 +84,13 @@ export class Registry {
     }
     // A bare name prefers releases but still finds a tool that only has prereleases.
     const best =
-      range === null
-        ? semver.maxSatisfying(available, '*') ?? available[available.length - 1]
-        : semver.maxSatisfying(available, range);
+      range === null ? (semver.maxSatisfying(available, '*') ?? available[available.length - 1]) : semver.maxSatisfying(available, range);
     if (!best) {
-      throw new CorralError(
-        ErrorCodes.TOOL_NOT_FOUND,
-        `No version of '${name}' matches '${range}'. Available: ${available.join(', ')}`,
-        { name, range, available },
-      );
+      throw new CorralError(ErrorCodes.TOOL_NOT_FOUND, `No version of '${name}' matches '${range}'. Available: ${available.join(', ')}`, {
+        name,
+        range,
+        available,
+      });
     }
     return versions.get(best)!;
   }

@@ -71,13 +71,7 @@ export const toolSpecSchema = {
 
 /** A relative path to a .wasm file that cannot climb out of the spec's folder. */
 function isWasmPath(p: string): boolean {
-  return (
-    p.endsWith('.wasm') &&
-    !p.startsWith('/') &&
-    !p.includes('\\') &&
-    !p.includes('\0') &&
-    !p.split('/').includes('..')
-  );
+  return p.endsWith('.wasm') && !p.startsWith('/') && !p.includes('\\') && !p.includes('\0') && !p.split('/').includes('..');
 }
 
 /** A normalized absolute guest folder other than '/': no '', '.' or '..' segments. */

@@ -10,8 +10,7 @@ const MAGIC = [0x00, 0x61, 0x73, 0x6d];
 const MODULE_WORD = [0x01, 0x00, 0x00, 0x00];
 const COMPONENT_WORD = [0x0d, 0x00, 0x01, 0x00];
 
-const startsWith = (bytes: Uint8Array, at: number, expected: number[]) =>
-  expected.every((b, i) => bytes[at + i] === b);
+const startsWith = (bytes: Uint8Array, at: number, expected: number[]) => expected.every((b, i) => bytes[at + i] === b);
 
 /** 'module' or 'component', or E_REGISTRATION that says what the file looks like instead. */
 export function detectWasmKind(bytes: Uint8Array, source = 'bytes'): WasmKind {

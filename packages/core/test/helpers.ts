@@ -24,7 +24,10 @@ export function goodSpec(overrides: Record<string, unknown> = {}): Record<string
       required: ['files'],
     },
     resources: { cpu_cores: 0.5, memory_mb: 64, disk_mb: 16, timeout_ms: 5000, network_access: ['none'] },
-    mounts: [{ guest: '/workspace', access: 'read' }, { guest: '/out', access: 'read-write' }],
+    mounts: [
+      { guest: '/workspace', access: 'read' },
+      { guest: '/out', access: 'read-write' },
+    ],
     env: ['LANG'],
     ...overrides,
   };

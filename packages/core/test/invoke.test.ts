@@ -26,8 +26,7 @@ class FakeExecutor implements Executor {
   }
 }
 
-const printing = (stdout: string, more: Partial<ExecutionResult> = {}) =>
-  new FakeExecutor(() => ({ stdout: encode(stdout), ...more }));
+const printing = (stdout: string, more: Partial<ExecutionResult> = {}) => new FakeExecutor(() => ({ stdout: encode(stdout), ...more }));
 
 async function setup(executor: Executor, spec = goodSpec()) {
   const registry = new Registry();
@@ -42,7 +41,10 @@ describe('Runtime.invoke', () => {
     const executor = printing('{"files":[]}', { stderr: encode('note\n') });
     const runtime = await setup(executor);
     const result = await runtime.invoke('diff-summary@^1', INPUT, {
-      mounts: [{ guest: '/workspace', access: 'read', tree: { 'a.txt': 'hi' } }, { guest: '/out', access: 'read' }],
+      mounts: [
+        { guest: '/workspace', access: 'read', tree: { 'a.txt': 'hi' } },
+        { guest: '/out', access: 'read' },
+      ],
       env: { LANG: 'C' },
       args: ['--verbose'],
     });
@@ -207,7 +209,11 @@ describe('Runtime.invoke', () => {
   });
 
   it('maps an executor that throws', async () => {
-    const runtime = await setup(new FakeExecutor(() => { throw new Error('worker died'); }));
+    const runtime = await setup(
+      new FakeExecutor(() => {
+        throw new Error('worker died');
+      }),
+    );
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result).toMatchObject({ ok: false, exit_code: null, tool: 'diff-summary', version: '1.0.0' });
     expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', message: 'The executor failed: worker died' });
@@ -215,14 +221,21 @@ describe('Runtime.invoke', () => {
 
   it('passes a CorralError from the executor through', async () => {
     const runtime = await setup(
-      new FakeExecutor(() => { throw new CorralError('E_NETWORK_BLOCKED', 'imports wasi:sockets/tcp'); }),
+      new FakeExecutor(() => {
+        throw new CorralError('E_NETWORK_BLOCKED', 'imports wasi:sockets/tcp');
+      }),
     );
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result.error).toEqual({ code: 'E_NETWORK_BLOCKED', message: 'imports wasi:sockets/tcp', details: {}, retryable: false });
   });
 
   it('passes an error the executor classified', async () => {
-    const error = { code: 'E_RESOURCE_EXHAUSTED', message: 'timed out after 5000 ms', details: { limit: 'timeout' }, retryable: true } as const;
+    const error = {
+      code: 'E_RESOURCE_EXHAUSTED',
+      message: 'timed out after 5000 ms',
+      details: { limit: 'timeout' },
+      retryable: true,
+    } as const;
     const runtime = await setup(printing('{"files":[', { exitCode: 1, error, stdoutTruncated: true }));
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result).toMatchObject({ ok: false, error, exit_code: 1, stdout_head: '{"files":[', stdout_truncated: true });
@@ -296,7 +309,9 @@ describe('JSON nesting depth (MAX_JSON_DEPTH)', () => {
   });
 
   it('keeps no tool_error from a failing tool whose error JSON is too deep', async () => {
-    const runtime = await setup(printing(`{"error":{"message":"bad","deep":${nestedText(100_000)}}}`, { exitCode: 1, stderr: encode('last words\n') }));
+    const runtime = await setup(
+      printing(`{"error":{"message":"bad","deep":${nestedText(100_000)}}}`, { exitCode: 1, stderr: encode('last words\n') }),
+    );
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { exit_code: 1, tool_error: null } });
     expect(() => JSON.stringify(result)).not.toThrow();

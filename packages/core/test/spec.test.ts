@@ -14,13 +14,18 @@ describe('validateSpec', () => {
     expect(minimal).toEqual({
       ok: true,
       spec: {
-        name: 'x', version: '0.1.0', component: 'x.wasm', input_schema: true,
-        resources: { ...specDefaults.resources }, mounts: [], env: [],
+        name: 'x',
+        version: '0.1.0',
+        component: 'x.wasm',
+        input_schema: true,
+        resources: { ...specDefaults.resources },
+        mounts: [],
+        env: [],
       },
     });
   });
 
-  it('does not modify the caller\'s object', () => {
+  it("does not modify the caller's object", () => {
     const raw = goodSpec({ resources: undefined });
     delete raw.resources;
     validateSpec(raw);
@@ -38,12 +43,7 @@ describe('validateSpec', () => {
     );
     expect(result.ok).toBe(false);
     if (result.ok) return;
-    expect(result.problems.map((p) => p.path)).toEqual([
-      '/version',
-      '/component',
-      '/resources/memory_mb',
-      '/mounts/0/access',
-    ]);
+    expect(result.problems.map((p) => p.path)).toEqual(['/version', '/component', '/resources/memory_mb', '/mounts/0/access']);
     expect(result.problems).toContainEqual({ path: '/resources/memory_mb', message: 'must be integer' });
   });
 
@@ -102,8 +102,18 @@ describe('validateSpec', () => {
     if (result.ok) return;
     const paths = result.problems.map((p) => p.path);
     for (const path of [
-      '/name', '/mounts/0/guest', '/mounts/1/guest', '/mounts/2/guest', '/mounts/3/guest', '/mounts/5/guest',
-      '/env', '/env/1', '/env/2', '/resources/cpu_cores', '/resources/memory_mb', '/resources/disk_mb',
+      '/name',
+      '/mounts/0/guest',
+      '/mounts/1/guest',
+      '/mounts/2/guest',
+      '/mounts/3/guest',
+      '/mounts/5/guest',
+      '/env',
+      '/env/1',
+      '/env/2',
+      '/resources/cpu_cores',
+      '/resources/memory_mb',
+      '/resources/disk_mb',
       '/resources/timeout_ms',
     ]) {
       expect(paths).toContain(path);

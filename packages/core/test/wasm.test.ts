@@ -45,8 +45,6 @@ describe('detectWasmKind', () => {
 
 describe('sha256Hex', () => {
   it('hashes with WebCrypto', async () => {
-    expect(await sha256Hex(new TextEncoder().encode('abc'))).toBe(
-      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
-    );
+    expect(await sha256Hex(new TextEncoder().encode('abc'))).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });

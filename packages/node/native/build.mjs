@@ -16,8 +16,9 @@ const fail = (why) => {
 if (process.platform === 'win32') fail('not available on Windows');
 // npm tells lifecycle scripts where its bundled node-gyp is; `npm_execpath` is npm's own CLI.
 const npmCli = process.env.npm_execpath;
-const nodeGyp = [process.env.npm_config_node_gyp, npmCli && join(dirname(npmCli), '../node_modules/node-gyp/bin/node-gyp.js')]
-  .find((p) => p && existsSync(p));
+const nodeGyp = [process.env.npm_config_node_gyp, npmCli && join(dirname(npmCli), '../node_modules/node-gyp/bin/node-gyp.js')].find(
+  (p) => p && existsSync(p),
+);
 if (!nodeGyp) fail('node-gyp not found');
 // node-gyp downloads headers unless told where they are: prefer a configured nodedir, else this Node's prefix.
 const prefix = resolve(dirname(process.execPath), '..');

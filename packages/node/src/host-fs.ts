@@ -22,9 +22,31 @@
  * fstat, and only then reopened through /proc for reading or writing.
  */
 import {
-  closeSync, constants, fstatSync, fsyncSync, ftruncateSync, futimesSync, linkSync, lstatSync, lutimesSync, mkdirSync,
-  openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync,
-  utimesSync, writeSync, type BigIntStats, type Dirent,
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  futimesSync,
+  linkSync,
+  lstatSync,
+  lutimesSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  rmdirSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeSync,
+  type BigIntStats,
+  type Dirent,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
@@ -36,12 +58,33 @@ const O_PATH = 0o10000000;
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants;
 
 const NODE_TO_WASI: Record<string, string> = {
-  ENOENT: 'no-entry', EEXIST: 'exist', ENOTDIR: 'not-directory', EISDIR: 'is-directory', ENOTEMPTY: 'not-empty',
-  EACCES: 'access', EPERM: 'not-permitted', ENOSPC: 'insufficient-space', EDQUOT: 'quota', EROFS: 'read-only',
-  EINVAL: 'invalid', ELOOP: 'loop', ENAMETOOLONG: 'name-too-long', EBADF: 'bad-descriptor', EBUSY: 'busy',
-  EXDEV: 'cross-device', EFBIG: 'file-too-large', EMLINK: 'too-many-links', EIO: 'io', ENXIO: 'no-such-device',
-  ENOMEM: 'insufficient-memory', EMFILE: 'insufficient-memory', ENFILE: 'insufficient-memory', ETXTBSY: 'text-file-busy',
-  EOVERFLOW: 'overflow', ENOTSUP: 'unsupported', EOPNOTSUPP: 'unsupported',
+  ENOENT: 'no-entry',
+  EEXIST: 'exist',
+  ENOTDIR: 'not-directory',
+  EISDIR: 'is-directory',
+  ENOTEMPTY: 'not-empty',
+  EACCES: 'access',
+  EPERM: 'not-permitted',
+  ENOSPC: 'insufficient-space',
+  EDQUOT: 'quota',
+  EROFS: 'read-only',
+  EINVAL: 'invalid',
+  ELOOP: 'loop',
+  ENAMETOOLONG: 'name-too-long',
+  EBADF: 'bad-descriptor',
+  EBUSY: 'busy',
+  EXDEV: 'cross-device',
+  EFBIG: 'file-too-large',
+  EMLINK: 'too-many-links',
+  EIO: 'io',
+  ENXIO: 'no-such-device',
+  ENOMEM: 'insufficient-memory',
+  EMFILE: 'insufficient-memory',
+  ENFILE: 'insufficient-memory',
+  ETXTBSY: 'text-file-busy',
+  EOVERFLOW: 'overflow',
+  ENOTSUP: 'unsupported',
+  EOPNOTSUPP: 'unsupported',
 };
 
 /** Run a node:fs call, turning its error into a wasi:filesystem error code. */
@@ -301,7 +344,11 @@ class HostFolder implements ClosableBackend {
   setFileTimes(file: File, atime: NewTime, mtime: NewTime): void {
     const exact = this.#exact;
     if (exact) return exactCall(() => exact.futimens(file.fd, ...timespec(atime), ...timespec(mtime)));
-    const [a, m] = times(fs(() => fstatSync(file.fd, { bigint: true })), atime, mtime);
+    const [a, m] = times(
+      fs(() => fstatSync(file.fd, { bigint: true })),
+      atime,
+      mtime,
+    );
     fs(() => futimesSync(file.fd, a, m));
   }
 
@@ -329,8 +376,25 @@ function fdPath(fd: number): string {
  * configure the machine, and autofs mounts block on first access.
  */
 const KERNEL_FILESYSTEMS = new Set([
-  'proc', 'sysfs', 'debugfs', 'tracefs', 'securityfs', 'configfs', 'bpf', 'cgroup', 'cgroup2', 'pstore', 'efivarfs',
-  'fusectl', 'binfmt_misc', 'devpts', 'mqueue', 'nsfs', 'selinuxfs', 'rpc_pipefs', 'autofs',
+  'proc',
+  'sysfs',
+  'debugfs',
+  'tracefs',
+  'securityfs',
+  'configfs',
+  'bpf',
+  'cgroup',
+  'cgroup2',
+  'pstore',
+  'efivarfs',
+  'fusectl',
+  'binfmt_misc',
+  'devpts',
+  'mqueue',
+  'nsfs',
+  'selinuxfs',
+  'rpc_pipefs',
+  'autofs',
 ]);
 
 let kernelDevices: Set<bigint> | undefined;
@@ -436,7 +500,9 @@ function times(current: BigIntStats, atime: NewTime, mtime: NewTime): [number, n
 }
 
 /** The type of a stat result or a directory entry (both answer the same questions). */
-function entryType(info: Pick<Dirent, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice'>): EntryType {
+function entryType(
+  info: Pick<Dirent, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice'>,
+): EntryType {
   if (info.isFile()) return 'regular-file';
   if (info.isDirectory()) return 'directory';
   if (info.isSymbolicLink()) return 'symbolic-link';

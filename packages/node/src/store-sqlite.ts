@@ -181,12 +181,14 @@ export class SqliteStore implements Store {
   #migrate(from: number): void {
     if (from === SCHEMA_VERSION) return;
     // IMMEDIATE takes the write lock first, so two processes cannot both migrate.
-    this.#db.transaction(() => {
-      const current = this.#db.pragma('user_version', { simple: true }) as number;
-      for (let v = current; v < SCHEMA_VERSION; v++) this.#db.exec(MIGRATIONS[v]!);
-      this.#db.pragma(`application_id = ${APPLICATION_ID}`);
-      this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
-    }).immediate();
+    this.#db
+      .transaction(() => {
+        const current = this.#db.pragma('user_version', { simple: true }) as number;
+        for (let v = current; v < SCHEMA_VERSION; v++) this.#db.exec(MIGRATIONS[v]!);
+        this.#db.pragma(`application_id = ${APPLICATION_ID}`);
+        this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
+      })
+      .immediate();
   }
 
   /** `PRAGMA synchronous` as SQLite reports it (2 = FULL), for tests. */
@@ -201,14 +203,25 @@ export class SqliteStore implements Store {
 
   async recordDecision(d: DecisionSnapshot): Promise<void> {
     const sql = 'INSERT INTO decisions (id, time_ns, prompt_sha256, output, model, run_id) VALUES (?, ?, ?, ?, ?, ?)';
-    const result = await this.#write([{ sql, params: [d.id, nanos(d.time_ns), d.prompt_sha256, d.output, d.model ?? null, d.run_id ?? null] }]);
+    const result = await this.#write([
+      { sql, params: [d.id, nanos(d.time_ns), d.prompt_sha256, d.output, d.model ?? null, d.run_id ?? null] },
+    ]);
     if (!result.ok) throw this.#refused(result, `a decision with id ${d.id} already exists`);
   }
 
   async beginExecution(i: ExecutionIntent): Promise<void> {
     const sql = `INSERT INTO executions (id, decision_id, tool, version, wasm_sha256, input_sha256, input_json, intent_ns)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
-    const params = [i.id, i.decision_id ?? null, i.tool, i.version ?? null, i.wasm_sha256 ?? null, i.input_sha256 ?? null, i.input_json ?? null, nanos(i.intent_ns)];
+    const params = [
+      i.id,
+      i.decision_id ?? null,
+      i.tool,
+      i.version ?? null,
+      i.wasm_sha256 ?? null,
+      i.input_sha256 ?? null,
+      i.input_json ?? null,
+      nanos(i.intent_ns),
+    ];
     const result = await this.#write([{ sql, params }]);
     if (!result.ok) throw this.#refused(result, `an execution with id ${i.id} already exists`);
   }
@@ -218,8 +231,18 @@ export class SqliteStore implements Store {
                    stdout_head = ?, stdout_tail = ?, stderr_head = ?, stderr_tail = ?, duration_ms = ?, peak_memory_bytes = ?
                  WHERE id = ? AND result_ns IS NULL`;
     const params = [
-      nanos(o.result_ns), o.exit_code ?? null, o.error_code ?? null, o.error_message ?? null, o.stdout_sha256 ?? null,
-      o.stdout_head, o.stdout_tail, o.stderr_head, o.stderr_tail, o.duration_ms, o.peak_memory_bytes ?? null, id,
+      nanos(o.result_ns),
+      o.exit_code ?? null,
+      o.error_code ?? null,
+      o.error_message ?? null,
+      o.stdout_sha256 ?? null,
+      o.stdout_head,
+      o.stdout_tail,
+      o.stderr_head,
+      o.stderr_tail,
+      o.duration_ms,
+      o.peak_memory_bytes ?? null,
+      id,
     ];
     const result = await this.#write([{ sql, params, probe: { sql: 'SELECT 1 FROM executions WHERE id = ?', params: [id] } }]);
     if (!result.ok) throw this.#refused(result);
@@ -284,7 +307,8 @@ export class SqliteStore implements Store {
     const pick = (table: string, time: string, extra = '', ...params: unknown[]): string[] => {
       const parts: string[] = [];
       if (cutoff !== undefined) parts.push(`SELECT id FROM ${table} WHERE ${time} < ${cutoff}`);
-      if (options.keep !== undefined) parts.push(`SELECT id FROM (SELECT id FROM ${table} ORDER BY ${time} DESC, id DESC LIMIT -1 OFFSET ${options.keep})`);
+      if (options.keep !== undefined)
+        parts.push(`SELECT id FROM (SELECT id FROM ${table} ORDER BY ${time} DESC, id DESC LIMIT -1 OFFSET ${options.keep})`);
       const sql = `SELECT id FROM (${parts.join(' UNION ')}) ${extra}`;
       return (this.#stmt(sql).all(...params) as { id: string }[]).map((r) => r.id);
     };
@@ -368,7 +392,11 @@ export class SqliteStore implements Store {
     this.#queue = [];
     let results: WriteResult[];
     try {
-      results = commitBatch(this.#db, batch.map((w) => w.ops), this.#writeStatements);
+      results = commitBatch(
+        this.#db,
+        batch.map((w) => w.ops),
+        this.#writeStatements,
+      );
     } catch (err) {
       const error = this.#error(err);
       for (const w of batch) w.reject(error);
@@ -470,7 +498,9 @@ function checkFile(location: string): boolean {
     return false; // missing (it will be created), or unreachable (opening says why)
   }
   const refuseKind = ([kind, words]: [string, string]) =>
-    storeError(location, `is ${words}, not a file; a snapshot store is an SQLite file. Choose another path with --store or CORRAL_STORE`, { kind });
+    storeError(location, `is ${words}, not a file; a snapshot store is an SQLite file. Choose another path with --store or CORRAL_STORE`, {
+      kind,
+    });
   const kind = kindOf(st);
   if (kind) throw refuseKind(kind);
   if (st.size === 0) return false;
@@ -674,7 +704,10 @@ function codeOf(err: unknown): string | undefined {
 function isWriteProblem(err: unknown): boolean {
   const code = codeOf(err) ?? '';
   return (
-    code.startsWith('SQLITE_READONLY') || code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CANTOPEN') ||
+    code.startsWith('SQLITE_READONLY') ||
+    code === 'SQLITE_FULL' ||
+    code.startsWith('SQLITE_IOERR') ||
+    code.startsWith('SQLITE_CANTOPEN') ||
     ['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST'].includes(code)
   );
 }

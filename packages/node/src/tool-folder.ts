@@ -12,10 +12,7 @@ const SPEC_FILE = 'tool-spec.json';
  * Register every tool in `dir` and its immediate subfolders. One broken tool
  * does not stop the others: its error is collected and loading goes on.
  */
-export async function loadToolFolder(
-  registry: Registry,
-  dir: string,
-): Promise<{ loaded: Tool[]; errors: CorralError[] }> {
+export async function loadToolFolder(registry: Registry, dir: string): Promise<{ loaded: Tool[]; errors: CorralError[] }> {
   const loaded: Tool[] = [];
   const errors: CorralError[] = [];
   let specPaths: string[];
@@ -64,11 +61,20 @@ async function findSpecs(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const found: string[] = [];
   if (entries.some((e) => e.isFile() && e.name === SPEC_FILE)) found.push(join(dir, SPEC_FILE));
-  const subdirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const subdirs = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   for (const sub of subdirs) {
     const candidate = join(dir, sub, SPEC_FILE);
     // A subfolder without a spec is not a tool; skip it.
-    if (await stat(candidate).then((s) => s.isFile(), () => false)) found.push(candidate);
+    if (
+      await stat(candidate).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    )
+      found.push(candidate);
   }
   return found;
 }
@@ -126,7 +132,7 @@ function jsonErrorOffset(text: string): number {
       if (text[i]! < ' ') fail();
       if (text[i] === '\\') {
         const esc = /^(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/.exec(text.slice(i + 1, i + 6));
-        if (!esc) (i++, fail());
+        if (!esc) i++, fail();
         i += 1 + esc![0].length;
       } else i++;
     }

@@ -4,14 +4,31 @@
  * never costs a call its result: the envelope says the snapshot was not saved.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Corral, SQLITE_SCHEMA_VERSION as SCHEMA_VERSION, SqliteStore, SQLITE_APPLICATION_ID as APPLICATION_ID, sha256Hex as sha256 } from '@corral/node';
+import {
+  Corral,
+  SQLITE_SCHEMA_VERSION as SCHEMA_VERSION,
+  SqliteStore,
+  SQLITE_APPLICATION_ID as APPLICATION_ID,
+  sha256Hex as sha256,
+} from '@corral/node';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -31,10 +48,20 @@ async function corral(args: string[], opts: { uid?: number; gid?: number; prefix
   const [file, argv] = opts.prefix
     ? ['bash', ['-c', `${opts.prefix}; exec "$0" "$@"`, process.execPath, CLI, ...args]]
     : [process.execPath, [CLI, ...args]];
-  const options = { env, maxBuffer: 64 << 20, timeout: opts.timeout ?? 0, ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {}) };
+  const options = {
+    env,
+    maxBuffer: 64 << 20,
+    timeout: opts.timeout ?? 0,
+    ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {}),
+  };
   return promisify(execFile)(file, argv as string[], options).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr, killed: false }),
-    (err: { code: number; stdout: string; stderr: string; killed?: boolean }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr, killed: err.killed === true }),
+    (err: { code: number; stdout: string; stderr: string; killed?: boolean }) => ({
+      code: err.code,
+      stdout: err.stdout,
+      stderr: err.stderr,
+      killed: err.killed === true,
+    }),
   );
 }
 
@@ -69,7 +96,10 @@ describe('the SQLite store file', () => {
     const path = join(dir, 'random.db');
     writeFileSync(path, new Uint8Array(Array.from({ length: 8192 }, (_, i) => (i * 131 + 7) & 255)));
     const before = await fileHash(path);
-    await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(/random\.db: is not an SQLite database.*will not touch it/) });
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({
+      code: 'E_STORE',
+      message: expect.stringMatching(/random\.db: is not an SQLite database.*will not touch it/),
+    });
     await expect(Corral.create({ bundled: false, store: path })).rejects.toMatchObject({ code: 'E_STORE' });
     const cli = await corral(['run', 'echo', '--tools', TOOLS, '--input', '{}', '--store', path]);
     expect(cli.code).toBe(1);
@@ -110,7 +140,9 @@ describe('the SQLite store file', () => {
     const before = await fileHash(path);
     await expect(SqliteStore.open(path)).rejects.toMatchObject({
       code: 'E_STORE',
-      message: expect.stringMatching(new RegExp(`newer Corral \\(schema version ${SCHEMA_VERSION + 1}; this Corral understands up to ${SCHEMA_VERSION}\\)`)),
+      message: expect.stringMatching(
+        new RegExp(`newer Corral \\(schema version ${SCHEMA_VERSION + 1}; this Corral understands up to ${SCHEMA_VERSION}\\)`),
+      ),
       details: { schema_version: SCHEMA_VERSION + 1 },
     });
     const cli = await corral(['snapshots', 'list', '--store', path]);
@@ -175,7 +207,9 @@ describe('a store that cannot be written never costs a call its result', () => {
     // the write returns an error instead of killing the process); the 200 KB input cannot fit.
     const inputFile = join(dir, 'big-input.json');
     writeFileSync(inputFile, JSON.stringify({ pad: 'y'.repeat(200_000) }));
-    const r = await corral(['run', 'echo', '--tools', TOOLS, '--input-file', inputFile, '--store', path, '--json'], { prefix: "trap '' XFSZ; ulimit -f 100" });
+    const r = await corral(['run', 'echo', '--tools', TOOLS, '--input-file', inputFile, '--store', path, '--json'], {
+      prefix: "trap '' XFSZ; ulimit -f 100",
+    });
     expect(r.code, r.stderr.slice(0, 500)).toBe(0);
     const envelope = JSON.parse(r.stdout);
     expect(envelope.ok).toBe(true);
@@ -228,25 +262,44 @@ describe('an SQLite file that is not exactly a Corral store is refused, untouche
   const cases: [string, () => Promise<string>][] = [
     ['only a view', async () => foreignFile('view-only.db', (db) => db.exec('CREATE VIEW answer AS SELECT 42 AS x'))],
     ['a Corral schema under another application_id', async () => alteredStore('other-app-id.db', (db) => db.pragma('application_id = 42'))],
-    ['Corral’s application_id and version over another program’s table', async () =>
-      foreignFile('claims-corral.db', (db) => {
-        db.exec('CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)');
-        db.pragma(`application_id = ${APPLICATION_ID}`);
-        db.pragma(`user_version = ${SCHEMA_VERSION}`);
-      })],
-    ['a Corral store with a trigger added', async () =>
-      alteredStore('trigger.db', (db) => db.exec('CREATE TRIGGER wipe AFTER INSERT ON executions BEGIN DELETE FROM decisions; END'))],
+    [
+      'Corral’s application_id and version over another program’s table',
+      async () =>
+        foreignFile('claims-corral.db', (db) => {
+          db.exec('CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)');
+          db.pragma(`application_id = ${APPLICATION_ID}`);
+          db.pragma(`user_version = ${SCHEMA_VERSION}`);
+        }),
+    ],
+    [
+      'a Corral store with a trigger added',
+      async () =>
+        alteredStore('trigger.db', (db) => db.exec('CREATE TRIGGER wipe AFTER INSERT ON executions BEGIN DELETE FROM decisions; END')),
+    ],
     ['a Corral store with a table added', async () => alteredStore('extra-table.db', (db) => db.exec('CREATE TABLE notes (x TEXT)'))],
-    ['a Corral store with an index added', async () => alteredStore('extra-index.db', (db) => db.exec('CREATE INDEX by_exit ON executions (exit_code)'))],
-    ['a Corral store with a view added', async () => alteredStore('extra-view.db', (db) => db.exec('CREATE VIEW failures AS SELECT * FROM executions WHERE error_code IS NOT NULL'))],
-    ['a Corral store whose executions table was redefined', async () =>
-      alteredStore('redefined.db', (db) => db.exec('DROP TABLE executions; CREATE TABLE executions (id TEXT PRIMARY KEY, tool TEXT)'))],
+    [
+      'a Corral store with an index added',
+      async () => alteredStore('extra-index.db', (db) => db.exec('CREATE INDEX by_exit ON executions (exit_code)')),
+    ],
+    [
+      'a Corral store with a view added',
+      async () =>
+        alteredStore('extra-view.db', (db) => db.exec('CREATE VIEW failures AS SELECT * FROM executions WHERE error_code IS NOT NULL')),
+    ],
+    [
+      'a Corral store whose executions table was redefined',
+      async () =>
+        alteredStore('redefined.db', (db) => db.exec('DROP TABLE executions; CREATE TABLE executions (id TEXT PRIMARY KEY, tool TEXT)')),
+    ],
   ];
 
   it.each(cases)('%s', async (_, make) => {
     const path = await make();
     const before = await fileHash(path);
-    await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(/not a Corral snapshot store.*Corral will not write to it/) });
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({
+      code: 'E_STORE',
+      message: expect.stringMatching(/not a Corral snapshot store.*Corral will not write to it/),
+    });
     await expect(Corral.create({ bundled: false, store: path })).rejects.toMatchObject({ code: 'E_STORE' });
     expect(readdirSync(dir).filter((f) => f.startsWith(`${basename(path)}-`))).toEqual([]); // no -wal, -shm or -journal left behind
     // (A read-only connection to a WAL file cannot remove the -shm it needs, so this one comes last.)
@@ -255,7 +308,9 @@ describe('an SQLite file that is not exactly a Corral store is refused, untouche
   });
 
   it('says which objects are not Corral’s', async () => {
-    const path = await alteredStore('named.db', (db) => db.exec('CREATE TRIGGER wipe AFTER INSERT ON executions BEGIN DELETE FROM decisions; END'));
+    const path = await alteredStore('named.db', (db) =>
+      db.exec('CREATE TRIGGER wipe AFTER INSERT ON executions BEGIN DELETE FROM decisions; END'),
+    );
     await expect(SqliteStore.open(path)).rejects.toMatchObject({
       message: expect.stringMatching(/has Corral’s application_id but not its schema \(not Corral’s: trigger wipe\)/),
       details: { unexpected: ['trigger wipe'], missing: [] },
@@ -292,7 +347,10 @@ describe('an SQLite file that is not exactly a Corral store is refused, untouche
     expect(existsSync(`${path}-wal`)).toBe(true);
     const before = await fileHash(path);
     const walBefore = await fileHash(`${path}-wal`);
-    await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(/not a Corral snapshot store/) });
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({
+      code: 'E_STORE',
+      message: expect.stringMatching(/not a Corral snapshot store/),
+    });
     expect(await fileHash(path)).toBe(before);
     expect(await fileHash(`${path}-wal`)).toBe(walBefore);
   });
@@ -313,18 +371,35 @@ describe('an SQLite file that is not exactly a Corral store is refused, untouche
 describe('a --store path that is not a regular file is refused with E_STORE, without blocking', () => {
   const kinds: [string, () => string, RegExp, string][] = [
     ['a directory', () => (mkdirSync(join(dir, 'a-dir.db')), join(dir, 'a-dir.db')), /is a directory, not a file/, 'directory'],
-    ['a symlink to a directory', () => (mkdirSync(join(dir, 'linked-dir')), symlinkSync(join(dir, 'linked-dir'), join(dir, 'dir-link.db')), join(dir, 'dir-link.db')), /is a directory, not a file/, 'directory'],
-    ['a FIFO', () => (execFileSync('mkfifo', [join(dir, 'pipe.db')]), join(dir, 'pipe.db')), /is a named pipe \(FIFO\), not a file/, 'fifo'],
+    [
+      'a symlink to a directory',
+      () => (mkdirSync(join(dir, 'linked-dir')), symlinkSync(join(dir, 'linked-dir'), join(dir, 'dir-link.db')), join(dir, 'dir-link.db')),
+      /is a directory, not a file/,
+      'directory',
+    ],
+    [
+      'a FIFO',
+      () => (execFileSync('mkfifo', [join(dir, 'pipe.db')]), join(dir, 'pipe.db')),
+      /is a named pipe \(FIFO\), not a file/,
+      'fifo',
+    ],
     ['/dev/null', () => '/dev/null', /is a character device, not a file/, 'character-device'],
     ['/dev/zero', () => '/dev/zero', /is a character device, not a file/, 'character-device'],
   ];
 
   it.each(kinds)('%s', async (_, make, says, kind) => {
     const path = make();
-    await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(says), details: { kind } });
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({
+      code: 'E_STORE',
+      message: expect.stringMatching(says),
+      details: { kind },
+    });
     await expect(Corral.create({ bundled: false, store: path })).rejects.toMatchObject({ code: 'E_STORE' });
     // A hang here would be the child blocked on the FIFO: the timeout stops it, and `killed` says so.
-    for (const args of [['run', 'echo', '--tools', TOOLS, '--input', '{}', '--store', path], ['snapshots', 'list', '--store', path]]) {
+    for (const args of [
+      ['run', 'echo', '--tools', TOOLS, '--input', '{}', '--store', path],
+      ['snapshots', 'list', '--store', path],
+    ]) {
       const r = await corral(args, { timeout: 20_000 });
       expect(r.killed, `${args[0]} hung on ${path}`).toBe(false);
       expect(r.code).toBe(1);
@@ -338,7 +413,10 @@ describe('a --store path that is not a regular file is refused with E_STORE, wit
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(path, resolve));
     try {
-      await expect(SqliteStore.open(path)).rejects.toMatchObject({ code: 'E_STORE', message: expect.stringMatching(/is a socket, not a file/) });
+      await expect(SqliteStore.open(path)).rejects.toMatchObject({
+        code: 'E_STORE',
+        message: expect.stringMatching(/is a socket, not a file/),
+      });
       const r = await corral(['run', 'echo', '--tools', TOOLS, '--input', '{}', '--store', path], { timeout: 20_000 });
       expect(r.killed).toBe(false);
       expect(r.stderr).toMatch(/is a socket, not a file.*\(E_STORE\)\n$/);

@@ -80,7 +80,11 @@ export function execRequest(options: ExecOptions = {}): ExecRequest {
     return mount;
   });
   const stdin = options.stdin;
-  if (stdin !== undefined && !(stdin instanceof Uint8Array) && typeof (stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] !== 'function') {
+  if (
+    stdin !== undefined &&
+    !(stdin instanceof Uint8Array) &&
+    typeof (stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] !== 'function'
+  ) {
     bad('stdin', 'must be a Uint8Array or an async iterable of Uint8Array chunks');
   }
   const onStdout = options.onStdout;

@@ -165,10 +165,14 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
           timeoutMs: request.timeoutMs > 0 ? request.timeoutMs : Number.POSITIVE_INFINITY,
           ...(request.signal ? { signal: request.signal } : {}),
           onTimeout: () =>
-            new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `${request.name} did not finish within ${request.timeoutMs} ms; it was stopped.`, {
-              resource: 'time',
-              timeout_ms: request.timeoutMs,
-            }),
+            new CorralError(
+              ErrorCodes.RESOURCE_EXHAUSTED,
+              `${request.name} did not finish within ${request.timeoutMs} ms; it was stopped.`,
+              {
+                resource: 'time',
+                timeout_ms: request.timeoutMs,
+              },
+            ),
         },
       );
       // Output still on its way arrives before the result is reported.

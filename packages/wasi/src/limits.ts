@@ -59,7 +59,11 @@ class Malformed extends Error {}
 
 /** Refused at load: something this rewrite cannot bound. */
 function refuse(toolName: string, what: string, details: Record<string, unknown> = {}): CorralError {
-  return new CorralError(ErrorCodes.REGISTRATION, `${toolName} ${what}, which Corral does not run: it could allocate outside the tool's memory cap.`, details);
+  return new CorralError(
+    ErrorCodes.REGISTRATION,
+    `${toolName} ${what}, which Corral does not run: it could allocate outside the tool's memory cap.`,
+    details,
+  );
 }
 
 /** How much of the caps one module may use, when several modules of a component share them. */
@@ -78,11 +82,18 @@ export interface ModuleShare {
  * module gets the whole cap; without the split, a component of N modules
  * would get N times it.)
  */
-export function capComponentModules(modules: Readonly<Record<string, Uint8Array>>, maxPages: number, toolName = 'tool'): Record<string, Uint8Array<ArrayBuffer>> {
+export function capComponentModules(
+  modules: Readonly<Record<string, Uint8Array>>,
+  maxPages: number,
+  toolName = 'tool',
+): Record<string, Uint8Array<ArrayBuffer>> {
   const defined = Object.values(modules).map((bytes) => definedSections(bytes));
   const withMemory = Math.max(1, defined.filter((d) => d.memory).length);
   const withTable = Math.max(1, defined.filter((d) => d.table).length);
-  const share: ModuleShare = { memoryPages: Math.floor(maxPages / withMemory), tableEntries: Math.floor(tableBudget(maxPages) / withTable) };
+  const share: ModuleShare = {
+    memoryPages: Math.floor(maxPages / withMemory),
+    tableEntries: Math.floor(tableBudget(maxPages) / withTable),
+  };
   return Object.fromEntries(Object.entries(modules).map(([name, bytes]) => [name, capModule(bytes, maxPages, toolName, share)]));
 }
 
@@ -158,7 +169,9 @@ export function capModule(module: Uint8Array, maxPages: number, toolName = 'tool
     return result;
   } catch (err) {
     if (!(err instanceof Malformed)) throw err;
-    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${err.message}.`, { reason: err.message });
+    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${err.message}.`, {
+      reason: err.message,
+    });
   }
 }
 
@@ -175,14 +188,22 @@ function checkTypes(body: Uint8Array, toolName: string): void {
     const form = r.byte();
     if (form !== 0x60) {
       const what = GC_FORMS[form];
-      throw refuse(toolName, what ? `uses wasm GC types (${what})` : `has a type of unknown form 0x${form.toString(16)}`, { type_form: form });
+      throw refuse(toolName, what ? `uses wasm GC types (${what})` : `has a type of unknown form 0x${form.toString(16)}`, {
+        type_form: form,
+      });
     }
     for (let vec = 0; vec < 2; vec++) for (let n = r.u32(); n > 0; n--) skipValType(r, toolName);
   }
   if (r.pos !== body.length) throw new Malformed('the type section has bytes after its last type');
 }
 
-const GC_FORMS: Record<number, string> = { 0x4e: 'a rec group', 0x50: 'a subtype', 0x4f: 'a final subtype', 0x5f: 'a struct', 0x5e: 'an array' };
+const GC_FORMS: Record<number, string> = {
+  0x4e: 'a rec group',
+  0x50: 'a subtype',
+  0x4f: 'a final subtype',
+  0x5f: 'a struct',
+  0x5e: 'an array',
+};
 
 /**
  * valtype: one byte for numbers, v128 and the abbreviated reference types
@@ -249,7 +270,8 @@ function rewriteTables(body: Uint8Array, budget: number, maxPages: number, toolN
   for (let count = r.u32(); count > 0; count--) {
     const type = r.byte();
     if (type === 0x40) throw refuse(toolName, 'defines a table with an initializer expression');
-    if (type !== 0x70 && type !== 0x6f) throw refuse(toolName, `defines a table of reference type 0x${type.toString(16)}`, { reftype: type });
+    if (type !== 0x70 && type !== 0x6f)
+      throw refuse(toolName, `defines a table of reference type 0x${type.toString(16)}`, { reftype: type });
     const flags = r.byte();
     if (flags & 0x04) throw refuse(toolName, 'uses a 64-bit table');
     if (flags > 0x01) throw refuse(toolName, `defines a table with limits flags 0x${flags.toString(16)}`);

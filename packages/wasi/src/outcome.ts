@@ -52,11 +52,11 @@ export function classify(err: unknown, toolName: string, stderr: CappedSink): Ru
   const trap = err instanceof WebAssembly.RuntimeError || err instanceof RangeError;
   return {
     exitCode: 1,
-    error: new CorralError(
-      ErrorCodes.UNEXPECTED_EXIT,
-      trap ? `${toolName} trapped: ${message}` : `${toolName} failed: ${message}`,
-      { trap, reason: message, stderr_tail: new TextDecoder().decode(stderr.bytes().slice(-1024)) },
-    ).toJSON(),
+    error: new CorralError(ErrorCodes.UNEXPECTED_EXIT, trap ? `${toolName} trapped: ${message}` : `${toolName} failed: ${message}`, {
+      trap,
+      reason: message,
+      stderr_tail: new TextDecoder().decode(stderr.bytes().slice(-1024)),
+    }).toJSON(),
   };
 }
 
@@ -93,7 +93,12 @@ export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
     error = new CorralError(
       ErrorCodes.RESOURCE_EXHAUSTED,
       `${request.toolName} tried to write more than its ${limitMb} MB disk quota (resources.disk_mb).`,
-      { resource: 'disk', limit_bytes: request.diskLimitBytes, used_bytes: quota.usedBytes, cause: error?.message ?? `exit code ${exitCode}` },
+      {
+        resource: 'disk',
+        limit_bytes: request.diskLimitBytes,
+        used_bytes: quota.usedBytes,
+        cause: error?.message ?? `exit code ${exitCode}`,
+      },
     ).toJSON();
     if (exitCode === 0) exitCode = 1;
   }
@@ -174,7 +179,9 @@ export class CappedSink {
   #append(bytes: Uint8Array): void {
     const needed = this.#size + bytes.length;
     if (needed > this.#buffer.length) {
-      const grown = new Uint8Array(Math.max(needed, Math.min(2 * this.#buffer.length || 4096, (this.#keep === 'head' ? 1 : 2) * this.#limit)));
+      const grown = new Uint8Array(
+        Math.max(needed, Math.min(2 * this.#buffer.length || 4096, (this.#keep === 'head' ? 1 : 2) * this.#limit)),
+      );
       grown.set(this.#buffer.subarray(0, this.#size));
       this.#buffer = grown;
     }

@@ -197,9 +197,15 @@ export class SandboxPool<W extends PoolWorker> {
 function abortError(signal: AbortSignal): CorralError {
   const reason: unknown = signal.reason;
   const why = reason instanceof Error ? reason.message : reason === undefined ? '' : String(reason);
-  return new CorralError(ErrorCodes.CANCELLED, `The call was cancelled${why ? `: ${why}` : ''}.`, { cancelled: true, ...(why ? { reason: why } : {}) });
+  return new CorralError(ErrorCodes.CANCELLED, `The call was cancelled${why ? `: ${why}` : ''}.`, {
+    cancelled: true,
+    ...(why ? { reason: why } : {}),
+  });
 }
 
 function closedError(): CorralError {
-  return new CorralError(ErrorCodes.CLOSED, 'Corral was closed: its sandbox workers are stopped, so the call cannot run. Create a new instance.');
+  return new CorralError(
+    ErrorCodes.CLOSED,
+    'Corral was closed: its sandbox workers are stopped, so the call cannot run. Create a new instance.',
+  );
 }

@@ -9,7 +9,22 @@
  * between calls or leaves a timer or promise behind.
  */
 import { GuestTypeError, u32, u64 } from './guest.js';
-import { IoError, InputStream, OutputStream, Pollable, bytesSource, deadlinePollable, inputStream, monotonicNs, outputStream, poll, readyPollable, realtimeNs, type ByteSink, type ByteSource } from './io.js';
+import {
+  IoError,
+  InputStream,
+  OutputStream,
+  Pollable,
+  bytesSource,
+  deadlinePollable,
+  inputStream,
+  monotonicNs,
+  outputStream,
+  poll,
+  readyPollable,
+  realtimeNs,
+  type ByteSink,
+  type ByteSource,
+} from './io.js';
 import { Descriptor, DirectoryEntryStream, filesystemErrorCode } from './fs/filesystem.js';
 import { ProcExit } from './outcome.js';
 

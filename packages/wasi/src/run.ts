@@ -117,7 +117,10 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
  * variable.
  */
 export function allocateEmptyStrings(glue: string): string {
-  return glue.replace(/(function utf8Encode\(s, realloc, memory\) \{\n\s*if \(typeof s !== 'string'\) throw new TypeError\('expected a string'\);)\n\s*if \(s\.length === 0\) \{\n\s*utf8EncodedLen = 0;\n\s*return 1;\n\s*\}/, '$1');
+  return glue.replace(
+    /(function utf8Encode\(s, realloc, memory\) \{\n\s*if \(typeof s !== 'string'\) throw new TypeError\('expected a string'\);)\n\s*if \(s\.length === 0\) \{\n\s*utf8EncodedLen = 0;\n\s*return 1;\n\s*\}/,
+    '$1',
+  );
 }
 
 /** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */

@@ -61,9 +61,13 @@ export async function transpileComponent(bytes: Uint8Array, toolName = 'componen
   const declared = new Set(imports.map(withoutVersion));
   const undeclared = result.imports.filter((name) => !declared.has(withoutVersion(name)));
   if (undeclared.length > 0) {
-    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} uses imports its import section does not declare: ${undeclared.join(', ')}`, {
-      imports: undeclared,
-    });
+    throw new CorralError(
+      ErrorCodes.REGISTRATION,
+      `${toolName} uses imports its import section does not declare: ${undeclared.join(', ')}`,
+      {
+        imports: undeclared,
+      },
+    );
   }
   const modules: Record<string, Uint8Array> = {};
   let glue = '';

@@ -18,7 +18,8 @@ const str = (s: string) => [...u32(enc.encode(s).length), ...enc.encode(s)];
 const PREAMBLE = [0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0];
 const component = (...sections: number[][]) => new Uint8Array([...PREAMBLE, ...sections.flat()]);
 /** An import section; each import is [nameattributes bytes, externtype bytes]. */
-const imports = (...entries: Array<[number[], number[]]>) => section(10, [...u32(entries.length), ...entries.flatMap(([n, t]) => [...n, ...t])]);
+const imports = (...entries: Array<[number[], number[]]>) =>
+  section(10, [...u32(entries.length), ...entries.flatMap(([n, t]) => [...n, ...t])]);
 const name = (s: string, form = 0x00) => [form, ...str(s)];
 const INSTANCE = [0x05, 0x00];
 
@@ -139,12 +140,19 @@ describe('checkComponentImports', () => {
 
   it.each([
     [['wasi:http/outgoing-handler@0.2.0'], ['wasi:http/outgoing-handler']],
-    [['wasi:sockets/tcp@0.3.0-draft', 'wasi:sockets/network@0.2.3'], ['wasi:sockets/tcp', 'wasi:sockets/network']],
+    [
+      ['wasi:sockets/tcp@0.3.0-draft', 'wasi:sockets/network@0.2.3'],
+      ['wasi:sockets/tcp', 'wasi:sockets/network'],
+    ],
     // Network is named first, even beside imports that are refused for other reasons.
     [['acme:evil/thing@1.0.0', 'wasi:http/types'], ['wasi:http/types']],
   ])('%j → E_NETWORK_BLOCKED naming %j', (names, network) => {
     expect(() => checkComponentImports(names, 't')).toThrow(
-      expect.objectContaining({ code: 'E_NETWORK_BLOCKED', details: { imports: network }, message: expect.stringContaining('without network access') }),
+      expect.objectContaining({
+        code: 'E_NETWORK_BLOCKED',
+        details: { imports: network },
+        message: expect.stringContaining('without network access'),
+      }),
     );
   });
 
@@ -158,7 +166,11 @@ describe('checkComponentImports', () => {
     [['__proto__'], '__proto__'],
   ])('%j → E_REGISTRATION naming it', (names, text) => {
     expect(() => checkComponentImports(['wasi:io/poll@0.2.0', ...names], 't')).toThrow(
-      expect.objectContaining({ code: 'E_REGISTRATION', details: expect.objectContaining({ imports: names }), message: expect.stringContaining(text) }),
+      expect.objectContaining({
+        code: 'E_REGISTRATION',
+        details: expect.objectContaining({ imports: names }),
+        message: expect.stringContaining(text),
+      }),
     );
   });
 
@@ -177,7 +189,9 @@ describe('checkComponentImports', () => {
     expect(() => checkComponentImports(file('test/fixtures/wat/imports-constructor/imports-constructor.wasm'), 'c')).toThrow(
       expect.objectContaining({ code: 'E_REGISTRATION', details: expect.objectContaining({ imports: ['constructor'] }) }),
     );
-    expect(() => checkComponentImports(file('test/fixtures/network/uses-sockets/uses-sockets.wasm'), 's')).toThrow(expect.objectContaining({ code: 'E_NETWORK_BLOCKED' }));
+    expect(() => checkComponentImports(file('test/fixtures/network/uses-sockets/uses-sockets.wasm'), 's')).toThrow(
+      expect.objectContaining({ code: 'E_NETWORK_BLOCKED' }),
+    );
   });
 
   it('refuses a damaged list from a cache', () => {

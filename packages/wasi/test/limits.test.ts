@@ -14,13 +14,13 @@ const ROOT = new URL('../../../', import.meta.url);
 // --- building modules byte by byte ----------------------------------------------------
 const module = (...sections: number[][]) => new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, ...sections.flat()]);
 const FUNCREF = 0x70;
-const table = (min: number, max?: number, type = FUNCREF) => (max === undefined ? [type, 0x00, ...u32(min)] : [type, 0x01, ...u32(min), ...u32(max)]);
+const table = (min: number, max?: number, type = FUNCREF) =>
+  max === undefined ? [type, 0x00, ...u32(min)] : [type, 0x01, ...u32(min), ...u32(max)];
 const memory = (min: number, max?: number) => (max === undefined ? [0x00, ...u32(min)] : [0x01, ...u32(min), ...u32(max)]);
 const tables = (...t: number[][]) => section(4, vec(t));
 const memories = (...m: number[][]) => section(5, vec(m));
 /** Exports table i as "t<i>", so a test can grow it from JS. */
-const exportTables = (n: number) =>
-  section(7, vec(Array.from({ length: n }, (_, i) => [...u32(2), 0x74, 0x30 + i, 0x01, ...u32(i)])));
+const exportTables = (n: number) => section(7, vec(Array.from({ length: n }, (_, i) => [...u32(2), 0x74, 0x30 + i, 0x01, ...u32(i)])));
 
 /** The [min, max] of each table / memory of a module (its own sections, re-read). */
 function limitsOf(bytes: Uint8Array, id: 4 | 5): Array<[number, number | undefined]> {
@@ -69,7 +69,7 @@ describe('table caps', () => {
     expect(() => t.grow(1)).toThrow(RangeError);
   });
 
-  it("a fixed-size table keeps its size; the rest of the budget goes to the growable one; the total stays in the budget", () => {
+  it('a fixed-size table keeps its size; the rest of the budget goes to the growable one; the total stays in the budget', () => {
     const capped = capModule(module(tables(table(5, 5), table(10), table(0, 100), table(3))), PAGES);
     const limits = limitsOf(capped, 4);
     expect(limits[0]).toEqual([5, 5]);
@@ -106,7 +106,9 @@ describe('table caps', () => {
     ['a table with an initializer expression', [0x40, 0x00, FUNCREF, 0x00, 0x00, 0xd0, 0x70, 0x0b], /initializer expression/],
     ['a table of (ref null $t)', [0x63, 0x00, 0x00, 0x00], /reference type 0x63/],
   ])('%s is refused at load: E_REGISTRATION', (_name, entry, message) => {
-    expect(() => capModule(module(section(4, vec([entry]))), PAGES)).toThrow(expect.objectContaining({ code: 'E_REGISTRATION', message: expect.stringMatching(message) }));
+    expect(() => capModule(module(section(4, vec([entry]))), PAGES)).toThrow(
+      expect.objectContaining({ code: 'E_REGISTRATION', message: expect.stringMatching(message) }),
+    );
   });
 });
 
@@ -127,7 +129,9 @@ describe('memory caps', () => {
     expect(() => capModule(module(memories(memory(PAGES + 1))), PAGES, 'fat')).toThrow(
       expect.objectContaining({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'memory', min_pages: PAGES + 1, max_pages: PAGES } }),
     );
-    expect(() => capModule(module(memories(memory(PAGES / 2 + 1), memory(PAGES / 2))), PAGES)).toThrow(expect.objectContaining({ code: 'E_RESOURCE_EXHAUSTED' }));
+    expect(() => capModule(module(memories(memory(PAGES / 2 + 1), memory(PAGES / 2))), PAGES)).toThrow(
+      expect.objectContaining({ code: 'E_RESOURCE_EXHAUSTED' }),
+    );
   });
 
   it.each([
@@ -135,7 +139,9 @@ describe('memory caps', () => {
     ['a custom page size', [0x08, 1, 0], /custom page size/],
     ['unknown flags', [0x10, 1], /unknown memory flags/],
   ])('%s is refused at load: E_REGISTRATION', (_name, entry, message) => {
-    expect(() => capModule(module(section(5, vec([entry]))), PAGES)).toThrow(expect.objectContaining({ code: 'E_REGISTRATION', message: expect.stringMatching(message) }));
+    expect(() => capModule(module(section(5, vec([entry]))), PAGES)).toThrow(
+      expect.objectContaining({ code: 'E_REGISTRATION', message: expect.stringMatching(message) }),
+    );
   });
 
   it('keeps a shared memory shared', () => {
@@ -149,7 +155,12 @@ describe('types the caps cannot bound', () => {
   const I32 = 0x7f;
 
   it('plain function types pass, reference-typed parameters included', () => {
-    expect(() => capModule(module(types([0x60, 1, I32, 1, I32], [0x60, 2, 0x70, 0x6f, 0], [0x60, 1, 0x63, 0x70, 0], [0x60, 1, 0x64, 0x80, 0x00, 0])), PAGES)).not.toThrow();
+    expect(() =>
+      capModule(
+        module(types([0x60, 1, I32, 1, I32], [0x60, 2, 0x70, 0x6f, 0], [0x60, 1, 0x63, 0x70, 0], [0x60, 1, 0x64, 0x80, 0x00, 0])),
+        PAGES,
+      ),
+    ).not.toThrow();
   });
 
   it.each([
@@ -169,7 +180,9 @@ describe('types the caps cannot bound', () => {
 
   it('the gc-bomb fixture is refused before the engine sees it', () => {
     const bytes = new Uint8Array(readFileSync(new URL('test/fixtures/wat/p1-gc-bomb/p1-gc-bomb.wasm', ROOT)));
-    expect(() => capModule(bytes, PAGES, 'p1-gc-bomb')).toThrow(expect.objectContaining({ code: 'E_REGISTRATION', message: expect.stringMatching(/^p1-gc-bomb uses wasm GC types/) }));
+    expect(() => capModule(bytes, PAGES, 'p1-gc-bomb')).toThrow(
+      expect.objectContaining({ code: 'E_REGISTRATION', message: expect.stringMatching(/^p1-gc-bomb uses wasm GC types/) }),
+    );
   });
 });
 
@@ -215,10 +228,18 @@ describe('real modules still compile after the rewrite', () => {
   const files = [
     ...readdirSync(new URL('test/fixtures/preview1/', ROOT), { withFileTypes: true })
       .filter((e) => e.isDirectory())
-      .flatMap((e) => readdirSync(new URL(`test/fixtures/preview1/${e.name}/`, ROOT)).filter((f) => f.startsWith('p1-') && f.endsWith('.wasm')).map((f) => `test/fixtures/preview1/${e.name}/${f}`)),
+      .flatMap((e) =>
+        readdirSync(new URL(`test/fixtures/preview1/${e.name}/`, ROOT))
+          .filter((f) => f.startsWith('p1-') && f.endsWith('.wasm'))
+          .map((f) => `test/fixtures/preview1/${e.name}/${f}`),
+      ),
     ...readdirSync(new URL('wasm-tools/', ROOT), { withFileTypes: true })
       .filter((e) => e.isDirectory())
-      .flatMap((e) => readdirSync(new URL(`wasm-tools/${e.name}/`, ROOT)).filter((f) => f.endsWith('.module.wasm')).map((f) => `wasm-tools/${e.name}/${f}`)),
+      .flatMap((e) =>
+        readdirSync(new URL(`wasm-tools/${e.name}/`, ROOT))
+          .filter((f) => f.endsWith('.module.wasm'))
+          .map((f) => `wasm-tools/${e.name}/${f}`),
+      ),
   ];
 
   it.each(files)('%s', async (file) => {
@@ -238,7 +259,12 @@ describe('capComponentModules: the core modules of one component share the caps'
 
   it('N modules defining memories or tables get 1/N of each cap, not N times it', () => {
     const capped = capComponentModules(
-      { a: module(memories(memory(1)), tables(table(1))), b: module(memories(memory(1))), c: module(memories(memory(1)), tables(table(1))), d: module() },
+      {
+        a: module(memories(memory(1)), tables(table(1))),
+        b: module(memories(memory(1))),
+        c: module(memories(memory(1)), tables(table(1))),
+        d: module(),
+      },
       90,
     );
     for (const name of ['a', 'b', 'c']) expect(limitsOf(capped[name]!, 5)).toEqual([[1, 30]]);
@@ -246,4 +272,3 @@ describe('capComponentModules: the core modules of one component share the caps'
     expect(limitsOf(capped.c!, 4)).toEqual([[1, Math.floor(tableBudget(90) / 2)]]);
   });
 });
-

@@ -30,11 +30,14 @@ const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EX
 describe('SandboxPool', () => {
   it('a worker that crashes fails only its own task; a replacement starts at once', async () => {
     const workers: FakeWorker[] = [];
-    const pool = new SandboxPool(() => {
-      const w = new FakeWorker();
-      workers.push(w);
-      return w;
-    }, { size: 2 });
+    const pool = new SandboxPool(
+      () => {
+        const w = new FakeWorker();
+        workers.push(w);
+        return w;
+      },
+      { size: 2 },
+    );
     const doomed = pool.run((w) => {
       setTimeout(() => w.crash(new CorralError('E_UNEXPECTED_EXIT', 'the worker died')), 20);
       return new Promise(() => {});
@@ -51,12 +54,17 @@ describe('SandboxPool', () => {
 
   it('a timeout rejects with the caller’s error and terminates the worker', async () => {
     const workers: FakeWorker[] = [];
-    const pool = new SandboxPool(() => {
-      const w = new FakeWorker();
-      workers.push(w);
-      return w;
-    }, { size: 1 });
-    await expect(pool.run(() => new Promise(() => {}), { ...task, timeoutMs: 30 })).rejects.toMatchObject({ details: { resource: 'time' } });
+    const pool = new SandboxPool(
+      () => {
+        const w = new FakeWorker();
+        workers.push(w);
+        return w;
+      },
+      { size: 1 },
+    );
+    await expect(pool.run(() => new Promise(() => {}), { ...task, timeoutMs: 30 })).rejects.toMatchObject({
+      details: { resource: 'time' },
+    });
     expect(workers[0]!.terminated).toBe(true);
     expect(workers).toHaveLength(2);
     await pool.close();

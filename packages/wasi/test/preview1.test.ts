@@ -12,9 +12,25 @@ import { CappedSink, Preview1Host, ProcExit } from '@corral/wasi/internal';
 const FIXTURES = new URL('../../../test/fixtures/preview1/', import.meta.url);
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`${name}/p1-${name}.wasm`, FIXTURES)));
 
-
 // errno values, from the preview1 witx
-const E = { SUCCESS: 0, BADF: 8, EXIST: 20, FAULT: 21, INVAL: 28, ISDIR: 31, NOENT: 44, NOSPC: 51, NOTDIR: 54, NOTEMPTY: 55, NOTSOCK: 57, NOTSUP: 58, PERM: 63, ROFS: 69, SPIPE: 70, NOTCAPABLE: 76 };
+const E = {
+  SUCCESS: 0,
+  BADF: 8,
+  EXIST: 20,
+  FAULT: 21,
+  INVAL: 28,
+  ISDIR: 31,
+  NOENT: 44,
+  NOSPC: 51,
+  NOTDIR: 54,
+  NOTEMPTY: 55,
+  NOTSOCK: 57,
+  NOTSUP: 58,
+  PERM: 63,
+  ROFS: 69,
+  SPIPE: 70,
+  NOTCAPABLE: 76,
+};
 const RIGHTS_ALL = (1n << 30n) - 1n;
 const FD_READ = 1n << 1n;
 const FD_SEEK = 1n << 2n;
@@ -362,7 +378,12 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     expect(h.call('poll_oneoff', sub, event, 0, n)).toBe(E.INVAL);
     const r = h.alloc(64);
     expect(h.call('random_get', r, 64)).toBe(E.SUCCESS);
-    expect(h.u8().slice(r, r + 64).some((b) => b !== 0)).toBe(true);
+    expect(
+      h
+        .u8()
+        .slice(r, r + 64)
+        .some((b) => b !== 0),
+    ).toBe(true);
   });
 
   it('caps open fds (EMFILE) and refuses negative sizes (EINVAL)', () => {
@@ -400,7 +421,10 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
 });
 
 /** A tiny module: `imports` as functions of type () -> (), optional _start and memory exports. */
-function tinyModule(imports: Array<[string, string]>, exports: { start?: boolean; memory?: boolean } = { start: true, memory: true }): WebAssembly.Module {
+function tinyModule(
+  imports: Array<[string, string]>,
+  exports: { start?: boolean; memory?: boolean } = { start: true, memory: true },
+): WebAssembly.Module {
   const enc = new TextEncoder();
   const name = (s: string) => [enc.encode(s).length, ...enc.encode(s)];
   const section = (id: number, body: number[]) => [id, body.length, ...body];
@@ -427,9 +451,18 @@ describe('checkPreview1Module: refused at load, naming the import', () => {
     [[['wasi_snapshot_preview1', 'no_such_call']], 'E_REGISTRATION', 'wasi_snapshot_preview1.no_such_call'],
     [[['wasi_unstable', 'fd_write']], 'E_REGISTRATION', 'old wasi_unstable'],
     [[['wasi_snapshot_preview1', 'sock_open']], 'E_NETWORK_BLOCKED', 'sock_open'],
-    [[['wasix_32v1', 'sock_connect'], ['env', 'other']], 'E_NETWORK_BLOCKED', 'wasix_32v1.sock_connect'],
+    [
+      [
+        ['wasix_32v1', 'sock_connect'],
+        ['env', 'other'],
+      ],
+      'E_NETWORK_BLOCKED',
+      'wasix_32v1.sock_connect',
+    ],
   ] as Array<[Array<[string, string]>, string, string]>)('%j → %s', (imports, code, text) => {
-    expect(() => checkPreview1Module(tinyModule(imports), 't')).toThrow(expect.objectContaining({ code, message: expect.stringContaining(text) }));
+    expect(() => checkPreview1Module(tinyModule(imports), 't')).toThrow(
+      expect.objectContaining({ code, message: expect.stringContaining(text) }),
+    );
   });
 
   it('refuses a module that is not a command (no _start) or keeps its memory to itself', () => {
@@ -497,7 +530,10 @@ describe('Preview1Runner in-process', () => {
     const result = await new Preview1Runner().run('x', fixture('socket'), request());
     // fd 3 is the call's own /tmp, a folder: ENOTSOCK, and still an attempt to use a network.
     expect(JSON.parse(new TextDecoder().decode(result.stdout))).toEqual({ sock_send: E.NOTSOCK, sock_recv: E.NOTSOCK });
-    expect(result.error).toMatchObject({ code: 'E_NETWORK_BLOCKED', details: { call: 'sock_send', calls: ['sock_send', 'sock_recv'], exit_code: 0 } });
+    expect(result.error).toMatchObject({
+      code: 'E_NETWORK_BLOCKED',
+      details: { call: 'sock_send', calls: ['sock_send', 'sock_recv'], exit_code: 0 },
+    });
   });
 
   it('refuses modules with imports it does not provide, before running anything', async () => {

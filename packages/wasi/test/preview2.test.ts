@@ -72,7 +72,12 @@ describe('descriptor flags', () => {
       (root as unknown as { openAt: (...a: unknown[]) => Descriptor }).openAt({}, 'a.txt', {}, { read: true, write: true, ...flags });
     const synced = openFile({ fileIntegritySync: true });
     expect(synced.getFlags()).toEqual({
-      read: true, write: true, mutateDirectory: false, fileIntegritySync: true, dataIntegritySync: false, requestedWriteSync: false,
+      read: true,
+      write: true,
+      mutateDirectory: false,
+      fileIntegritySync: true,
+      dataIntegritySync: false,
+      requestedWriteSync: false,
     });
     synced.write(new Uint8Array([1, 2]), 0n);
     expect(syncs).toBe(1);

@@ -7,7 +7,7 @@ Delete the transpiled components Corral keeps in its cache folder.`;
 
 export async function command(args: string[], { print }: Cli): Promise<number> {
   const { values, positionals } = parse(args, {}, true);
-  if (values.help) return print(help), EXIT_OK;
+  if (values.help) return (print(help), EXIT_OK);
   if (positionals[0] !== 'clear' || positionals.length !== 1) throw new UsageError("the cache command takes 'clear'.");
   const { ComponentCache } = await import('../cache.js');
   const cache = new ComponentCache();

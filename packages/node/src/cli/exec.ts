@@ -69,7 +69,7 @@ export async function command(args: string[], { io, fail }: Cli): Promise<number
     throw new UsageError(code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${said}. Put the program's own arguments after --.` : `${said}.`);
   }
   const { values, positionals } = parsed;
-  if (values.help) return io.stdout.write(help + '\n'), 0;
+  if (values.help) return (io.stdout.write(help + '\n'), 0);
   const [file, ...programArgs] = positionals;
   if (file === undefined) throw new UsageError('name the .wasm file to run, e.g. corral exec hello.wasm -- world');
   // A program name that follows `--` would be taken for an argument; say so plainly.
@@ -117,21 +117,24 @@ export async function command(args: string[], { io, fail }: Cli): Promise<number
   // One worker, no tool registry and no snapshot store: a program, not a tool.
   const executor = new WorkerExecutor({ size: 1 });
   try {
-    const result = await executor.exec(execRequest({
-      argv0: values.argv0 ?? basename(file),
-      args: programArgs,
-      env,
-      mounts,
-      // Read stdin only when the program does, and only then touch process.stdin.
-      stdin: { [Symbol.asyncIterator]: () => (process.stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]() },
-      onStdout: write(io.stdout),
-      onStderr: write(io.stderr),
-      terminals: [isatty(0), isatty(1), isatty(2)],
-      ...limits,
-      signal: stopped.signal,
-      // Only on a terminal: the program's stderr is the command's, and a pipe gets it untouched.
-      ...(isatty(2) ? { onPrepare: () => io.stderr.write(`corral: preparing ${basename(file)} (first run only; cached after)…\n`) } : {}),
-    }), wasm);
+    const result = await executor.exec(
+      execRequest({
+        argv0: values.argv0 ?? basename(file),
+        args: programArgs,
+        env,
+        mounts,
+        // Read stdin only when the program does, and only then touch process.stdin.
+        stdin: { [Symbol.asyncIterator]: () => (process.stdin as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]() },
+        onStdout: write(io.stdout),
+        onStderr: write(io.stderr),
+        terminals: [isatty(0), isatty(1), isatty(2)],
+        ...limits,
+        signal: stopped.signal,
+        // Only on a terminal: the program's stderr is the command's, and a pipe gets it untouched.
+        ...(isatty(2) ? { onPrepare: () => io.stderr.write(`corral: preparing ${basename(file)} (first run only; cached after)…\n`) } : {}),
+      }),
+      wasm,
+    );
     if (result.error) fail(`${result.error.message} (${result.error.code})`);
     if (result.exited) return result.exitCode;
     return result.error?.details?.trap === true ? EXIT_TRAP : EXIT_STOPPED;
@@ -185,7 +188,8 @@ function parseDirFlag(flag: string): MountBinding {
   const split = spec.indexOf('::');
   const host = split === -1 ? spec : spec.slice(0, split);
   const guest = split === -1 ? spec : spec.slice(split + 2);
-  if (host === '' || guest === '') throw new UsageError(`bad --dir ${JSON.stringify(flag)}: expected HOST[::GUEST][:ro], e.g. ./data::/data:ro`);
+  if (host === '' || guest === '')
+    throw new UsageError(`bad --dir ${JSON.stringify(flag)}: expected HOST[::GUEST][:ro], e.g. ./data::/data:ro`);
   return { hostPath: resolve(host), guest, access };
 }
 

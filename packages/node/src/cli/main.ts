@@ -32,7 +32,10 @@ Usage:
 
 Run 'corral COMMAND --help' for a command's options.`;
 
-export async function main(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
+): Promise<number> {
   const [command, ...rest] = argv;
   const cli = cliFor(io);
   try {

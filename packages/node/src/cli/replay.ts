@@ -34,8 +34,9 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
     },
     true,
   );
-  if (values.help) return print(help), EXIT_OK;
-  if (positionals.length !== 1) throw new UsageError('name one execution snapshot id, e.g. corral replay 1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed');
+  if (values.help) return (print(help), EXIT_OK);
+  if (positionals.length !== 1)
+    throw new UsageError('name one execution snapshot id, e.g. corral replay 1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed');
   const id = positionals[0]!;
   const store = await openExisting(values.store);
   if (!store) throw noStore(values.store);
@@ -47,10 +48,18 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   }
   if (!recorded) throw new CorralError(ErrorCodes.STORE, `No execution snapshot with id ${id} in ${store.location}`, { id });
   if (recorded.input_json === null) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Execution ${id} was recorded without its input (only its hash), so it cannot be replayed`, { id });
+    throw new CorralError(
+      ErrorCodes.INPUT_VALIDATION,
+      `Execution ${id} was recorded without its input (only its hash), so it cannot be replayed`,
+      { id },
+    );
   }
   if (recorded.version === null) {
-    throw new CorralError(ErrorCodes.TOOL_NOT_FOUND, `Execution ${id} never resolved a tool (${recorded.error_code}); there is nothing to replay`, { id });
+    throw new CorralError(
+      ErrorCodes.TOOL_NOT_FOUND,
+      `Execution ${id} never resolved a tool (${recorded.error_code}); there is nothing to replay`,
+      { id },
+    );
   }
   const mounts = (values.mount ?? []).map((flag) => parseMountFlag(flag));
   const env = parseEnvFlags(values.env);

@@ -46,12 +46,13 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     },
     true,
   );
-  if (values.help) return print(help), EXIT_OK;
+  if (values.help) return (print(help), EXIT_OK);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   const direct = values.wasm !== undefined || values.spec !== undefined;
   if (direct && (values.wasm === undefined || values.spec === undefined)) throw new UsageError('--wasm and --spec go together.');
   if (direct && positionals.length > 0) throw new UsageError('give either a tool NAME or --wasm/--spec, not both.');
-  if (!direct && positionals.length !== 1) throw new UsageError('name one tool to run, e.g. corral run diff-summary --input-file diff.json');
+  if (!direct && positionals.length !== 1)
+    throw new UsageError('name one tool to run, e.g. corral run diff-summary --input-file diff.json');
   if (values.input !== undefined && values['input-file'] !== undefined) throw new UsageError('give --input or --input-file, not both.');
 
   const { parseMountFlag } = await import('../mounts.js');
@@ -60,14 +61,20 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   let timeoutMs: number | undefined;
   if (values.timeout !== undefined) {
     timeoutMs = Number(values.timeout);
-    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new UsageError(`bad --timeout ${values.timeout}: expected milliseconds, e.g. 5000.`);
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+      throw new UsageError(`bad --timeout ${values.timeout}: expected milliseconds, e.g. 5000.`);
   }
 
   // Every flag is checked before the input is read: stdin may never end.
   const input = await readInput(values.input, values['input-file'], io.stdin);
   const store = values['no-store'] ? false : values.store;
   const { Corral } = await import('../corral.js');
-  const corral = await Corral.create({ toolDirs: values.tools ?? [], bundled: !direct, size: 1, ...(store !== undefined ? { store } : {}) });
+  const corral = await Corral.create({
+    toolDirs: values.tools ?? [],
+    bundled: !direct,
+    size: 1,
+    ...(store !== undefined ? { store } : {}),
+  });
   try {
     const options = { mounts, env, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
     let result: InvokeResult;
@@ -88,7 +95,9 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     }
     // Never a silent drop: the result stands, but say that its record is missing.
     if (result.snapshot?.error) {
-      process.stderr.write(`corral: warning: snapshot ${result.snapshot.id} not saved: ${forTerminal(result.snapshot.error, { oneLine: true })}\n`);
+      process.stderr.write(
+        `corral: warning: snapshot ${result.snapshot.id} not saved: ${forTerminal(result.snapshot.error, { oneLine: true })}\n`,
+      );
     }
     return result.ok ? EXIT_OK : EXIT_TOOL_FAILED;
   } finally {
@@ -96,7 +105,11 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   }
 }
 
-async function readInput(inline: string | undefined, file: string | undefined, stdin: NodeJS.ReadableStream & { isTTY?: boolean }): Promise<unknown> {
+async function readInput(
+  inline: string | undefined,
+  file: string | undefined,
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean },
+): Promise<unknown> {
   let text: string;
   let from: string;
   if (inline !== undefined) {
@@ -125,4 +138,3 @@ async function readInput(inline: string | undefined, file: string | undefined, s
     throw new CorralError(ErrorCodes.INPUT_VALIDATION, `The input from ${from} is not valid JSON: ${(err as Error).message}`, { from });
   }
 }
-

@@ -48,7 +48,12 @@ export function cliFor(io: CliIo): Cli {
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
-type WithHelp<T extends Options> = { args: string[]; options: T & { help: { type: 'boolean'; short: 'h' } }; allowPositionals: boolean; strict: true };
+type WithHelp<T extends Options> = {
+  args: string[];
+  options: T & { help: { type: 'boolean'; short: 'h' } };
+  allowPositionals: boolean;
+  strict: true;
+};
 
 /** Parse a command's flags (and -h/--help) strictly; a bad flag is a UsageError. */
 export function parse<T extends Options>(args: string[], options: T, allowPositionals: boolean): ReturnType<typeof parseArgs<WithHelp<T>>> {
@@ -85,5 +90,9 @@ export const cell = (value: string) => forTerminal(value, { oneLine: true });
 
 /** Split on \n only: /^/m would also start lines at \r and U+2028, inside what a tool printed. */
 export function indent(text: string): string {
-  return text.replace(/\n$/, '').split('\n').map((line) => `  ${line}`).join('\n');
+  return text
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
 }

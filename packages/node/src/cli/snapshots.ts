@@ -76,15 +76,19 @@ async function listCommand(args: string[], print: Print): Promise<number> {
     },
     true,
   );
-  if (values.help) return print(help), EXIT_OK;
-  if (positionals.length > 0) throw new UsageError(`snapshots list takes no arguments (got ${positionals.join(' ')}); filter with --tool, --since, --error, --decision, --status.`);
+  if (values.help) return (print(help), EXIT_OK);
+  if (positionals.length > 0)
+    throw new UsageError(
+      `snapshots list takes no arguments (got ${positionals.join(' ')}); filter with --tool, --since, --error, --decision, --status.`,
+    );
   const filter: ExecutionFilter = {};
   if (values.tool !== undefined) filter.tool = values.tool;
   if (values.since !== undefined) filter.since = parseSince(values.since);
   if (values.error !== undefined) filter.errorCode = values.error;
   if (values.decision !== undefined) filter.decisionId = values.decision;
   if (values.status !== undefined) {
-    if (!STATUSES.includes(values.status as ExecutionStatus)) throw new UsageError(`bad --status ${values.status}: use ${STATUSES.join(', ')}.`);
+    if (!STATUSES.includes(values.status as ExecutionStatus))
+      throw new UsageError(`bad --status ${values.status}: use ${STATUSES.join(', ')}.`);
     filter.status = values.status as ExecutionStatus;
   }
   const limit = values.limit === undefined ? 50 : Number(values.limit);
@@ -94,8 +98,12 @@ async function listCommand(args: string[], print: Print): Promise<number> {
   const store = await openExisting(values.store);
   const found = store ? await store.listExecutions(filter) : [];
   await store?.close();
-  if (values.json) return print(JSON.stringify(found, null, 2)), EXIT_OK;
-  if (found.length === 0) return print(store ? 'No snapshots match.' : `No snapshots recorded yet (${resolve(values.store ?? defaultStorePath())} does not exist).`), EXIT_OK;
+  if (values.json) return (print(JSON.stringify(found, null, 2)), EXIT_OK);
+  if (found.length === 0)
+    return (
+      print(store ? 'No snapshots match.' : `No snapshots recorded yet (${resolve(values.store ?? defaultStorePath())} does not exist).`),
+      EXIT_OK
+    );
   // Escaped before the widths are measured, so the columns line up as printed.
   const rows = found.map((e) =>
     [
@@ -109,15 +117,22 @@ async function listCommand(args: string[], print: Print): Promise<number> {
   );
   const header = ['ID', 'TIME (UTC)', 'TOOL', 'STATUS', 'ERROR', 'DURATION'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  for (const r of [header, ...rows]) print(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  for (const r of [header, ...rows])
+    print(
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
   if (filter.limit !== undefined && found.length === filter.limit) print(`(newest ${filter.limit} shown; --limit N for more, 0 for all)`);
   return EXIT_OK;
 }
 
 async function showCommand(args: string[], print: Print): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' }, store: { type: 'string' } }, true);
-  if (values.help) return print(help), EXIT_OK;
-  if (positionals.length !== 1) throw new UsageError('name one snapshot id, e.g. corral snapshots show 1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed');
+  if (values.help) return (print(help), EXIT_OK);
+  if (positionals.length !== 1)
+    throw new UsageError('name one snapshot id, e.g. corral snapshots show 1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed');
   const id = positionals[0]!;
   const store = await openExisting(values.store);
   if (!store) throw noStore(values.store);
@@ -141,11 +156,20 @@ async function showCommand(args: string[], print: Print): Promise<number> {
 }
 
 function printExecution(e: ExecutionSnapshot, decision: DecisionSnapshot | null, print: Print): void {
-  const field = (name: string, value: string | number | null) => print(`  ${name.padEnd(14)} ${value === null ? '-' : cell(String(value))}`);
+  const field = (name: string, value: string | number | null) =>
+    print(`  ${name.padEnd(14)} ${value === null ? '-' : cell(String(value))}`);
   print(`execution ${cell(e.id)}`);
-  field('status', e.status + (e.status === 'interrupted' ? ' (an intent with no result: the process stopped mid-call, or it is still running)' : ''));
+  field(
+    'status',
+    e.status + (e.status === 'interrupted' ? ' (an intent with no result: the process stopped mid-call, or it is still running)' : ''),
+  );
   field('tool', `${e.tool}@${e.version ?? '?'}`);
-  field('decision', e.decision_id ? `${e.decision_id}${decision ? ` (${decision.model ?? 'model ?'}, ${isoFromNs(decision.time_ns)})` : ' (pruned)'}` : null);
+  field(
+    'decision',
+    e.decision_id
+      ? `${e.decision_id}${decision ? ` (${decision.model ?? 'model ?'}, ${isoFromNs(decision.time_ns)})` : ' (pruned)'}`
+      : null,
+  );
   field('intent', isoFromNs(e.intent_ns));
   field('result', e.result_ns === null ? null : isoFromNs(e.result_ns));
   field('duration', e.duration_ms === null ? null : `${e.duration_ms} ms`);
@@ -177,7 +201,7 @@ function printDecision(d: DecisionSnapshot, calls: ExecutionSnapshot[], print: P
 
 async function exportCommand(args: string[], print: Print): Promise<number> {
   const { values, positionals } = parse(args, { format: { type: 'string' }, output: { type: 'string' }, store: { type: 'string' } }, true);
-  if (values.help) return print(help), EXIT_OK;
+  if (values.help) return (print(help), EXIT_OK);
   if (positionals.length > 0) throw new UsageError('snapshots export takes no arguments; use --output FILE to write a file.');
   if ((values.format ?? 'jsonl') !== 'jsonl') throw new UsageError(`bad --format ${values.format}: only jsonl is supported.`);
   const store = await openExisting(values.store);
@@ -201,20 +225,21 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
     { 'older-than': { type: 'string' }, keep: { type: 'string' }, archive: { type: 'string' }, store: { type: 'string' } },
     true,
   );
-  if (values.help) return print(help), EXIT_OK;
+  if (values.help) return (print(help), EXIT_OK);
   if (positionals.length > 0) throw new UsageError('snapshots prune takes --older-than DURATION or --keep N, not arguments.');
   if ((values['older-than'] === undefined) === (values.keep === undefined)) {
     throw new UsageError('give one of --older-than DURATION (e.g. 30d) or --keep N.');
   }
   let olderThan: bigint | undefined;
   let keep: number | undefined;
-  if (values['older-than'] !== undefined) olderThan = BigInt(nowNs()) - BigInt(parseDuration(values['older-than'], '--older-than')) * 1_000_000n;
+  if (values['older-than'] !== undefined)
+    olderThan = BigInt(nowNs()) - BigInt(parseDuration(values['older-than'], '--older-than')) * 1_000_000n;
   if (values.keep !== undefined) {
     keep = Number(values.keep);
     if (!Number.isInteger(keep) || keep < 0) throw new UsageError(`bad --keep ${values.keep}: a whole number of executions to keep.`);
   }
   const store = await openExisting(values.store);
-  if (!store) return print('Nothing to prune (no store yet).'), EXIT_OK;
+  if (!store) return (print('Nothing to prune (no store yet).'), EXIT_OK);
   try {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const archivePath = resolve(values.archive ?? join(dirname(store.location), 'archive', `snapshots-${stamp}.jsonl`));
@@ -224,9 +249,11 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
       // Durable on disk before the store deletes anything.
       archive: async (records) => void (await writeJsonl(archivePath, records)),
     });
-    if (removed.length === 0) return print('Nothing to prune.'), EXIT_OK;
+    if (removed.length === 0) return (print('Nothing to prune.'), EXIT_OK);
     const executions = removed.filter((r) => r.kind === 'execution').length;
-    print(`Removed ${executions} execution${executions === 1 ? '' : 's'} and ${removed.length - executions} decision${removed.length - executions === 1 ? '' : 's'}.`);
+    print(
+      `Removed ${executions} execution${executions === 1 ? '' : 's'} and ${removed.length - executions} decision${removed.length - executions === 1 ? '' : 's'}.`,
+    );
     print(`Archive: ${archivePath}`);
     return EXIT_OK;
   } finally {
@@ -244,7 +271,7 @@ async function writeJsonl(path: string, records: Iterable<SnapshotRecord> | Asyn
     for await (const r of records) {
       chunk += JSON.stringify(r) + '\n';
       n++;
-      if (chunk.length > 1 << 20) (await file.write(chunk), (chunk = ''));
+      if (chunk.length > 1 << 20) await file.write(chunk), (chunk = '');
     }
     await file.write(chunk);
     await file.sync();
@@ -277,7 +304,8 @@ function parseSince(text: string): string {
     return (BigInt(nowNs()) - BigInt(Math.round(parseDuration(text, '--since'))) * 1_000_000n).toString();
   }
   const ms = Date.parse(text);
-  if (Number.isNaN(ms)) throw new UsageError(`bad --since ${JSON.stringify(text)}: a duration back from now (2h, 7d) or a date (2026-11-29T09:00Z).`);
+  if (Number.isNaN(ms))
+    throw new UsageError(`bad --since ${JSON.stringify(text)}: a duration back from now (2h, 7d) or a date (2026-11-29T09:00Z).`);
   return nsFromDate(ms);
 }
 

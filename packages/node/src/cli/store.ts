@@ -13,5 +13,7 @@ export async function openExisting(path: string | undefined): Promise<SqliteStor
 
 export function noStore(path: string | undefined): CorralError {
   const location = resolve(path ?? defaultStorePath());
-  return new CorralError(ErrorCodes.STORE, `No snapshot store at ${location} (nothing recorded yet, or pass --store PATH)`, { store: location });
+  return new CorralError(ErrorCodes.STORE, `No snapshot store at ${location} (nothing recorded yet, or pass --store PATH)`, {
+    store: location,
+  });
 }

@@ -11,7 +11,7 @@ List the bundled tools and those found in each --tools DIR.
 
 export async function command(args: string[], { print }: Cli): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, tools: { type: 'string', multiple: true } }, false);
-  if (values.help) return print(help), EXIT_OK;
+  if (values.help) return (print(help), EXIT_OK);
   const { Corral } = await import('../corral.js');
   const corral = await Corral.create({ toolDirs: values.tools ?? [], store: false });
   try {
@@ -20,10 +20,12 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
       print(JSON.stringify(tools.map(describeTool), null, 2));
     } else {
       const width = Math.max(4, ...tools.map((t) => `${t.spec.name}@${t.spec.version}`.length));
-      for (const t of tools) print(`${`${t.spec.name}@${t.spec.version}`.padEnd(width)}  ${forTerminal(t.spec.description ?? '', { oneLine: true })}`);
+      for (const t of tools)
+        print(`${`${t.spec.name}@${t.spec.version}`.padEnd(width)}  ${forTerminal(t.spec.description ?? '', { oneLine: true })}`);
       if (tools.length === 0) print('No tools found.');
     }
-    for (const err of corral.loadErrors) process.stderr.write(`corral: skipped: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
+    for (const err of corral.loadErrors)
+      process.stderr.write(`corral: skipped: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
     return EXIT_OK;
   } finally {
     await corral.close();
@@ -43,4 +45,3 @@ function describeTool(tool: Tool) {
     input_schema: spec.input_schema,
   };
 }
-

@@ -10,7 +10,7 @@ Check a tool-spec.json against Corral's tool contract and list every problem.`;
 
 export async function command(args: string[], { print }: Cli): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, true);
-  if (values.help) return print(help), EXIT_OK;
+  if (values.help) return (print(help), EXIT_OK);
   if (positionals.length !== 1) throw new UsageError('name one spec file, e.g. corral validate tool-spec.json');
   const path = positionals[0]!;
   let raw: unknown;
@@ -31,4 +31,3 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   }
   return verdict.ok ? EXIT_OK : EXIT_TOOL_FAILED;
 }
-

@@ -21,7 +21,16 @@
  */
 import type { EntryStat, FsBackend } from './backend.js';
 import type { DiskQuota } from './quota.js';
-import { checkLinkTarget, descendsOnly, parsePath, resolve, staysInside, visibleTarget, type ParsedPath, type Resolved } from './resolve.js';
+import {
+  checkLinkTarget,
+  descendsOnly,
+  parsePath,
+  resolve,
+  staysInside,
+  visibleTarget,
+  type ParsedPath,
+  type Resolved,
+} from './resolve.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
@@ -389,7 +398,10 @@ export class Descriptor {
   // --- directories ---------------------------------------------------------------
   readDirectory(): DirectoryEntryStream {
     const entries = this.#self((r) => this.#backend().readDirectory(r.dir));
-    return new DirectoryEntryStream(HOST, entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)));
+    return new DirectoryEntryStream(
+      HOST,
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    );
   }
 
   setTimesAt(pathFlags: unknown, path: unknown, atime: unknown, mtime: unknown): void {
@@ -452,7 +464,8 @@ export class Descriptor {
         // A relative symlink means something else one folder up: moving it (or a folder holding
         // it) higher must not leave a link that leads out of the mount for the host to follow.
         if (info.type === 'symbolic-link') this.#linkMayMove(from.dir, from.name!, from.depth, to.depth);
-        else if (info.type === 'directory' && to.depth !== from.depth) this.#linksMayMove(from.dir, from.name!, from.depth + 1, to.depth + 1);
+        else if (info.type === 'directory' && to.depth !== from.depth)
+          this.#linksMayMove(from.dir, from.name!, from.depth + 1, to.depth + 1);
         this.#backend().rename(from.dir, from.name!, to.dir, to.name);
       });
     });

@@ -150,7 +150,14 @@ function toRoot<D>(backend: FsBackend<D>, stack: Walk<D>): void {
  * way. Returns the last component's name (not entered), or null when the
  * walk ends on a directory it entered (or the path was empty).
  */
-function walk<D>(backend: FsBackend<D>, stack: Walk<D>, pending: string[], floor: number, followFinal: boolean, count: { links: number }): string | null {
+function walk<D>(
+  backend: FsBackend<D>,
+  stack: Walk<D>,
+  pending: string[],
+  floor: number,
+  followFinal: boolean,
+  count: { links: number },
+): string | null {
   let last: string | null = null;
   while (pending.length > 0) {
     const segment = pending.shift()!;

@@ -9,15 +9,83 @@ import { MAX_OPEN_FILES } from '../fs/filesystem.js';
 // --- errno ---------------------------------------------------------------------
 /** `errno`, every value preview1 defines, by its witx name (`2big` is TOOBIG). */
 export const E = {
-  SUCCESS: 0, TOOBIG: 1, ACCES: 2, ADDRINUSE: 3, ADDRNOTAVAIL: 4, AFNOSUPPORT: 5, AGAIN: 6, ALREADY: 7, BADF: 8,
-  BADMSG: 9, BUSY: 10, CANCELED: 11, CHILD: 12, CONNABORTED: 13, CONNREFUSED: 14, CONNRESET: 15, DEADLK: 16,
-  DESTADDRREQ: 17, DOM: 18, DQUOT: 19, EXIST: 20, FAULT: 21, FBIG: 22, HOSTUNREACH: 23, IDRM: 24, ILSEQ: 25,
-  INPROGRESS: 26, INTR: 27, INVAL: 28, IO: 29, ISCONN: 30, ISDIR: 31, LOOP: 32, MFILE: 33, MLINK: 34, MSGSIZE: 35,
-  MULTIHOP: 36, NAMETOOLONG: 37, NETDOWN: 38, NETRESET: 39, NETUNREACH: 40, NFILE: 41, NOBUFS: 42, NODEV: 43,
-  NOENT: 44, NOEXEC: 45, NOLCK: 46, NOLINK: 47, NOMEM: 48, NOMSG: 49, NOPROTOOPT: 50, NOSPC: 51, NOSYS: 52,
-  NOTCONN: 53, NOTDIR: 54, NOTEMPTY: 55, NOTRECOVERABLE: 56, NOTSOCK: 57, NOTSUP: 58, NOTTY: 59, NXIO: 60,
-  OVERFLOW: 61, OWNERDEAD: 62, PERM: 63, PIPE: 64, PROTO: 65, PROTONOSUPPORT: 66, PROTOTYPE: 67, RANGE: 68, ROFS: 69,
-  SPIPE: 70, SRCH: 71, STALE: 72, TIMEDOUT: 73, TXTBSY: 74, XDEV: 75, NOTCAPABLE: 76,
+  SUCCESS: 0,
+  TOOBIG: 1,
+  ACCES: 2,
+  ADDRINUSE: 3,
+  ADDRNOTAVAIL: 4,
+  AFNOSUPPORT: 5,
+  AGAIN: 6,
+  ALREADY: 7,
+  BADF: 8,
+  BADMSG: 9,
+  BUSY: 10,
+  CANCELED: 11,
+  CHILD: 12,
+  CONNABORTED: 13,
+  CONNREFUSED: 14,
+  CONNRESET: 15,
+  DEADLK: 16,
+  DESTADDRREQ: 17,
+  DOM: 18,
+  DQUOT: 19,
+  EXIST: 20,
+  FAULT: 21,
+  FBIG: 22,
+  HOSTUNREACH: 23,
+  IDRM: 24,
+  ILSEQ: 25,
+  INPROGRESS: 26,
+  INTR: 27,
+  INVAL: 28,
+  IO: 29,
+  ISCONN: 30,
+  ISDIR: 31,
+  LOOP: 32,
+  MFILE: 33,
+  MLINK: 34,
+  MSGSIZE: 35,
+  MULTIHOP: 36,
+  NAMETOOLONG: 37,
+  NETDOWN: 38,
+  NETRESET: 39,
+  NETUNREACH: 40,
+  NFILE: 41,
+  NOBUFS: 42,
+  NODEV: 43,
+  NOENT: 44,
+  NOEXEC: 45,
+  NOLCK: 46,
+  NOLINK: 47,
+  NOMEM: 48,
+  NOMSG: 49,
+  NOPROTOOPT: 50,
+  NOSPC: 51,
+  NOSYS: 52,
+  NOTCONN: 53,
+  NOTDIR: 54,
+  NOTEMPTY: 55,
+  NOTRECOVERABLE: 56,
+  NOTSOCK: 57,
+  NOTSUP: 58,
+  NOTTY: 59,
+  NXIO: 60,
+  OVERFLOW: 61,
+  OWNERDEAD: 62,
+  PERM: 63,
+  PIPE: 64,
+  PROTO: 65,
+  PROTONOSUPPORT: 66,
+  PROTOTYPE: 67,
+  RANGE: 68,
+  ROFS: 69,
+  SPIPE: 70,
+  SRCH: 71,
+  STALE: 72,
+  TIMEDOUT: 73,
+  TXTBSY: 74,
+  XDEV: 75,
+  NOTCAPABLE: 76,
 } as const;
 
 /**
@@ -79,7 +147,15 @@ export function errnoOf(err: unknown): number {
 }
 
 // --- filetype, rights, flags ------------------------------------------------------
-export const FILETYPE = { UNKNOWN: 0, BLOCK_DEVICE: 1, CHARACTER_DEVICE: 2, DIRECTORY: 3, REGULAR_FILE: 4, SOCKET_STREAM: 6, SYMBOLIC_LINK: 7 };
+export const FILETYPE = {
+  UNKNOWN: 0,
+  BLOCK_DEVICE: 1,
+  CHARACTER_DEVICE: 2,
+  DIRECTORY: 3,
+  REGULAR_FILE: 4,
+  SOCKET_STREAM: 6,
+  SYMBOLIC_LINK: 7,
+};
 
 export const DESCRIPTOR_FILETYPE: Record<string, number> = {
   unknown: FILETYPE.UNKNOWN,
@@ -130,13 +206,34 @@ export const R = {
 export const ALL_RIGHTS = bit(30) - 1n;
 /** What a regular file can do. */
 export const FILE_RIGHTS =
-  R.FD_DATASYNC | R.FD_READ | R.FD_SEEK | R.FD_FDSTAT_SET_FLAGS | R.FD_SYNC | R.FD_TELL | R.FD_WRITE | R.FD_ADVISE |
-  R.FD_ALLOCATE | R.FD_FILESTAT_GET | R.FD_FILESTAT_SET_SIZE | R.FD_FILESTAT_SET_TIMES | R.POLL_FD_READWRITE;
+  R.FD_DATASYNC |
+  R.FD_READ |
+  R.FD_SEEK |
+  R.FD_FDSTAT_SET_FLAGS |
+  R.FD_SYNC |
+  R.FD_TELL |
+  R.FD_WRITE |
+  R.FD_ADVISE |
+  R.FD_ALLOCATE |
+  R.FD_FILESTAT_GET |
+  R.FD_FILESTAT_SET_SIZE |
+  R.FD_FILESTAT_SET_TIMES |
+  R.POLL_FD_READWRITE;
 /** What a directory can do: everything but byte I/O and sockets. */
 export const DIR_RIGHTS =
   ALL_RIGHTS &
-  ~(R.FD_READ | R.FD_SEEK | R.FD_TELL | R.FD_WRITE | R.FD_ADVISE | R.FD_ALLOCATE | R.FD_FILESTAT_SET_SIZE |
-    R.POLL_FD_READWRITE | R.SOCK_SHUTDOWN | R.SOCK_ACCEPT);
+  ~(
+    R.FD_READ |
+    R.FD_SEEK |
+    R.FD_TELL |
+    R.FD_WRITE |
+    R.FD_ADVISE |
+    R.FD_ALLOCATE |
+    R.FD_FILESTAT_SET_SIZE |
+    R.POLL_FD_READWRITE |
+    R.SOCK_SHUTDOWN |
+    R.SOCK_ACCEPT
+  );
 /** Rights that make a file writable (a descriptor opened with them asks its mount for write access). */
 export const WRITE_RIGHTS = R.FD_WRITE | R.FD_ALLOCATE | R.FD_FILESTAT_SET_SIZE;
 export const STDIN_RIGHTS = R.FD_READ | R.FD_FDSTAT_SET_FLAGS | R.FD_FILESTAT_GET | R.POLL_FD_READWRITE;
@@ -183,14 +280,52 @@ export const MAX_FDS = MAX_OPEN_FILES;
 
 /** The preview1 functions this host provides: every one wasi-libc imports. */
 export const PREVIEW1_FUNCTIONS = [
-  'args_get', 'args_sizes_get', 'environ_get', 'environ_sizes_get', 'clock_res_get', 'clock_time_get',
-  'fd_advise', 'fd_allocate', 'fd_close', 'fd_datasync', 'fd_fdstat_get', 'fd_fdstat_set_flags', 'fd_fdstat_set_rights',
-  'fd_filestat_get', 'fd_filestat_set_size', 'fd_filestat_set_times', 'fd_pread', 'fd_prestat_get', 'fd_prestat_dir_name',
-  'fd_pwrite', 'fd_read', 'fd_readdir', 'fd_renumber', 'fd_seek', 'fd_sync', 'fd_tell', 'fd_write',
-  'path_create_directory', 'path_filestat_get', 'path_filestat_set_times', 'path_link', 'path_open', 'path_readlink',
-  'path_remove_directory', 'path_rename', 'path_symlink', 'path_unlink_file',
-  'poll_oneoff', 'proc_exit', 'proc_raise', 'random_get', 'sched_yield',
-  'sock_accept', 'sock_recv', 'sock_send', 'sock_shutdown',
+  'args_get',
+  'args_sizes_get',
+  'environ_get',
+  'environ_sizes_get',
+  'clock_res_get',
+  'clock_time_get',
+  'fd_advise',
+  'fd_allocate',
+  'fd_close',
+  'fd_datasync',
+  'fd_fdstat_get',
+  'fd_fdstat_set_flags',
+  'fd_fdstat_set_rights',
+  'fd_filestat_get',
+  'fd_filestat_set_size',
+  'fd_filestat_set_times',
+  'fd_pread',
+  'fd_prestat_get',
+  'fd_prestat_dir_name',
+  'fd_pwrite',
+  'fd_read',
+  'fd_readdir',
+  'fd_renumber',
+  'fd_seek',
+  'fd_sync',
+  'fd_tell',
+  'fd_write',
+  'path_create_directory',
+  'path_filestat_get',
+  'path_filestat_set_times',
+  'path_link',
+  'path_open',
+  'path_readlink',
+  'path_remove_directory',
+  'path_rename',
+  'path_symlink',
+  'path_unlink_file',
+  'poll_oneoff',
+  'proc_exit',
+  'proc_raise',
+  'random_get',
+  'sched_yield',
+  'sock_accept',
+  'sock_recv',
+  'sock_send',
+  'sock_shutdown',
 ] as const;
 
 export type Preview1Function = (typeof PREVIEW1_FUNCTIONS)[number];

@@ -22,11 +22,46 @@ import type { Descriptor, DescriptorStat } from '../fs/filesystem.js';
 import { MAX_CHUNK, MAX_POLL, bytesSource, monotonicNs, realtimeNs, sleepNs, type ByteSink, type ByteSource } from '../io.js';
 import { ProcExit } from '../outcome.js';
 import {
-  E, Errno, errnoOf, FILETYPE, DESCRIPTOR_FILETYPE, R, ALL_RIGHTS, FILE_RIGHTS, DIR_RIGHTS, WRITE_RIGHTS,
-  STDIN_RIGHTS, STDOUT_RIGHTS, FDFLAG_APPEND, FDFLAG_DSYNC, FDFLAG_RSYNC, FDFLAG_SYNC, FDFLAGS_SYNC, FDFLAGS_ALL,
-  O_CREAT, O_DIRECTORY, O_EXCL, O_TRUNC, LOOKUP_SYMLINK_FOLLOW, FST_ATIM, FST_ATIM_NOW, FST_MTIM, FST_MTIM_NOW,
-  SUBCLOCK_ABSTIME, EVENTTYPE_CLOCK, EVENTTYPE_FD_READ, EVENTTYPE_FD_WRITE, ADVICE, DIRENT_SIZE, FILESTAT_SIZE,
-  SUBSCRIPTION_SIZE, EVENT_SIZE, MAX_OFFSET, MAX_FDS, PREVIEW1_FUNCTIONS, type Preview1Function,
+  E,
+  Errno,
+  errnoOf,
+  FILETYPE,
+  DESCRIPTOR_FILETYPE,
+  R,
+  ALL_RIGHTS,
+  FILE_RIGHTS,
+  DIR_RIGHTS,
+  WRITE_RIGHTS,
+  STDIN_RIGHTS,
+  STDOUT_RIGHTS,
+  FDFLAG_APPEND,
+  FDFLAG_DSYNC,
+  FDFLAG_RSYNC,
+  FDFLAG_SYNC,
+  FDFLAGS_SYNC,
+  FDFLAGS_ALL,
+  O_CREAT,
+  O_DIRECTORY,
+  O_EXCL,
+  O_TRUNC,
+  LOOKUP_SYMLINK_FOLLOW,
+  FST_ATIM,
+  FST_ATIM_NOW,
+  FST_MTIM,
+  FST_MTIM_NOW,
+  SUBCLOCK_ABSTIME,
+  EVENTTYPE_CLOCK,
+  EVENTTYPE_FD_READ,
+  EVENTTYPE_FD_WRITE,
+  ADVICE,
+  DIRENT_SIZE,
+  FILESTAT_SIZE,
+  SUBSCRIPTION_SIZE,
+  EVENT_SIZE,
+  MAX_OFFSET,
+  MAX_FDS,
+  PREVIEW1_FUNCTIONS,
+  type Preview1Function,
 } from './abi.js';
 import { GuestMemory } from './memory.js';
 
@@ -252,7 +287,10 @@ export class Preview1Host {
 
   #sizes(strings: Uint8Array[], countPtr: number, sizePtr: number): number {
     this.#mem.u32(countPtr, strings.length);
-    this.#mem.u32(sizePtr, strings.reduce((n, s) => n + s.length, 0));
+    this.#mem.u32(
+      sizePtr,
+      strings.reduce((n, s) => n + s.length, 0),
+    );
     return E.SUCCESS;
   }
 
@@ -466,7 +504,12 @@ export class Preview1Host {
       this.#mem.dv.setUint8((ptr >>> 0) + 16, f.filetype);
       return E.SUCCESS;
     }
-    this.#writeFilestat(ptr, f.device, f.descriptor.stat(), inodeOf(() => f.descriptor!.metadataHash()));
+    this.#writeFilestat(
+      ptr,
+      f.device,
+      f.descriptor.stat(),
+      inodeOf(() => f.descriptor!.metadataHash()),
+    );
     return E.SUCCESS;
   }
 
@@ -639,7 +682,12 @@ export class Preview1Host {
     const path = this.#path(pathPtr, pathLen);
     const pathFlags = { symlinkFollow: (flags & LOOKUP_SYMLINK_FOLLOW) !== 0 };
     const stat = dir.descriptor.statAt(pathFlags, path);
-    this.#writeFilestat(ptr, dir.device, stat, inodeOf(() => dir.descriptor.metadataHashAt(pathFlags, path)));
+    this.#writeFilestat(
+      ptr,
+      dir.device,
+      stat,
+      inodeOf(() => dir.descriptor.metadataHashAt(pathFlags, path)),
+    );
     return E.SUCCESS;
   }
 
@@ -839,7 +887,12 @@ function toOffset(offset: bigint): number {
 
 /** The first `max` bytes of `views`, gathered into a copy. */
 function concat(views: Uint8Array[], max: number): Uint8Array {
-  const out = new Uint8Array(Math.min(max, views.reduce((n, v) => n + v.length, 0)));
+  const out = new Uint8Array(
+    Math.min(
+      max,
+      views.reduce((n, v) => n + v.length, 0),
+    ),
+  );
   let at = 0;
   for (const view of views) {
     if (at >= out.length) break;
