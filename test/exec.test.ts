@@ -260,5 +260,12 @@ describe('corral.exec (the API)', () => {
       }),
     ).rejects.toThrow(/mounted twice/);
     await expect(corral.exec('not bytes' as unknown as Uint8Array)).rejects.toThrow(/Uint8Array/);
+    // A tree no directory could hold is the caller's error, not the program's.
+    await expect(
+      corral.exec(wasm, { args: ['ls', 'd'], mounts: [{ guest: 'd', access: 'read', tree: { '../x': 'a' } }] }),
+    ).rejects.toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      message: /invalid file name: "\.\.\/x"/,
+    });
   });
 });

@@ -4,6 +4,7 @@
  * /tmp in memory that is discarded with the call. All mounts share one disk
  * quota. Both WASI flavours take their preopens from here.
  */
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { MountBinding } from '@corral/core';
 import type { FsBackend } from './fs/backend.js';
 import { rootDescriptor, type Descriptor, type Mount } from './fs/filesystem.js';
@@ -61,10 +62,10 @@ export function callFilesystem(
     const preopens: Array<[Descriptor, string]> = mounts.map((mount, i) => {
       let backend: FsBackend;
       if (mount.hostPath !== undefined) {
-        if (!openHostDirectory) throw new TypeError(`host folders cannot be mounted on this host (${mount.guest})`);
+        if (!openHostDirectory) throw unsupported('host folders', mount.guest);
         backend = openHostDirectory(mount.hostPath);
       } else if (mount.opfsPath !== undefined) {
-        if (!openOpfsDirectory) throw new TypeError(`OPFS folders cannot be mounted on this host (${mount.guest})`);
+        if (!openOpfsDirectory) throw unsupported('OPFS folders', mount.guest);
         backend = openOpfsDirectory(mount.opfsPath);
       } else {
         backend = MemoryBackend.fromTree(mount.tree ?? {}, BigInt(i + 1));
@@ -79,4 +80,8 @@ export function callFilesystem(
     close();
     throw err;
   }
+}
+
+function unsupported(what: string, guest: string): CorralError {
+  return new CorralError(ErrorCodes.INPUT_VALIDATION, `Mount ${guest}: ${what} cannot be mounted on this host.`, { guest });
 }

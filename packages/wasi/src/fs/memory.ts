@@ -7,6 +7,7 @@
  * Directories are Maps, never plain objects: a guest may name a file
  * `__proto__` or `constructor`.
  */
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { MemoryTree } from '@corral/core';
 import type { DirectoryListing, EntryStat, EntryType, FsBackend, NewTime, OpenMode } from './backend.js';
 import { realtimeNs } from '../io.js';
@@ -333,6 +334,13 @@ function setTimesOf(node: NodeBase, atime: NewTime, mtime: NewTime): void {
 
 function checkTreeName(name: string): void {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
-    throw new TypeError(`invalid file name in mount tree: ${JSON.stringify(name)}`);
+    // The caller's mistake, not the tool's: a name no directory can hold.
+    throw new CorralError(
+      ErrorCodes.INPUT_VALIDATION,
+      `A mount tree has an invalid file name: ${JSON.stringify(name)} (names are non-empty, not . or .., without / or NUL).`,
+      {
+        name,
+      },
+    );
   }
 }
