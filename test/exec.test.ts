@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Corral } from '@corral/node';
@@ -93,9 +93,16 @@ describe.each([
   });
 
   it('mounts --dir HOST::GUEST under the guest name as given, relative names too', async () => {
-    const listed = await exec([file, '--dir', `${dir}::data`, '--', 'ls', 'data']);
-    expect(listed.code).toBe(0);
-    expect(listed.stdout.split('\n')).toContain('notes.txt');
+    // A folder of its own: other tests write into the shared one.
+    const own = await mkdtemp(join(tmpdir(), 'corral-exec-ls-'));
+    try {
+      await writeFile(join(own, 'b.txt'), 'b');
+      await mkdir(join(own, 'a-folder'));
+      const listed = await exec([file, '--dir', `${own}::data`, '--', 'ls', 'data']);
+      expect(listed).toMatchObject({ code: 0, stdout: 'a-folder\nb.txt\n' });
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
     const read = await exec([file, '--dir', `${dir}::/work`, '--', 'read', '/work/notes.txt']);
     expect(read.stdout).toBe('hello from the host\n');
   });

@@ -16,41 +16,5 @@ export { bundledTools, registerBundledTools, type BundledTool, type RegisterBund
 export { opfsDirectory, writeOpfsTree, readOpfsTree } from './opfs.js';
 export { IndexedDbStore, SCHEMA_VERSION as INDEXEDDB_SCHEMA_VERSION, type IndexedDbStoreOptions } from './store-indexeddb.js';
 
-// From @corral/core: the same names the Node host re-exports.
-export {
-  CorralError,
-  ErrorCodes,
-  isCorralErrorJSON,
-  Registry,
-  Runtime,
-  MemoryStore,
-  nowNs,
-  nsFromDate,
-  isoFromNs,
-  sha256Hex,
-  type ErrorCode,
-  type CorralErrorJSON,
-  type Tool,
-  type ToolSpec,
-  type ToolResources,
-  type MountSpec,
-  type MountAccess,
-  type MountBinding,
-  type MemoryTree,
-  type JsonSchema,
-  type InvokeOptions,
-  type InvokeResult,
-  type SnapshotRef,
-  type ExecutionResult,
-  type DecisionInput,
-  type Store,
-  type Nanos,
-  type DecisionSnapshot,
-  type ExecutionIntent,
-  type ExecutionOutcome,
-  type ExecutionSnapshot,
-  type ExecutionStatus,
-  type SnapshotRecord,
-  type ExecutionFilter,
-  type PruneOptions,
-} from '@corral/core';
+// The part of @corral/core a host's user needs (one list, shared with @corral/node).
+export * from '@corral/core/host-api';

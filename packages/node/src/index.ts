@@ -23,41 +23,5 @@ export {
   type SqliteStoreOptions,
 } from './store-sqlite.js';
 
-// From @corral/core: the same names the browser host re-exports.
-export {
-  CorralError,
-  ErrorCodes,
-  isCorralErrorJSON,
-  Registry,
-  Runtime,
-  MemoryStore,
-  nowNs,
-  nsFromDate,
-  isoFromNs,
-  sha256Hex,
-  type ErrorCode,
-  type CorralErrorJSON,
-  type Tool,
-  type ToolSpec,
-  type ToolResources,
-  type MountSpec,
-  type MountAccess,
-  type MountBinding,
-  type MemoryTree,
-  type JsonSchema,
-  type InvokeOptions,
-  type InvokeResult,
-  type SnapshotRef,
-  type ExecutionResult,
-  type DecisionInput,
-  type Store,
-  type Nanos,
-  type DecisionSnapshot,
-  type ExecutionIntent,
-  type ExecutionOutcome,
-  type ExecutionSnapshot,
-  type ExecutionStatus,
-  type SnapshotRecord,
-  type ExecutionFilter,
-  type PruneOptions,
-} from '@corral/core';
+// The part of @corral/core a host's user needs (one list, shared with @corral/browser).
+export * from '@corral/core/host-api';

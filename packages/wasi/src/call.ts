@@ -5,19 +5,7 @@
  */
 import { callFilesystem, type CallFilesystem } from './vfs.js';
 import { callStdio } from './stdio-channel.js';
-import type { RunRequest, RunnerOptions } from './request.js';
-import type { ByteSink, ByteSource } from './io.js';
-import type { Descriptor } from './fs/filesystem.js';
-
-export interface GuestIo {
-  args: readonly string[];
-  env: Readonly<Record<string, string>>;
-  stdin: Uint8Array | ByteSource;
-  stdout: ByteSink;
-  stderr: ByteSink;
-  terminals?: readonly [boolean, boolean, boolean];
-  preopens: Array<[Descriptor, string]>;
-}
+import type { GuestIo, RunRequest, RunnerOptions } from './request.js';
 
 export function openCall(request: RunRequest, options: RunnerOptions) {
   const stdio = callStdio(request);

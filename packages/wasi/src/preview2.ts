@@ -22,23 +22,12 @@ import {
   poll,
   readyPollable,
   realtimeNs,
-  type ByteSink,
-  type ByteSource,
 } from './io.js';
 import { Descriptor, DirectoryEntryStream, filesystemErrorCode } from './fs/filesystem.js';
 import { ProcExit } from './outcome.js';
+import type { GuestIo } from './request.js';
 
-export interface Preview2Call {
-  args: readonly string[];
-  env: Readonly<Record<string, string>>;
-  /** Bytes given whole, or a source read as the guest asks (streamed stdin). */
-  stdin: Uint8Array | ByteSource;
-  stdout: ByteSink;
-  stderr: ByteSink;
-  /** Which of stdin, stdout, stderr are terminals on the host side. Default: none. */
-  terminals?: readonly [boolean, boolean, boolean];
-  /** Preopened directories: [descriptor, guest path]. */
-  preopens: ReadonlyArray<readonly [Descriptor, string]>;
+export interface Preview2Call extends GuestIo {
   /** The call's memory budget: no single host allocation for the guest is larger. */
   memoryLimitBytes: number;
 }

@@ -6,6 +6,22 @@
  */
 import type { MountBinding } from '@corral/core';
 import type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
+import type { ByteSink, ByteSource } from './io.js';
+import type { Descriptor } from './fs/filesystem.js';
+
+/** What either WASI host gives one guest: its argv, environment, stdio and preopened directories. */
+export interface GuestIo {
+  args: readonly string[];
+  env: Readonly<Record<string, string>>;
+  /** Bytes given whole, or a source read as the guest asks (streamed stdin). */
+  stdin: Uint8Array | ByteSource;
+  stdout: ByteSink;
+  stderr: ByteSink;
+  /** Which of stdin, stdout, stderr are terminals on the host side. Default: none. */
+  terminals?: readonly [boolean, boolean, boolean];
+  /** The directories the guest may reach, in order (preview1: fd 3, 4, …): [descriptor, guest path]. */
+  preopens: ReadonlyArray<readonly [Descriptor, string]>;
+}
 
 /** What one run needs; the host has already checked it against the spec. */
 export interface RunRequest {

@@ -21,6 +21,7 @@
 import type { Descriptor, DescriptorStat } from '../fs/filesystem.js';
 import { MAX_CHUNK, MAX_POLL, bytesSource, monotonicNs, realtimeNs, sleepNs, type ByteSink, type ByteSource } from '../io.js';
 import { ProcExit } from '../outcome.js';
+import type { GuestIo } from '../request.js';
 import {
   E,
   Errno,
@@ -101,18 +102,8 @@ interface DirEntry {
   lookup: string | null;
 }
 
-export interface Preview1HostOptions {
-  args: readonly string[];
-  env: Readonly<Record<string, string>>;
-  /** Bytes given whole, or a source read as the guest asks (streamed stdin). */
-  stdin: Uint8Array | ByteSource;
-  stdout: ByteSink;
-  stderr: ByteSink;
-  /** Which of fds 0, 1, 2 are terminals on the host side. Default: none. */
-  terminals?: readonly [boolean, boolean, boolean];
-  /** The directories the guest may reach, as fd 3, 4, … */
-  preopens: Preopens;
-}
+/** A preview1 host takes exactly what every guest is given (request.ts). */
+export type Preview1HostOptions = GuestIo;
 
 /**
  * The `wasi_snapshot_preview1` imports of one instance. Create one per call,
