@@ -12,7 +12,7 @@
  * is bounded only by the call's output limit.
  */
 import { CappedSink, OutputLimitExceeded } from './outcome.js';
-import type { ByteSink, ByteSource } from './io.js';
+import { bytesSource, type ByteSink, type ByteSource } from './io.js';
 import type { RunRequest, StdioChannel } from './request.js';
 
 export type { StdioChannel } from './request.js';
@@ -150,7 +150,8 @@ export function workerStdio(
   const control = shared ? new Int32Array(shared, 0, DATA_OFFSET / 4) : undefined;
   const data = shared ? new Uint8Array(shared, DATA_OFFSET, STDIO_CHUNK) : undefined;
   let posted = 0;
-  let unbounded = 0;
+  /** Bytes posted where the guest cannot be made to wait: bounded by the output limit instead. */
+  let unpaced = 0;
 
   const sink = (fd: 1 | 2): ByteSink => ({
     write(bytes) {
@@ -161,7 +162,7 @@ export function workerStdio(
           for (let acked = Atomics.load(control, ACKED); ((posted - acked) | 0) >= WINDOW; acked = Atomics.load(control, ACKED)) {
             Atomics.wait(control, ACKED, acked);
           }
-        } else if ((unbounded += piece.length) > outputLimitBytes) {
+        } else if ((unpaced += piece.length) > outputLimitBytes) {
           throw new OutputLimitExceeded(`${outputLimitBytes}-byte`);
         }
         port.postMessage({ kind: 'out', fd, bytes: piece } satisfies WorkerMessage, [piece.buffer]);
@@ -170,7 +171,7 @@ export function workerStdio(
     },
   });
 
-  let stdinAt = 0;
+  const given = bytesSource(givenStdin);
   let stdinEnded = false;
   // Each round trip to the host costs tens of microseconds, so ask for a
   // whole chunk and serve small reads from it; the host answers with what
@@ -178,12 +179,7 @@ export function workerStdio(
   let buffered: Uint8Array = new Uint8Array(0);
   const stdin: ByteSource = {
     read(max) {
-      if (!channel.streamStdin || !control || !data) {
-        if (stdinAt >= givenStdin.length) return null;
-        const chunk = givenStdin.subarray(stdinAt, stdinAt + max);
-        stdinAt += chunk.length;
-        return chunk;
-      }
+      if (!channel.streamStdin || !control || !data) return given.read(max);
       if (buffered.length === 0) {
         if (stdinEnded) return null;
         Atomics.store(control, STDIN_STATE, WAITING);
