@@ -16,6 +16,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   cache: () => import('./cache.js'),
   snapshots: () => import('./snapshots.js'),
   replay: () => import('./replay.js'),
+  policy: () => import('./policy.js'),
+  approve: () => import('./approve.js'),
+  approvals: () => import('./approvals.js'),
+  audit: () => import('./audit.js'),
 };
 
 export const HELP = `corral — run sandboxed WASI tools for AI agents
@@ -29,6 +33,10 @@ Usage:
   corral cache clear                           drop transpiled components
   corral snapshots list|show|export|prune      read back or trim recorded calls
   corral replay ID                             re-run a recorded call and compare
+  corral policy grant|deny|revoke|show         what tools called through MCP or HTTP may touch
+  corral approvals [--json]                    calls waiting for approval
+  corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)
+  corral audit [--json] [--since] [--tool]     grants, revocations, denials and approvals
 
 Run 'corral COMMAND --help' for a command's options.`;
 
