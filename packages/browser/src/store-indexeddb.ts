@@ -156,6 +156,8 @@ export class IndexedDbStore implements Store {
           // An older database that is not ours: leave it exactly as it was.
           if (oldVersion > 0 && !db.objectStoreNames.contains('meta')) {
             foreign = [...db.objectStoreNames];
+            // idb's promise for this transaction rejects with AbortError: expected here, not an unhandled rejection.
+            tx.done.catch(() => undefined);
             return tx.abort();
           }
           for (let v = oldVersion; v < SCHEMA_VERSION; v++) MIGRATIONS[v]!(db, tx);
