@@ -5,7 +5,7 @@
  * processes that are killed and restarted, running the real file-stats tool.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -188,6 +188,26 @@ describe('corral policy, against a running gate', () => {
   });
 });
 
+describe('corral policy on a policy file that is a symlink', () => {
+  it('edits the file the link points to and keeps the link; a grant of the link’s target folder is refused', async () => {
+    const e = sandbox();
+    const real = join(e.dir, 'dotfiles/corral-policy.yaml');
+    mkdirSync(join(e.dir, 'dotfiles'));
+    mkdirSync(join(e.dir, 'config/corral'), { recursive: true });
+    writeFileSync(real, '# from my dotfiles\nversion: 1\n');
+    symlinkSync(real, e.policyPath);
+    const r = await corral(e, ['policy', 'grant', 'file-stats', '--mount', `${e.src}:/workspace:ro`]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(lstatSync(e.policyPath).isSymbolicLink()).toBe(true);
+    expect(readFileSync(real, 'utf8')).toMatch(/^# from my dotfiles\nversion: 1\ntools:\n {2}file-stats:/);
+    const refused = await corral(e, ['policy', 'grant', 'file-stats', '--mount', `${join(e.dir, 'dotfiles')}:/workspace`]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/holds the policy file/);
+    expect((await corral(e, ['policy', 'revoke', 'file-stats', '--mount', `${e.src}:/workspace:ro`])).code).toBe(0);
+    expect(readFileSync(real, 'utf8')).not.toContain(e.src);
+  });
+});
+
 describe('approvals across processes', () => {
   it('a call waits in one server, survives its death, is approved with the CLI and runs in a new server', async () => {
     const e = sandbox();
@@ -198,7 +218,7 @@ describe('approvals across processes', () => {
       e,
       `const r = await gate.invoke(corral, 'file-stats', { path: '/workspace/docs' }, {
          bindings: { '/workspace': ${JSON.stringify(e.src)} }, caller: { kind: 'mcp', id: 'editor' },
-         onApprovalRequired: (a) => say('PENDING', a.id), timeoutMs: 60000 });
+         onApprovalRequired: (a) => say('PENDING', a.id), approvalTimeoutMs: 60000 });
        say('RESULT', JSON.stringify(r));`,
     );
     const id = (await first.line(/^PENDING /)).split(' ')[1]!;
@@ -252,7 +272,7 @@ describe('approvals across processes', () => {
     const s = server(
       e,
       `const r = await gate.invoke(corral, 'file-stats', {}, { bindings: { '/workspace': ${JSON.stringify(e.src)} },
-         onApprovalRequired: (a) => say('PENDING', a.id), timeoutMs: 60000 });
+         onApprovalRequired: (a) => say('PENDING', a.id), approvalTimeoutMs: 60000 });
        say('RESULT', JSON.stringify(r));`,
     );
     const id = (await s.line(/^PENDING /)).split(' ')[1]!;
@@ -296,14 +316,14 @@ describe('approvals across processes', () => {
         host,
         'file-stats',
         { path: '/workspace/docs' },
-        { bindings: { '/workspace': e.src }, timeoutMs: 0 },
+        { bindings: { '/workspace': e.src }, approvalTimeoutMs: 0 },
       );
       expect(covered.ok).toBe(true);
       const show = await corral(e, ['policy', 'show']);
       expect(show.stdout).toMatch(new RegExp(`Remembered approvals[\\s\\S]*${ids[0]}  file-stats@1.0.0  scope tool  by ada`));
       const revoked = await corral(e, ['policy', 'revoke', '--approval-id', ids[0]!, '--by', 'ada']);
       expect(revoked.code, revoked.stderr).toBe(0);
-      const waits = await gate.invoke(host, 'file-stats', {}, { bindings: { '/workspace': e.src }, timeoutMs: 0 });
+      const waits = await gate.invoke(host, 'file-stats', {}, { bindings: { '/workspace': e.src }, approvalTimeoutMs: 0 });
       expect(waits.error).toMatchObject({ details: { reason: 'approval_timeout' } });
       expect((await audit(e)).map((a) => a.action)).toEqual([
         'grant',

@@ -186,13 +186,13 @@ describe('approvals', () => {
 
   it('an approval nobody decides expires; a wait that times out leaves it pending for resume', async () => {
     const s = await setup(needsApproval, { approvalTtlMs: 300 });
-    const expired = await s.gate.invoke(s.host, 'file-stats', {}, { bindings: { '/workspace': s.src }, timeoutMs: 5_000 });
+    const expired = await s.gate.invoke(s.host, 'file-stats', {}, { bindings: { '/workspace': s.src }, approvalTimeoutMs: 5_000 });
     expect(expired.error).toMatchObject({ code: 'E_POLICY_DENIED', details: { reason: 'approval_expired' } });
     const id = expired.error!.details.approval_id as string;
     await expect(s.gate.decide(id, 'approve', { by: 'ada' })).rejects.toMatchObject({ message: /is expired, not pending/ });
 
     const t = await setup(needsApproval);
-    const timedOut = await t.gate.invoke(t.host, 'file-stats', { n: 1 }, { bindings: { '/workspace': t.src }, timeoutMs: 100 });
+    const timedOut = await t.gate.invoke(t.host, 'file-stats', { n: 1 }, { bindings: { '/workspace': t.src }, approvalTimeoutMs: 100 });
     expect(timedOut.error).toMatchObject({ details: { reason: 'approval_timeout' }, message: /stays pending/ });
     const waiting = timedOut.error!.details.approval_id as string;
     expect((await t.gate.pending()).map((a) => a.id)).toEqual([waiting]);
@@ -223,8 +223,8 @@ describe('approvals', () => {
     );
     expect((await running).error).toMatchObject({ code: 'E_CANCELLED' });
     expect(await s.gate.pending()).toHaveLength(1);
-    await s.gate.invoke(s.host, 'file-stats', {}, { bindings: { '/workspace': s.src }, timeoutMs: 0 });
-    const third = await s.gate.invoke(s.host, 'file-stats', {}, { bindings: { '/workspace': s.src }, timeoutMs: 0 });
+    await s.gate.invoke(s.host, 'file-stats', {}, { bindings: { '/workspace': s.src }, approvalTimeoutMs: 0 });
+    const third = await s.gate.invoke(s.host, 'file-stats', {}, { bindings: { '/workspace': s.src }, approvalTimeoutMs: 0 });
     expect(third.error).toMatchObject({
       code: 'E_POLICY_DENIED',
       details: { reason: 'approval_unavailable' },
@@ -281,6 +281,28 @@ describe('the policy file while a gate runs', () => {
       tool: 'file-stats',
       detail: { bindings: { '/workspace': { folder: s.src } } },
     });
+  });
+
+  it('a caller’s own time limit may shorten the call, never lengthen it', async () => {
+    const s = await setup(
+      ({ src }) =>
+        `version: 1\ntools:\n  file-stats:\n    resources: { timeout_ms: 4000 }\n    mounts:\n      /workspace: [{ folder: ${src}, access: read }]\n`,
+    );
+    for (const [asked, got] of [
+      [undefined, 4000],
+      [500, 500],
+      [999_999, 4000],
+      [-1, 4000],
+      [Number.NaN, 4000],
+    ] as const) {
+      await s.gate.invoke(
+        s.host,
+        'file-stats',
+        {},
+        { bindings: { '/workspace': s.src }, ...(asked !== undefined ? { timeoutMs: asked } : {}) },
+      );
+      expect(s.host.calls.at(-1)!.options.timeoutMs, String(asked)).toBe(got);
+    }
   });
 
   it('an unknown tool is E_TOOL_NOT_FOUND and never reaches the host', async () => {

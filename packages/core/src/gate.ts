@@ -104,7 +104,11 @@ export interface DecideOptions {
   scope?: ApprovalScope;
 }
 
-export interface AuthorizeOptions extends WaitOptions {
+export interface AuthorizeOptions {
+  /** Stops the call, and a wait for approval with E_CANCELLED (the approval stays pending). */
+  signal?: AbortSignal;
+  /** How long to wait for a person's decision. Default 10 minutes, at most 24 h; then E_POLICY_DENIED (approval_timeout), the approval still pending. */
+  approvalTimeoutMs?: number;
   /** Called once a call waits for approval (show the id to a person, send an MCP elicitation, …). Errors are ignored. */
   onApprovalRequired?: (approval: ApprovalRecord) => void | Promise<void>;
 }
@@ -112,6 +116,8 @@ export interface AuthorizeOptions extends WaitOptions {
 export interface GateInvokeOptions extends AuthorizeOptions {
   bindings?: Record<string, RequestedBinding>;
   caller?: CallerInfo;
+  /** The caller's own time limit for the tool: it may lower the policy's (and the spec's) timeout_ms, never raise it. */
+  timeoutMs?: number;
   /** As in InvokeOptions: link the call to a recorded decision, keep or drop its input. */
   decisionId?: string;
   recordInput?: boolean;
@@ -615,7 +621,10 @@ export class PolicyGate {
     }
     let outcome: ApprovalOutcome;
     try {
-      outcome = await handle.wait(options);
+      outcome = await handle.wait({
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.approvalTimeoutMs !== undefined ? { timeoutMs: options.approvalTimeoutMs } : {}),
+      });
     } catch (err) {
       if (CorralError.is(err)) return { decision: 'deny', error: err };
       throw err;
@@ -675,7 +684,7 @@ export class PolicyGate {
     };
     const d = await this.authorize(request, options);
     if (d.decision === 'deny') return refusedEnvelope(tool.spec.name, tool.spec.version, d.error, started);
-    return this.#run(host, d, input, { signal, decisionId, recordInput });
+    return this.#run(host, d, input, { signal, decisionId, recordInput, timeoutMs: options.timeoutMs });
   }
 
   /** Run an approved call that has not run yet (see `resume`): claim, re-check the policy, run. */
@@ -716,9 +725,17 @@ export class PolicyGate {
     host: GateHost,
     d: Extract<GateDecision, { decision: 'allow' }>,
     input: unknown,
-    extra: { signal?: AbortSignal | undefined; decisionId?: string | undefined; recordInput?: boolean | undefined },
+    extra: {
+      signal?: AbortSignal | undefined;
+      decisionId?: string | undefined;
+      recordInput?: boolean | undefined;
+      timeoutMs?: number | undefined;
+    },
   ): Promise<InvokeResult> {
     const options: InvokeOptions = { ...d.options };
+    // A caller's time limit can only shorten the call; anything else (NaN, 0, negative) is ignored here and the policy's stands.
+    if (typeof extra.timeoutMs === 'number' && Number.isFinite(extra.timeoutMs) && extra.timeoutMs > 0)
+      options.timeoutMs = Math.min(options.timeoutMs ?? extra.timeoutMs, Math.ceil(extra.timeoutMs));
     if (extra.signal) options.signal = extra.signal;
     if (extra.decisionId !== undefined) options.decisionId = extra.decisionId;
     if (extra.recordInput !== undefined) options.recordInput = extra.recordInput;

@@ -195,7 +195,9 @@ const NEW_FILE_HEADER = ` Corral policy: what tools called through MCP or HTTP m
  * Returns the policy as written.
  */
 export async function updatePolicyFile(path: string, edit: (doc: Document) => void): Promise<Policy> {
-  const location = resolve(path);
+  // A policy file that is a symlink (kept in a dotfiles repository, say) is edited where it points: the rename
+  // replaces the file, not the link.
+  const location = await plannedRealpath(path);
   const dir = dirname(location);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const release = await lock(`${location}.lock`);

@@ -382,7 +382,8 @@ async function revoke(args: string[], print: Print): Promise<number> {
   const policyPath = resolve(values.policy ?? defaultPolicyPath());
   // A folder to revoke matches as written, made absolute, and as the OS resolves it now.
   const mountArgs = await Promise.all(
-    (values.mount ?? []).map(async (flag) => {
+    (values.mount ?? []).map(async (given) => {
+      const flag = given.replace(/:(ro|rw)$/, ''); // as written for grant: HOSTDIR:GUEST[:ro|rw]
       const colon = flag.lastIndexOf(':');
       const [path, guest] =
         colon > 0 && flag.slice(colon + 1).startsWith('/') ? [flag.slice(0, colon), flag.slice(colon + 1)] : [flag, undefined];
