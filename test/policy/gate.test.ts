@@ -161,6 +161,11 @@ describe('approvals', () => {
     const elsewhere = await s.gate.check({ tool: s.tool, input: {}, bindings: { '/workspace': s.other } });
     expect(elsewhere.decision).toBe('approval_required');
     expect((await s.gate.standing()).map((a) => a.id)).toEqual([first.approval!.id]);
+    // Narrowing the policy's approval_scope to once withdraws it; widening it back restores it.
+    writeFileSync(s.policyPath, needsApproval({ src: s.src, other: s.other }).replace('approval_scope: folder', 'approval_scope: once'));
+    expect((await s.gate.check({ tool: s.tool, input: {}, bindings: { '/workspace': s.src } })).decision).toBe('approval_required');
+    writeFileSync(s.policyPath, needsApproval({ src: s.src, other: s.other }));
+    expect((await s.gate.check({ tool: s.tool, input: {}, bindings: { '/workspace': s.src } })).decision).toBe('allow');
     await s.gate.revokeApproval(first.approval!.id, { by: 'ada', comment: 'done with it' });
     expect((await s.gate.check({ tool: s.tool, input: {}, bindings: { '/workspace': s.src } })).decision).toBe('approval_required');
     expect(await s.gate.standing()).toEqual([]);

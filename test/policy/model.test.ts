@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evaluatePolicy, policySchema, validatePolicy, type Policy, type PolicyHost, type PolicyRequest } from '@corral/core';
-import { parsePolicyText } from '@corral/node';
+import { PolicyFile, parsePolicyText } from '@corral/node';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -279,6 +279,27 @@ describe('the policy file format', () => {
     expect(() => parsePolicyText(`version: 1\n${bomb.join('\n')}\n`, '/p.yaml')).toThrow(/Excessive alias count/);
     expect(parsePolicyText('', '/p.yaml')).toEqual({ version: 1 });
     expect(parsePolicyText('# only a comment\n', '/p.yaml')).toEqual({ version: 1 });
+  });
+
+  it('PolicyFile sees every edit at the next load, even one of the same size within the same clock tick', async () => {
+    const t = tree();
+    const file = new PolicyFile(t.policyFile);
+    expect(await file.load()).toEqual({ version: 1 }); // no file yet: the empty policy
+    const text = (folder: string) =>
+      `version: 1\ntools:\n  file-stats:\n    mounts:\n      /workspace: [{ folder: ${folder}, access: read }]\n`;
+    for (let i = 0; i < 20; i++) {
+      const folder = `/x/${String(i).padStart(3, '0')}`; // every version the same size
+      writeFileSync(t.policyFile, text(folder));
+      expect((await file.load()).tools?.['file-stats']?.mounts?.['/workspace']?.[0]?.folder).toBe(folder);
+    }
+    writeFileSync(t.policyFile, 'version: [');
+    await expect(file.load()).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION', message: /line 1/ });
+    writeFileSync(t.policyFile, text('/x/ok'));
+    expect((await file.load()).tools?.['file-stats']).toBeDefined();
+    mkdirSync(join(t.base, 'dir.yaml'));
+    await expect(new PolicyFile(join(t.base, 'dir.yaml')).load()).rejects.toMatchObject({ message: /not a regular file/ });
+    writeFileSync(join(t.base, 'big.yaml'), `# ${'x'.repeat(1024 * 1024)}\nversion: 1\n`);
+    await expect(new PolicyFile(join(t.base, 'big.yaml')).load()).rejects.toMatchObject({ message: /larger than 1048576 bytes/ });
   });
 
   it('reads the example in the README', () => {

@@ -264,7 +264,7 @@ export class PolicyGate {
     if (d.decision === 'deny') return this.#denied(request, d.error);
     const effect = effectOf(d);
     if (d.decision === 'allow') return { decision: 'allow', tool: request.tool, options: invokeOptionsOf(effect), effect, approval: null };
-    const standing = await this.#standingFor(request.tool, d.folders);
+    const standing = await this.#standingFor(request.tool, d.folders, d.max_scope);
     if (standing) return { decision: 'allow', tool: request.tool, options: invokeOptionsOf(effect), effect, approval: standing };
     return { decision: 'approval_required', tool: request.tool, effect, max_scope: d.max_scope };
   }
@@ -303,15 +303,26 @@ export class PolicyGate {
     });
   }
 
-  /** A remembered approval (scope folder or tool, not revoked) that covers this call. */
-  async #standingFor(tool: Tool, folders: PolicyEffect['folders']): Promise<ApprovalRecord | null> {
+  /**
+   * A remembered approval (scope folder or tool, not revoked) that covers this call. Only scopes the
+   * policy allows *now* count: narrowing `approval_scope` withdraws wider approvals given before.
+   */
+  async #standingFor(tool: Tool, folders: PolicyEffect['folders'], maxScope: ApprovalScope): Promise<ApprovalRecord | null> {
     let standing: ApprovalRecord[];
     try {
       standing = await this.store.listApprovals({ status: ['approved', 'claimed', 'done'], tool: tool.spec.name, limit: MAX_LISTED });
     } catch {
       return null;
     }
-    return standing.find((a) => a.scope !== 'once' && approvalCovers(a, tool.spec.name, tool.spec.version, folders)) ?? null;
+    return (
+      standing.find(
+        (a) =>
+          a.scope !== null &&
+          a.scope !== 'once' &&
+          scopeRank(a.scope) <= scopeRank(maxScope) &&
+          approvalCovers(a, tool.spec.name, tool.spec.version, folders),
+      ) ?? null
+    );
   }
 
   /**

@@ -18,6 +18,9 @@ export function defaultPolicyPath(env: NodeJS.ProcessEnv = process.env): string 
   return join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'corral', 'policy.yaml');
 }
 
+/** A file changed this recently is re-read at every load rather than trusted by its stamp. */
+const RACY_NS = 2_000_000_000n;
+
 /** Largest policy file Corral reads. */
 export const MAX_POLICY_BYTES = 1024 * 1024;
 
@@ -132,7 +135,8 @@ function stampOf(st: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; 
 /**
  * The policy file as a PolicySource: `load()` stats the file before every
  * decision (one system call) and reads and checks it again only when it
- * changed — replaced by a rename, edited in place, removed. A file that is
+ * changed — replaced by a rename, edited in place, removed — or when it
+ * changed in the last two seconds, too recently for its stamp to be trusted. A file that is
  * missing or empty is the empty policy (no tool listed); one that cannot be
  * read or is invalid makes `load` throw, and the gate refuses every call
  * until it is fixed (fail closed), saying why.
@@ -140,6 +144,8 @@ function stampOf(st: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; 
 export class PolicyFile implements PolicySource {
   readonly location: string;
   #stamp: string | undefined;
+  /** The text the cached policy was parsed from (null: no file). */
+  #text: string | null | undefined;
   #cached: Policy | CorralError | undefined;
 
   constructor(path: string = defaultPolicyPath()) {
@@ -148,20 +154,31 @@ export class PolicyFile implements PolicySource {
 
   async load(): Promise<Policy> {
     let stamp: string;
+    let recent = false;
     try {
-      stamp = stampOf(await stat(this.location, { bigint: true }));
+      const st = await stat(this.location, { bigint: true });
+      stamp = stampOf(st);
+      // File times tick in jiffies, and a replaced file may get the old inode number back: a file
+      // changed in the last two seconds could change again without its stamp changing ("racily
+      // clean", as git calls it), so it is read and compared, not trusted.
+      recent = BigInt(Date.now()) * 1_000_000n - (st.mtimeNs > st.ctimeNs ? st.mtimeNs : st.ctimeNs) < RACY_NS;
     } catch (err) {
       stamp = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `error:${(err as NodeJS.ErrnoException).code}`;
     }
-    if (stamp !== this.#stamp || this.#cached === undefined) {
+    if (stamp !== this.#stamp || recent || this.#cached === undefined) {
       // The stamp kept is the one of the bytes read (fstat of the descriptor read from), so a change
       // after the stat above is seen at the next load, never missed.
       try {
         const read = await readPolicy(this.location);
+        const text = read ? read.text : null;
         this.#stamp = read ? read.stamp : 'missing';
-        this.#cached = read ? parsePolicyText(read.text, this.location) : { ...EMPTY_POLICY };
+        if (text !== this.#text || this.#cached === undefined || this.#cached instanceof CorralError) {
+          this.#text = text;
+          this.#cached = text === null ? { ...EMPTY_POLICY } : parsePolicyText(text, this.location);
+        }
       } catch (err) {
         this.#stamp = stamp;
+        this.#text = undefined;
         this.#cached =
           err instanceof CorralError ? err : new CorralError(ErrorCodes.INPUT_VALIDATION, String(err), { source: this.location });
       }
