@@ -310,6 +310,30 @@ describe('the policy file while a gate runs', () => {
     }
   });
 
+  it('a request that is not well formed is refused and recorded, without throwing', async () => {
+    const s = await setup(() => 'version: 1\n');
+    const odd: unknown[] = [
+      [s.src],
+      { '/workspace': 42 },
+      { '/workspace': null },
+      { '/workspace': { folder: 'x'.repeat(100_000) } },
+      'nope',
+    ];
+    for (const bindings of odd) {
+      const r = await s.gate.invoke(
+        s.host,
+        'file-stats',
+        {},
+        { bindings: bindings as never, caller: { kind: 'http', roots: 'x' as never } },
+      );
+      expect(r.error, JSON.stringify(bindings).slice(0, 80)).toMatchObject({ code: 'E_POLICY_DENIED', details: { reason: 'bad_request' } });
+    }
+    expect(s.host.calls).toHaveLength(0);
+    const denials = await s.store.listAudit({ action: 'deny' });
+    expect(denials).toHaveLength(odd.length);
+    expect(denials.map((d) => d.detail.bindings)).toContainEqual({ '/workspace': { folder: '(number)' } });
+  });
+
   it('an unknown tool is E_TOOL_NOT_FOUND and never reaches the host', async () => {
     const s = await setup(() => 'version: 1\n');
     const result = await s.gate.invoke(s.host, 'no-such-tool@^1', {});

@@ -152,7 +152,14 @@ describe('grants', () => {
     expect(missing.decision === 'deny' && missing.error.details.reason).toBe('folder_missing');
     const undeclared = await evaluatePolicy(policy, request({ '/data': t.src }), host(t));
     expect(undeclared.decision === 'deny' && undeclared.error.details.reason).toBe('undeclared_mount');
-    for (const bindings of [{ '/workspace': 'relative/path' }, { '/workspace': `${t.src}\0x` }, { '/workspace': 42 }, ['/x']]) {
+    for (const bindings of [
+      { [`/${'w'.repeat(300)}`]: t.src },
+      { 'workspace/': t.src },
+      { '/workspace': 'relative/path' },
+      { '/workspace': `${t.src}\0x` },
+      { '/workspace': 42 },
+      ['/x'],
+    ]) {
       const d = await evaluatePolicy(policy, request(bindings as never), host(t));
       expect(d.decision === 'deny' && d.error.details.reason).toBe('bad_request');
     }

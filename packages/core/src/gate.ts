@@ -168,6 +168,26 @@ function bindingsRecord(bindings: Record<string, RequestedBinding> | undefined):
   return out;
 }
 
+/**
+ * What a refused call asked for, as the audit trail keeps it: the caller's
+ * value may be anything (that may be why it was refused), so only strings are
+ * kept, cut short, and at most 64 mounts. Never throws.
+ */
+function bindingsForAudit(bindings: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (typeof bindings !== 'object' || bindings === null || Array.isArray(bindings)) return out;
+  for (const [guest, b] of Object.entries(bindings).slice(0, 64)) {
+    const folder = typeof b === 'object' && b !== null ? (b as { folder?: unknown }).folder : b;
+    const access = typeof b === 'object' && b !== null ? (b as { access?: unknown }).access : undefined;
+    const value = {
+      folder: typeof folder === 'string' ? folder.slice(0, 512) : `(${folder === null ? 'null' : typeof folder})`,
+      ...(typeof access === 'string' ? { access: access.slice(0, 32) } : {}),
+    };
+    Object.defineProperty(out, guest.slice(0, 256), { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
 function effectOf(d: PolicyEffect): PolicyEffect {
   return { mounts: d.mounts, folders: d.folders, env: d.env, limits: d.limits, warnings: d.warnings };
 }
@@ -279,7 +299,7 @@ export class PolicyGate {
       version: request.tool.spec.version,
       reason: error.details.reason ?? error.code,
       message: error.message.slice(0, 2000),
-      bindings: bindingsRecord(request.bindings),
+      bindings: bindingsForAudit(request.bindings),
       caller: callerRecord(request.caller),
     }).catch(() => undefined);
     return { decision: 'deny', error };

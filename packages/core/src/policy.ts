@@ -338,12 +338,14 @@ function checkRequest(
   if (entries.length > MAX_BINDINGS) return `at most ${MAX_BINDINGS} mounts may be bound`;
   const bindings: [string, { folder: string; access?: MountAccess }][] = [];
   for (const [guest, b] of entries) {
+    if (!isGuestPath(guest)) return `${JSON.stringify(String(guest).slice(0, 100))} is not a guest mount path like /workspace`;
     const binding = typeof b === 'string' ? { folder: b } : b;
-    if (typeof binding !== 'object' || binding === null) return `the binding of ${guest} must be a folder path or { folder, access }`;
+    if (typeof binding !== 'object' || binding === null)
+      return `the binding of ${guest.slice(0, 256)} must be a folder path or { folder, access }`;
     if (!isHostPath(binding.folder))
-      return `the folder bound to ${guest} must be an absolute host path (got ${JSON.stringify(binding.folder)})`;
+      return `the folder bound to ${guest.slice(0, 256)} must be an absolute host path of at most ${MAX_PATH_LENGTH} characters (got ${String(JSON.stringify(binding.folder)).slice(0, 200)})`;
     if (binding.access !== undefined && binding.access !== 'read' && binding.access !== 'read-write')
-      return `the access asked for ${guest} must be 'read' or 'read-write'`;
+      return `the access asked for ${guest.slice(0, 256)} must be 'read' or 'read-write'`;
     bindings.push([guest, binding.access === undefined ? { folder: binding.folder } : { folder: binding.folder, access: binding.access }]);
   }
   const roots = request.caller?.roots;
