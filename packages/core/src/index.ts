@@ -45,3 +45,11 @@ export {
   type Store,
 } from './snapshot.js';
 export { MemoryStore } from './memory-store.js';
+export {
+  agentTools,
+  failureText,
+  ToolCallError,
+  type ToolHost,
+  type AgentTool,
+  type AgentToolsOptions,
+} from './agent-tools.js';
