@@ -15,6 +15,7 @@ export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, t
 export { ComponentCache, defaultCacheDir } from './cache.js';
 export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
+export { watchToolFolders, type ToolWatcher, type ToolWatchOptions, type ToolChange } from './tool-watch.js';
 export {
   SqliteStore,
   defaultStorePath,

@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   cache: () => import('./cache.js'),
   snapshots: () => import('./snapshots.js'),
   replay: () => import('./replay.js'),
+  mcp: () => import('./mcp.js'),
 };
 
 export const HELP = `corral — run sandboxed WASI tools for AI agents
@@ -29,6 +30,7 @@ Usage:
   corral cache clear                           drop transpiled components
   corral snapshots list|show|export|prune      read back or trim recorded calls
   corral replay ID                             re-run a recorded call and compare
+  corral mcp [--tools DIR]...                  serve the tools to an MCP client over stdio
 
 Run 'corral COMMAND --help' for a command's options.`;
 
