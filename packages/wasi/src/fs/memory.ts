@@ -70,6 +70,13 @@ export class MemoryBackend implements FsBackend<DirNode, OpenFile> {
         checkTreeName(name);
         if (typeof value === 'string' || value instanceof Uint8Array) {
           dir.entries.set(name, backend.#file(typeof value === 'string' ? utf8.encode(value) : value.slice()));
+        } else if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+          const what = value === null || value === undefined ? String(value) : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+          throw new CorralError(
+            ErrorCodes.INPUT_VALIDATION,
+            `A mount tree has ${JSON.stringify(name)} as ${what}: a file is a string or a Uint8Array, a folder an object.`,
+            { name },
+          );
         } else {
           const child = backend.#dir();
           dir.entries.set(name, child);
