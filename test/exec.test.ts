@@ -269,7 +269,7 @@ describe('corral.exec (the API)', () => {
     await expect(corral.exec('not bytes' as unknown as Uint8Array)).rejects.toThrow(/Uint8Array/);
     // A tree no directory could hold is the caller's error, not the program's.
     await expect(
-      corral.exec(wasm, { args: ['ls', 'd'], mounts: [{ guest: 'd', access: 'read', tree: { '../x': 'a' } }] }),
+      corral.exec(wasm, { args: ['ls', 'd'], mounts: [{ guest: 'd', access: 'read', source: { kind: 'memory', tree: { '../x': 'a' } } }] }),
     ).rejects.toMatchObject({
       code: 'E_INPUT_VALIDATION',
       message: /invalid file name: "\.\.\/x"/,

@@ -42,7 +42,7 @@ describe('Runtime.invoke', () => {
     const runtime = await setup(executor);
     const result = await runtime.invoke('diff-summary@^1', INPUT, {
       mounts: [
-        { guest: '/workspace', access: 'read', tree: { 'a.txt': 'hi' } },
+        { guest: '/workspace', access: 'read', source: { kind: 'memory', tree: { 'a.txt': 'hi' } } },
         { guest: '/out', access: 'read' },
       ],
       env: { LANG: 'C' },
