@@ -9,7 +9,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corral } from '@corral/node';
+import { Corral, type MountBinding } from '@corral/node';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -274,5 +274,22 @@ describe('corral.exec (the API)', () => {
       code: 'E_INPUT_VALIDATION',
       message: /invalid file name: "\.\.\/x"/,
     });
+    // Node opens memory and host sources; anything else, or a host source of the wrong shape, is refused before it runs.
+    const refused: Array<[unknown, RegExp]> = [
+      [{ kind: 'opfs', path: 'projects/demo' }, /^Mount d: this host cannot open a source of kind "opfs"; it opens "memory", "host"\.$/],
+      [{ kind: 'host', path: 7 }, /^Mount d: the "host" source needs path as a string \(got number\)\.$/],
+      [
+        { kind: 'host', path: join(tmpdir(), 'corral-no-such-folder') },
+        /^Mount d: the "host" source names .*corral-no-such-folder, which is not a directory Corral can open\.$/,
+      ],
+      [{ path: '/' }, /^Mount d: its source has no kind \(a string\); this host opens "memory", "host"\.$/],
+    ];
+    for (const [source, message] of refused) {
+      const mounts = [{ guest: 'd', access: 'read', source }] as MountBinding[];
+      await expect(corral.exec(wasm, { args: ['ls', 'd'], mounts }), JSON.stringify(source)).rejects.toMatchObject({
+        code: 'E_INPUT_VALIDATION',
+        message,
+      });
+    }
   });
 });
