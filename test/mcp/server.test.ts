@@ -58,7 +58,7 @@ const resolveIn =
   };
 
 async function connect(corral: Awaited<ReturnType<typeof fakeCorral>>, options: McpServerOptions = {}, roots?: string[]) {
-  const mcp = createMcpServer(corral, options);
+  const mcp = createMcpServer(corral, { folderSource: (path) => ({ kind: 'folder', path }), ...options });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await mcp.server.connect(serverSide);
   const client = await connectClient(
@@ -151,8 +151,8 @@ describe('@corral/mcp', () => {
     expect(listed.annotations).toEqual({ readOnlyHint: false, openWorldHint: false });
     await client.callTool({ name: 'two', arguments: {} });
     expect(corral.calls[0]!.options!.mounts).toEqual([
-      { guest: '/workspace', access: 'read-write', hostPath: '/home/me/p' },
-      { guest: '/ref', access: 'read', hostPath: '/home/me/p' },
+      { guest: '/workspace', access: 'read-write', source: { kind: 'folder', path: '/home/me/p' } },
+      { guest: '/ref', access: 'read', source: { kind: 'folder', path: '/home/me/p' } },
     ]);
     await client.callTool({
       name: 'two',
@@ -160,8 +160,8 @@ describe('@corral/mcp', () => {
       _meta: { 'corral/mounts': { '/ref': 'file:///home/me/q', '/workspace': 'file:///home/me/p/docs' } },
     });
     expect(corral.calls[1]!.options!.mounts).toEqual([
-      { guest: '/workspace', access: 'read-write', hostPath: '/home/me/p/docs' },
-      { guest: '/ref', access: 'read', hostPath: '/home/me/q' },
+      { guest: '/workspace', access: 'read-write', source: { kind: 'folder', path: '/home/me/p/docs' } },
+      { guest: '/ref', access: 'read', source: { kind: 'folder', path: '/home/me/q' } },
     ]);
     // '/home/me/p2' starts with '/home/me/p' but is not inside it.
     const sibling = await connect(corral, { resolveFolder: resolveIn(['/home/me/p', '/home/me/p2']) }, ['file:///home/me/p']);
@@ -197,10 +197,14 @@ describe('@corral/mcp', () => {
     await new Promise((r) => setTimeout(r, 20));
     await client.callTool({ name: 'm', arguments: {} });
     expect(rootsAsked()).toBe(2);
-    expect(corral.calls.map((c) => (c.options!.mounts![0] as { hostPath: string }).hostPath)).toEqual(['/a', '/a', '/b']);
+    expect(corral.calls.map((c) => c.options!.mounts![0]!.source?.path)).toEqual(['/a', '/a', '/b']);
 
     // A client that declares roots but fails to list them.
-    const failing = createMcpServer(corral, { resolveFolder: resolveIn(['/a']), rootsTimeoutMs: 200 });
+    const failing = createMcpServer(corral, {
+      folderSource: (path) => ({ kind: 'folder', path }),
+      resolveFolder: resolveIn(['/a']),
+      rootsTimeoutMs: 200,
+    });
     const [c, s] = InMemoryTransport.createLinkedPair();
     await failing.server.connect(s);
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');

@@ -17,6 +17,8 @@ export type {
   Tool,
   MemoryTree,
   MountBinding,
+  MountSource,
+  MemoryMountSource,
   ExecutionRequest,
   ExecutionResult,
   Executor,

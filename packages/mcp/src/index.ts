@@ -22,6 +22,7 @@ export {
   isInsidePosix,
   ROOTS_LIMITS,
   type ResolveFolder,
+  type FolderSource,
   type IsInside,
   type RootsState,
   type BindContext,

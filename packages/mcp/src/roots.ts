@@ -10,12 +10,14 @@
  * inside a root does not pass. Nothing else can be bound: a client without
  * roots, or a folder outside them, is refused with E_INPUT_VALIDATION.
  */
-import { CorralError, ErrorCodes, type MountBinding, type MountSpec, type Tool } from '@corral/core';
+import { CorralError, ErrorCodes, type MountBinding, type MountSource, type MountSpec, type Tool } from '@corral/core';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import { META } from './tools.js';
 
 /** A file:// URI → the canonical path of the existing folder it names; throws when it names none. */
 export type ResolveFolder = (uri: string) => Promise<string>;
+/** A folder `ResolveFolder` returned, as the host's mount source for it (Node: `{ kind: 'host', path }`). */
+export type FolderSource = (path: string) => MountSource;
 /** True when `path` is `root` or lies under it (both canonical, as ResolveFolder returns them). */
 export type IsInside = (root: string, path: string) => boolean;
 
@@ -102,6 +104,8 @@ export interface BindContext {
   roots: () => Promise<RootsState>;
   resolveFolder: ResolveFolder | undefined;
   isInside: IsInside;
+  /** What a resolved folder is as a mount source (the host's kind for its folders). */
+  folderSource: FolderSource | undefined;
   log: (message: string) => void;
 }
 
@@ -117,7 +121,8 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
 
   const { name } = tool.spec;
   const guests = declared.map((m) => m.guest).join(', ');
-  if (!ctx.resolveFolder) {
+  const { resolveFolder, folderSource } = ctx;
+  if (!resolveFolder || !folderSource) {
     throw refusal(`${name} needs a folder for ${guests}, and this MCP server cannot bind host folders (it has no folder resolver)`, {
       reason: 'no_folder_resolver',
     });
@@ -140,7 +145,7 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
   const resolvedRoots: string[] = [];
   for (const root of roots) {
     try {
-      resolvedRoots.push(await ctx.resolveFolder(root.uri));
+      resolvedRoots.push(await resolveFolder(root.uri));
     } catch (err) {
       ctx.log(`root ${quote(root.uri)} is not a folder that can be mounted: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -152,7 +157,7 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
     const uri = requested.get(mount.guest) ?? roots[0]!.uri;
     let path: string;
     try {
-      path = await ctx.resolveFolder(uri);
+      path = await resolveFolder(uri);
     } catch (err) {
       throw refusal(`Mount ${mount.guest} of ${name}: ${quote(uri)} is not a folder that can be mounted (${errorText(err)})`, {
         reason: 'not_a_folder',
@@ -167,18 +172,19 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
         { reason: 'outside_roots', mount: mount.guest, uri: clip(uri), roots: rootUris.map(clip) },
       );
     }
-    bindings.push(mountBinding(mount, path));
+    bindings.push(mountBinding(mount, folderSource(path)));
   }
   return bindings;
 }
 
 /**
  * THE one place a declared mount becomes what `invoke` binds: the resolved
- * host folder, with the access the spec declares (never more). Keep every
- * other part of this package ignorant of the binding's shape.
+ * folder as the host's mount source, with the access the spec declares
+ * (never more). Keep every other part of this package ignorant of the
+ * binding's shape.
  */
-export function mountBinding(mount: MountSpec, hostPath: string): MountBinding {
-  return { guest: mount.guest, access: mount.access, hostPath };
+export function mountBinding(mount: MountSpec, source: MountSource): MountBinding {
+  return { guest: mount.guest, access: mount.access, source };
 }
 
 /** `_meta["corral/mounts"]`, checked: declared guests to file:// URIs. */

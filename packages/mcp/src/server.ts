@@ -19,7 +19,16 @@ import {
   type CallToolResult,
   type Root,
 } from '@modelcontextprotocol/sdk/types.js';
-import { ROOTS_LIMITS, RootsCache, bindMounts, isInsidePosix, type IsInside, type ResolveFolder, type RootsState } from './roots.js';
+import {
+  ROOTS_LIMITS,
+  RootsCache,
+  bindMounts,
+  isInsidePosix,
+  type FolderSource,
+  type IsInside,
+  type ResolveFolder,
+  type RootsState,
+} from './roots.js';
 import { META, errorResult, listedTool, listedTools, toCallToolResult, toMcpTool } from './tools.js';
 
 /** What the server needs of a Corral host (`Corral` from @corral/node, `BrowserCorral`). */
@@ -40,6 +49,8 @@ export interface McpServerOptions {
    * tools that declare mounts are refused; the others run.
    */
   resolveFolder?: ResolveFolder;
+  /** What a folder `resolveFolder` returned is as a mount source; needed with it. */
+  folderSource?: FolderSource;
   /** Containment on the paths `resolveFolder` returns. Default: POSIX (`/`-separated). */
   isInside?: IsInside;
   /** Where the server's own diagnostics go (never stdout in stdio mode). Default: nowhere. */
@@ -131,6 +142,7 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
             return result.roots;
           }),
         resolveFolder: options.resolveFolder,
+        folderSource: options.folderSource,
         isInside,
         log,
       });

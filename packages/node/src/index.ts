@@ -14,6 +14,7 @@ export { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, type TaskOptions } from './pool.js';
 export { ComponentCache, defaultCacheDir } from './cache.js';
 export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';
+export { hostMountOpeners, type HostMountSource } from './mounts.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
 export { watchToolFolders, type ToolWatcher, type ToolWatchOptions, type ToolChange } from './tool-watch.js';
 export {

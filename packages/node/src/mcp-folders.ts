@@ -7,7 +7,8 @@
 import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { IsInside, ResolveFolder } from '@corral/mcp';
+import type { FolderSource, IsInside, ResolveFolder } from '@corral/mcp';
+import type { HostMountSource } from './mounts.js';
 
 /**
  * file:// URI → canonical path of an existing folder. fileURLToPath refuses
@@ -37,3 +38,6 @@ export const isInsideFolder: IsInside = (root, path) => {
   const rel = relative(root, path);
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 };
+
+/** A resolved folder as what Node mounts: a live host folder. */
+export const hostFolderSource: FolderSource = (path): HostMountSource => ({ kind: 'host', path });

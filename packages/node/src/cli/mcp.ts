@@ -54,6 +54,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   const mcp = createMcpServer(corral, {
     serverInfo: { name: 'corral', version: '0.1.0' },
     resolveFolder: folders.resolveFolderUri,
+    folderSource: folders.hostFolderSource,
     isInside: folders.isInsideFolder,
     log,
   });

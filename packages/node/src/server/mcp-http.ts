@@ -15,7 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createMcpServer, type CorralMcpServer, type McpCorral, type McpServerOptions } from '@corral/mcp';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { isInsideFolder, resolveFolderUri } from '../mcp-folders.js';
+import { hostFolderSource, isInsideFolder, resolveFolderUri } from '../mcp-folders.js';
 
 export interface McpHttpOptions extends McpServerOptions {
   /** Largest POST body read, in bytes; more is answered 413. Default 4 MiB. */
@@ -71,6 +71,7 @@ export function createMcpHttpHandler(corral: McpCorral, options: McpHttpOptions 
   const serverOptions: McpServerOptions = {
     ...options,
     resolveFolder: options.resolveFolder ?? resolveFolderUri,
+    folderSource: options.folderSource ?? hostFolderSource,
     isInside: options.isInside ?? isInsideFolder,
   };
   const log = options.log ?? (() => {});
