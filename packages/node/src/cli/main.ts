@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   cache: () => import('./cache.js'),
   snapshots: () => import('./snapshots.js'),
   replay: () => import('./replay.js'),
+  serve: () => import('./serve.js'),
 };
 
 export const HELP = `corral — run sandboxed WASI tools for AI agents
@@ -29,6 +30,7 @@ Usage:
   corral cache clear                           drop transpiled components
   corral snapshots list|show|export|prune      read back or trim recorded calls
   corral replay ID                             re-run a recorded call and compare
+  corral serve [--port N] [--host H] [options] serve the tools over HTTP (POST /execute, /openapi.json)
 
 Run 'corral COMMAND --help' for a command's options.`;
 
