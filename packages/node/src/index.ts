@@ -28,6 +28,7 @@ export {
 export {
   CorralHttpServer,
   startHttpServer,
+  checkHttpServerOptions,
   isLoopbackAddress,
   DEFAULT_HTTP_PORT,
   DEFAULT_HTTP_HOST,

@@ -1,5 +1,6 @@
 /** `corral serve`: the HTTP API (server/http.ts) until SIGTERM or SIGINT, then a graceful shutdown. */
 import { readFileSync, statSync } from 'node:fs';
+import type { HttpServerOptions } from '../server/http.js';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 
 export const help = `corral serve [options]
@@ -68,10 +69,26 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   }
   const token = readToken(values['token-file'], fail);
 
-  const [{ Corral }, { startHttpServer, DEFAULT_HTTP_CONCURRENCY }] = await Promise.all([
-    import('../corral.js'),
-    import('../server/http.js'),
-  ]);
+  const { startHttpServer, checkHttpServerOptions, DEFAULT_HTTP_CONCURRENCY } = await import('../server/http.js');
+  const options: HttpServerOptions = {
+    ...(values.host !== undefined ? { host: values.host } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(token !== undefined ? { token } : {}),
+    ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+    ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs } : {}),
+    ...(values['allow-host'] ? { allowedHosts: values['allow-host'] } : {}),
+    ...(values.quiet ? { log: false as const } : {}),
+  };
+  // Before any worker starts: a server that would be unsafe is refused at once.
+  try {
+    await checkHttpServerOptions(options);
+  } catch (err) {
+    if (err instanceof RangeError) throw new UsageError(err.message);
+    throw err;
+  }
+
+  const { Corral } = await import('../corral.js');
   const store = values['no-store'] ? false : values.store;
   const corral = await Corral.create({
     toolDirs: values.tools ?? [],
@@ -85,19 +102,9 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
 
   let server: Awaited<ReturnType<typeof startHttpServer>>;
   try {
-    server = await startHttpServer(corral, {
-      ...(values.host !== undefined ? { host: values.host } : {}),
-      ...(port !== undefined ? { port } : {}),
-      ...(token !== undefined ? { token } : {}),
-      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
-      ...(concurrency !== undefined ? { concurrency } : {}),
-      ...(shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs } : {}),
-      ...(values['allow-host'] ? { allowedHosts: values['allow-host'] } : {}),
-      ...(values.quiet ? { log: false as const } : {}),
-    });
+    server = await startHttpServer(corral, options);
   } catch (err) {
     await corral.close();
-    if (err instanceof RangeError) throw new UsageError(err.message);
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
       throw new Error(`cannot listen on ${values.host ?? '127.0.0.1'}:${port ?? 8787}: ${code}`);

@@ -158,30 +158,11 @@ export class CorralHttpServer {
 
   /** Check the options, then listen. Throws a sentence saying what to change. */
   static async start(corral: Corral, options: HttpServerOptions = {}): Promise<CorralHttpServer> {
+    await checkHttpServerOptions(options);
     const host = options.host ?? DEFAULT_HTTP_HOST;
     const port = options.port ?? DEFAULT_HTTP_PORT;
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535 (got ${port})`);
-    for (const [name, value] of [
-      ['maxBodyBytes', options.maxBodyBytes],
-      ['concurrency', options.concurrency],
-      ['shutdownTimeoutMs', options.shutdownTimeoutMs],
-    ] as const) {
-      if (value !== undefined && !(Number.isSafeInteger(value) && value >= (name === 'shutdownTimeoutMs' ? 0 : 1)))
-        throw new RangeError(`${name} must be a positive integer (got ${value})`);
-    }
-    if (options.token !== undefined) {
-      if (options.token.length < MIN_TOKEN_LENGTH || /\s/.test(options.token))
-        throw new RangeError(
-          `the bearer token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`,
-        );
-    } else if (!(await resolvesToLoopbackOnly(host))) {
-      throw new RangeError(
-        `refusing to serve on ${host} without a token: anyone who can reach it could run tools. ` +
-          'Give a bearer token (--token-file FILE or CORRAL_TOKEN), or bind to 127.0.0.1.',
-      );
-    }
     const { HttpMetrics } = await import('./metrics.js');
-    const pool = (corral.executor as { pool?: ConstructorParameters<typeof HttpMetrics>[0] }).pool;
+    const pool = corral.executor.pool;
     let self: CorralHttpServer | undefined;
     const metrics = new HttpMetrics(pool, () => (self ? self.#inflight : 0));
     self = new CorralHttpServer(corral, metrics, { ...options, host });
@@ -609,6 +590,35 @@ export class CorralHttpServer {
     });
     req.once('end', () => clearTimeout(timer));
     req.resume();
+  }
+}
+
+/**
+ * Throws a RangeError with a sentence saying what to change when the
+ * options cannot make a safe server: a bad number, a weak token, or no
+ * token for an address beyond loopback. `start` runs it; the CLI runs it
+ * before it starts any worker.
+ */
+export async function checkHttpServerOptions(options: HttpServerOptions): Promise<void> {
+  const host = options.host ?? DEFAULT_HTTP_HOST;
+  const port = options.port ?? DEFAULT_HTTP_PORT;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535 (got ${port})`);
+  for (const [name, value] of [
+    ['maxBodyBytes', options.maxBodyBytes],
+    ['concurrency', options.concurrency],
+    ['shutdownTimeoutMs', options.shutdownTimeoutMs],
+  ] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= (name === 'shutdownTimeoutMs' ? 0 : 1)))
+      throw new RangeError(`${name} must be a positive integer (got ${value})`);
+  }
+  if (options.token !== undefined) {
+    if (options.token.length < MIN_TOKEN_LENGTH || /\s/.test(options.token))
+      throw new RangeError(`the bearer token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`);
+  } else if (!(await resolvesToLoopbackOnly(host))) {
+    throw new RangeError(
+      `refusing to serve on ${host} without a token: anyone who can reach it could run tools. ` +
+        'Give a bearer token (--token-file FILE or CORRAL_TOKEN), or bind to 127.0.0.1.',
+    );
   }
 }
 

@@ -58,7 +58,12 @@ function pascalNames(names: string[]): Map<string, string> {
   return out;
 }
 
-/** Keywords whose values are data, not schemas: a `$ref` inside them is left alone. */
+/**
+ * Keywords whose values are data, not schemas: a `$ref` inside them is left
+ * alone. (Some OpenAPI tools, swagger-parser among them, still read a
+ * `{"$ref": …}` object inside `const` or `enum` as a reference and fail on
+ * it; JSON Schema has no way to escape it.)
+ */
 const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example']);
 
 /**
