@@ -441,6 +441,7 @@ export class CorralHttpServer {
       ctx.snapshotId = result.snapshot?.id;
       const status = statusForResult(result);
       if (status === 503) res.setHeader('Retry-After', '1');
+      if (this.#draining) res.setHeader('Connection', 'close');
       send(res, status, result);
     } finally {
       this.#calls.delete(controller);
@@ -458,6 +459,10 @@ export class CorralHttpServer {
 
   async #mcpRequest(req: IncomingMessage, res: ServerResponse, method: string, ctx: RequestContext): Promise<void> {
     const mcp = this.#mcp!;
+    if (this.#draining) {
+      res.setHeader('Retry-After', '5');
+      return this.#refuse(req, res, ctx, 503, ErrorCodes.CLOSED, 'The server is shutting down.', {});
+    }
     if (method !== 'POST') return mcp.handle(req, res);
     const text = await this.#readText(req, res, ctx);
     if (text === undefined) return;
