@@ -1,7 +1,8 @@
 /**
  * @corral/node — the Node host: Corral in one object, the worker_threads
  * sandbox pool, the SQLite snapshot store, host-folder mounts, the
- * transpile cache. The CLI (`corral`) is not exported: it is the package's bin.
+ * transpile cache, the HTTP API server. The CLI (`corral`) is not exported:
+ * it is the package's bin.
  *
  * Everything exported here is public API, including the part of
  * @corral/core a host's user needs (errors, tool and result types, the
@@ -24,6 +25,24 @@ export {
   APPLICATION_ID as SQLITE_APPLICATION_ID,
   type SqliteStoreOptions,
 } from './store-sqlite.js';
+
+// The HTTP API (`corral serve`).
+export {
+  CorralHttpServer,
+  startHttpServer,
+  checkHttpServerOptions,
+  isLoopbackAddress,
+  DEFAULT_HTTP_PORT,
+  DEFAULT_HTTP_HOST,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_HTTP_CONCURRENCY,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  type HttpServerOptions,
+  type HttpMount,
+  type HttpLogEntry,
+} from './server/http.js';
+export { buildOpenApi, type OpenApiOptions } from './server/openapi.js';
+export { statusForResult, HttpErrorCodes, type HttpErrorCode } from './server/status.js';
 
 // The part of @corral/core a host's user needs (one list, shared with @corral/browser).
 export * from '@corral/core/host-api';

@@ -17,6 +17,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   snapshots: () => import('./snapshots.js'),
   replay: () => import('./replay.js'),
   mcp: () => import('./mcp.js'),
+  serve: () => import('./serve.js'),
 };
 
 export const HELP = `corral — run sandboxed WASI tools for AI agents
@@ -31,6 +32,7 @@ Usage:
   corral snapshots list|show|export|prune      read back or trim recorded calls
   corral replay ID                             re-run a recorded call and compare
   corral mcp [--tools DIR]...                  serve the tools to an MCP client over stdio
+  corral serve [--port N] [--host H] [options] serve the tools over HTTP (POST /execute, /openapi.json)
 
 Run 'corral COMMAND --help' for a command's options.`;
 
