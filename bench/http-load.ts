@@ -13,14 +13,14 @@
  *
  * Exits 1 when any check fails.
  */
-import { spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BUNDLED_TOOLS_DIR, SqliteStore } from '@corral/node';
+import { BUNDLED_TOOLS_DIR } from '@corral/node';
 import { syntheticDiff } from './diffs.js';
+import { startServe } from './serve-process.js';
 import { fmt, quantile, table } from './stats.js';
 
 const { values } = parseArgs({
@@ -35,7 +35,6 @@ const { values } = parseArgs({
 const CLIENTS = Number(values.clients);
 const SECONDS = Number(values.seconds);
 if (!(CLIENTS >= 1 && SECONDS > 0)) throw new Error('--clients and --seconds must be positive numbers');
-const CLI = new URL('../../packages/node/bin/corral.js', import.meta.url).pathname;
 const example = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/examples/example.diff.json'), 'utf8')) as { diff: string };
 const input = values.diff === 'large' ? { diff: syntheticDiff(256 * 1024) } : example;
 const BODY = Buffer.from(JSON.stringify({ tool: 'diff-summary', input }));
@@ -119,29 +118,9 @@ function rssMb(pid: number): number | undefined {
 }
 
 async function main(): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'corral-http-load-'));
-  const storePath = join(dir, 'snapshots.db');
-  const logPath = join(dir, 'requests.log');
   const workers = values.workers ?? String(availableParallelism());
-  const args = [CLI, 'serve', '--port', '0', '--store', storePath, '--workers', workers, '--concurrency', String(Math.max(256, CLIENTS))];
-  log(`node ${args.join(' ')}`);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
-  const logFile = createWriteStream(logPath);
-  child.stderr.pipe(logFile);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  let crashed = false;
-  void exited.then(() => (crashed = true));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c;
-      const found = /on (http:\/\/\S+) /.exec(out)?.[1];
-      if (found) resolve(found);
-    });
-    void exited.then(({ code }) => reject(new Error(`corral serve exited ${code} before listening`)));
-  });
+  const server = await startServe(['--workers', workers, '--concurrency', String(Math.max(256, CLIENTS))], log);
+  const { url, child } = server;
   log(`serving on ${url}; warming up (first call transpiles diff-summary if the cache is cold)…`);
   const warm = await post(url, new Agent({ keepAlive: false }));
   if (!warm.ok) throw new Error(`the warm-up call failed: ${JSON.stringify(warm)}`);
@@ -155,7 +134,7 @@ async function main(): Promise<number> {
   const until = started + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: CLIENTS }, async () => {
-      while (performance.now() < until && !crashed) answers.push(await post(url, agent));
+      while (performance.now() < until && !server.exitedEarly) answers.push(await post(url, agent));
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
@@ -174,15 +153,9 @@ async function main(): Promise<number> {
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? Number.NaN);
 
   log('SIGTERM…');
-  const aliveAtEnd = !crashed;
-  child.kill('SIGTERM');
-  const exit = await exited;
-  await new Promise((resolve) => logFile.end(resolve));
-
+  const aliveAtEnd = !server.exitedEarly;
   // Every answered call must be in the store, with its result.
-  const store = await SqliteStore.open(storePath);
-  const recorded = new Map((await store.listExecutions()).map((e) => [e.id, e]));
-  await store.close();
+  const { exit, recorded } = await server.stop();
   const results = answers.filter((a) => a.kind === 'result');
   const missing = results.filter((a) => a.snapshotId === null || !recorded.has(a.snapshotId));
   const interrupted = results.filter((a) => a.snapshotId !== null && recorded.get(a.snapshotId)?.status === 'interrupted');
@@ -190,7 +163,7 @@ async function main(): Promise<number> {
     const e = a.snapshotId === null ? undefined : recorded.get(a.snapshotId);
     return e !== undefined && e.error_code !== a.code;
   });
-  const logLines = readFileSync(logPath, 'utf8')
+  const logLines = readFileSync(server.logPath, 'utf8')
     .split('\n')
     .filter((l) => l.includes('"event":"request"') && l.includes('"path":"/execute"')).length;
 
@@ -257,8 +230,7 @@ async function main(): Promise<number> {
         checks.map(([what, pass, detail]) => [what, pass ? 'pass' : '**FAIL**', detail]),
       )}`,
   );
-  if (values['keep-dir']) log(`kept ${dir}`);
-  else rmSync(dir, { recursive: true, force: true });
+  server.cleanUp(values['keep-dir'] === true);
   return checks.every(([, pass]) => pass) ? 0 : 1;
 }
 

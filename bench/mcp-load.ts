@@ -12,14 +12,14 @@
  *
  * Exits 1 when any check fails.
  */
-import { spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BUNDLED_TOOLS_DIR, SqliteStore } from '@corral/node';
+import { BUNDLED_TOOLS_DIR } from '@corral/node';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startServe } from './serve-process.js';
 import { fmt, quantile, table } from './stats.js';
 
 const { values } = parseArgs({
@@ -33,7 +33,6 @@ const { values } = parseArgs({
 const CLIENTS = Number(values.clients);
 const SECONDS = Number(values.seconds);
 if (!(CLIENTS >= 1 && SECONDS > 0)) throw new Error('--clients and --seconds must be positive numbers');
-const CLI = new URL('../../packages/node/bin/corral.js', import.meta.url).pathname;
 const input = JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/examples/example.diff.json'), 'utf8')) as Record<
   string,
   unknown
@@ -79,29 +78,9 @@ async function connect(url: URL): Promise<Client> {
 }
 
 async function main(): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'corral-mcp-load-'));
-  const storePath = join(dir, 'snapshots.db');
-  const logPath = join(dir, 'requests.log');
   const workers = values.workers ?? String(availableParallelism());
-  const args = [CLI, 'serve', '--mcp', '--port', '0', '--store', storePath, '--workers', workers];
-  log(`node ${args.join(' ')}`);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
-  const logFile = createWriteStream(logPath);
-  child.stderr.pipe(logFile);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  let crashed = false;
-  void exited.then(() => (crashed = true));
-  const base = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c;
-      const found = /on (http:\/\/\S+) /.exec(out)?.[1];
-      if (found) resolve(found);
-    });
-    void exited.then(({ code }) => reject(new Error(`corral serve exited ${code} before listening`)));
-  });
+  const server = await startServe(['--mcp', '--workers', workers], log);
+  const base = server.url;
   const url = new URL('/mcp', base);
   log(`serving on ${url}; connecting ${CLIENTS} MCP clients and warming up…`);
   const clients = await Promise.all(Array.from({ length: CLIENTS }, () => connect(url)));
@@ -114,21 +93,15 @@ async function main(): Promise<number> {
   const until = started + SECONDS * 1000;
   await Promise.all(
     clients.map(async (client) => {
-      while (performance.now() < until && !crashed) answers.push(await call(client));
+      while (performance.now() < until && !server.exitedEarly) answers.push(await call(client));
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
 
   log('SIGTERM…');
-  const aliveAtEnd = !crashed;
-  child.kill('SIGTERM');
-  const exit = await exited;
-  await new Promise((resolve) => logFile.end(resolve));
-
-  const store = await SqliteStore.open(storePath);
-  const recorded = new Map((await store.listExecutions()).map((e) => [e.id, e]));
-  await store.close();
+  const aliveAtEnd = !server.exitedEarly;
+  const { exit, recorded } = await server.stop();
   const results = answers.filter((a) => a.kind === 'result');
   const missing = results.filter((a) => a.snapshotId === null || !recorded.has(a.snapshotId));
   const interrupted = results.filter((a) => a.snapshotId !== null && recorded.get(a.snapshotId)?.status === 'interrupted');
@@ -180,8 +153,7 @@ async function main(): Promise<number> {
         checks.map(([what, pass, detail]) => [what, pass ? 'pass' : '**FAIL**', detail]),
       )}`,
   );
-  if (values['keep-dir']) log(`kept ${dir}`);
-  else rmSync(dir, { recursive: true, force: true });
+  server.cleanUp(values['keep-dir'] === true);
   return checks.every(([, pass]) => pass) ? 0 : 1;
 }
 
