@@ -44,7 +44,7 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
       mkdirSync(join(folder, `dir-${d}`, 'nested'), { recursive: true });
       for (let f = 0; f < 10; f++) writeFileSync(join(folder, `dir-${d}`, 'nested', `file-${f}.txt`), 'some words\n'.repeat(f + 1));
     }
-    const mounts = [{ guest: '/workspace', access: 'read' as const, hostPath: folder }];
+    const mounts = [{ guest: '/workspace', access: 'read' as const, source: { kind: 'host', path: folder } }];
     const fileStats = await sample(Math.max(20, runs / 5), async () => {
       const r = await corral.invoke('file-stats', {}, { mounts });
       if (!r.ok || (r.output as { totals?: { files?: number } }).totals?.files !== 100)

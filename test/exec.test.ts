@@ -9,7 +9,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corral } from '@corral/node';
+import { Corral, type MountBinding } from '@corral/node';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -269,10 +269,27 @@ describe('corral.exec (the API)', () => {
     await expect(corral.exec('not bytes' as unknown as Uint8Array)).rejects.toThrow(/Uint8Array/);
     // A tree no directory could hold is the caller's error, not the program's.
     await expect(
-      corral.exec(wasm, { args: ['ls', 'd'], mounts: [{ guest: 'd', access: 'read', tree: { '../x': 'a' } }] }),
+      corral.exec(wasm, { args: ['ls', 'd'], mounts: [{ guest: 'd', access: 'read', source: { kind: 'memory', tree: { '../x': 'a' } } }] }),
     ).rejects.toMatchObject({
       code: 'E_INPUT_VALIDATION',
       message: /invalid file name: "\.\.\/x"/,
     });
+    // Node opens memory and host sources; anything else, or a host source of the wrong shape, is refused before it runs.
+    const refused: Array<[unknown, RegExp]> = [
+      [{ kind: 'opfs', path: 'projects/demo' }, /^Mount d: this host cannot open a source of kind "opfs"; it opens "memory", "host"\.$/],
+      [{ kind: 'host', path: 7 }, /^Mount d: the "host" source needs path as a string \(got number\)\.$/],
+      [
+        { kind: 'host', path: join(tmpdir(), 'corral-no-such-folder') },
+        /^Mount d: the "host" source names .*corral-no-such-folder, which is not a directory Corral can open\.$/,
+      ],
+      [{ path: '/' }, /^Mount d: its source has no kind \(a string\); this host opens "memory", "host"\.$/],
+    ];
+    for (const [source, message] of refused) {
+      const mounts = [{ guest: 'd', access: 'read', source }] as MountBinding[];
+      await expect(corral.exec(wasm, { args: ['ls', 'd'], mounts }), JSON.stringify(source)).rejects.toMatchObject({
+        code: 'E_INPUT_VALIDATION',
+        message,
+      });
+    }
   });
 });

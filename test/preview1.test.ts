@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { Corral, ComponentCache, BUNDLED_TOOLS_DIR, type MemoryTree } from '@corral/node';
+import { Corral, ComponentCache, BUNDLED_TOOLS_DIR, type MemoryTree, type MountSource } from '@corral/node';
 import { diffTrees } from './helpers/gitdiff.js';
 import { syntheticDiff } from '../bench/diffs.js';
 
@@ -119,17 +119,19 @@ describe('preview1 modules answer exactly like their components', () => {
     writeFileSync(join(host, 'src/a.ts'), 'one two\nthree\n');
     writeFileSync(join(host, 'src/lib/b.ts'), 'b');
     symlinkSync('src/a.ts', join(host, 'link.ts'));
-    const cases: Array<[unknown, { tree?: MemoryTree; hostPath?: string }]> = [
-      [{}, { tree }],
-      [{ path: '/workspace/src' }, { tree }],
-      [{ pattern: '*.ts' }, { tree }],
-      [{ pattern: 'src/*.ts' }, { tree }],
-      [{ path: '/workspace/missing' }, { tree }],
-      [{}, { hostPath: host }],
-      [{ path: '/workspace/link.ts' }, { hostPath: host }],
+    const memory: MountSource = { kind: 'memory', tree };
+    const folder: MountSource = { kind: 'host', path: host };
+    const cases: Array<[unknown, MountSource]> = [
+      [{}, memory],
+      [{ path: '/workspace/src' }, memory],
+      [{ pattern: '*.ts' }, memory],
+      [{ pattern: 'src/*.ts' }, memory],
+      [{ path: '/workspace/missing' }, memory],
+      [{}, folder],
+      [{ path: '/workspace/link.ts' }, folder],
     ];
-    for (const [input, mount] of cases) {
-      const mounts = [{ guest: '/workspace', access: 'read' as const, ...mount }];
+    for (const [input, source] of cases) {
+      const mounts = [{ guest: '/workspace', access: 'read' as const, source }];
       const component = await corral.invoke('file-stats', input, { mounts });
       const module = await corral.invoke('file-stats-p1', input, { mounts });
       expect(module.ok, JSON.stringify(input)).toBe(component.ok);
@@ -139,7 +141,13 @@ describe('preview1 modules answer exactly like their components', () => {
   });
 
   it('the probe: same results from both hosts, except where preview1 is stricter', async () => {
-    const mounts = [{ guest: '/workspace', access: 'read' as const, tree: { 'data.txt': 'workspace data\n', sub: { 'x.txt': 'x' } } }];
+    const mounts = [
+      {
+        guest: '/workspace',
+        access: 'read' as const,
+        source: { kind: 'memory', tree: { 'data.txt': 'workspace data\n', sub: { 'x.txt': 'x' } } },
+      },
+    ];
     const input = { mode: 'nosleep' };
     const module = await corral.invoke('p1-probe', input, { mounts });
     const component = await corral.invoke('probe-component', input, { mounts });
@@ -173,7 +181,11 @@ describe('preview1 modules answer exactly like their components', () => {
       cache: new ComponentCache(join(scratch, 'cache')),
     });
     try {
-      const slept = await solo.invoke('probe-component', {}, { mounts: [{ guest: '/workspace', access: 'read', tree: {} }] });
+      const slept = await solo.invoke(
+        'probe-component',
+        {},
+        { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'memory', tree: {} } }] },
+      );
       expect(slept.error).toBeNull();
       const after = await solo.invoke('p1-echo', { after: 'sleep' });
       expect(after.output).toEqual({ after: 'sleep' });
@@ -183,7 +195,11 @@ describe('preview1 modules answer exactly like their components', () => {
   });
 
   it('the probe sleeps for real through poll_oneoff', async () => {
-    const result = await corral.invoke('p1-probe', {}, { mounts: [{ guest: '/workspace', access: 'read', tree: {} }] });
+    const result = await corral.invoke(
+      'p1-probe',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'memory', tree: {} } }] },
+    );
     const out = result.output as Record<string, number>;
     expect(out.nanosleep).toBe(0);
     expect(out.slept_ms).toBeGreaterThanOrEqual(20);
@@ -258,7 +274,11 @@ describe('preview1 modules under the same limits and rules', () => {
     symlinkSync('../outside.txt', join(workspace, 'dotdot-link'));
     const before = listing(base);
 
-    const escaped = await corral.invoke('p1-escape', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    const escaped = await corral.invoke(
+      'p1-escape',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'host', path: workspace } }] },
+    );
     expect(escaped.error).toBeNull();
     const attempts = (escaped.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts;
     expect(attempts.length).toBeGreaterThanOrEqual(12);
@@ -266,7 +286,11 @@ describe('preview1 modules under the same limits and rules', () => {
     expect(JSON.stringify(escaped)).not.toContain(SECRET);
     expect(listing(base)).toEqual(before);
 
-    const readOnly = await corral.invoke('p1-fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] });
+    const readOnly = await corral.invoke(
+      'p1-fs-writer',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: workspace } }] },
+    );
     const writes = (readOnly.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts;
     for (const a of writes.filter((w) => w.op.includes('/workspace') || w.op.includes('rename')))
       expect(a, a.op).toMatchObject({ ok: false });
@@ -276,7 +300,7 @@ describe('preview1 modules under the same limits and rules', () => {
     const readWrite = await corral.invoke(
       'p1-fs-writer',
       {},
-      { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] },
+      { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'host', path: workspace } }] },
     );
     for (const a of (readWrite.output as { attempts: Array<{ op: string; ok: boolean }> }).attempts)
       expect(a, a.op).toMatchObject({ ok: true });

@@ -109,7 +109,11 @@ describe('the runtime, through real worker_threads sandboxes', () => {
   it('mounts a host folder read-only at /workspace for file-stats', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'corral-ws-'));
     await writeFile(join(dir, 'a.txt'), 'one two\nthree\n');
-    const result = await corral.invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: dir }] });
+    const result = await corral.invoke(
+      'file-stats',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: dir } }] },
+    );
     expect(result.error).toBeNull();
     expect(JSON.stringify(result.output)).toContain('a.txt');
     expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('one two\nthree\n');

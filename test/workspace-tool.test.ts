@@ -80,7 +80,7 @@ function totals(files: Stat[]) {
 
 let host: string;
 let outside: string;
-const mount = () => [{ guest: '/workspace', access: 'read' as const, hostPath: host }];
+const mount = () => [{ guest: '/workspace', access: 'read' as const, source: { kind: 'host', path: host } }];
 
 beforeAll(() => {
   host = mkdtempSync(join(tmpdir(), 'corral-ws-'));
@@ -150,7 +150,7 @@ describe('file-stats on a read-only /workspace mount', () => {
       'file-stats',
       {},
       {
-        mounts: [{ guest: '/workspace', access: 'read', tree: { 'x.txt': 'a b\nc\n', sub: { 'y.txt': 'd' } } }],
+        mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'memory', tree: { 'x.txt': 'a b\nc\n', sub: { 'y.txt': 'd' } } } }],
       },
     );
     expect(r.ok).toBe(true);

@@ -6,7 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { WASI } from 'node:wasi';
 import { ComponentRunner, Preview1Runner, transpileComponent } from '@corral/wasi';
-import { openHostDirectory } from '@corral/node';
+import { hostMountOpeners } from '@corral/node';
 
 const [mode, test] = process.argv.slice(2);
 const configPath = test.replace(/\.wasm$/, '.json');
@@ -43,17 +43,17 @@ try {
       stdin: new Uint8Array(),
       args,
       env,
-      mounts: root ? [{ guest: '/', access: 'read-write', hostPath: root }] : [],
+      mounts: root ? [{ guest: '/', access: 'read-write', source: { kind: 'host', path: root } }] : [],
       outputLimitBytes: 1 << 24,
       memoryLimitBytes: 512 << 20,
       diskLimitBytes: 256 << 20,
     };
     let result;
-    if (mode === 'p1') result = await new Preview1Runner({ openHostDirectory }).run('test', bytes, request);
+    if (mode === 'p1') result = await new Preview1Runner({ mountOpeners: hostMountOpeners() }).run('test', bytes, request);
     else {
       const { componentNew } = await import('@bytecodealliance/jco');
       const component = await componentNew(bytes, [['wasi_snapshot_preview1', readFileSync(ADAPTER)]]);
-      result = await new ComponentRunner({ openHostDirectory }).run('test', await transpileComponent(component), request);
+      result = await new ComponentRunner({ mountOpeners: hostMountOpeners() }).run('test', await transpileComponent(component), request);
     }
     exit = result.exitCode;
     stdout = new TextDecoder().decode(result.stdout);

@@ -51,7 +51,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve as resolvePath, sep } from 'node:path';
 import { GuestTypeError } from '@corral/wasi';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
-import { openHostDirectory, hostConfinement } from '@corral/node';
+import { hostMountOpeners, hostConfinement } from '@corral/node';
 
 // --- the world: base/{mount, outside, ro} ------------------------------------------
 
@@ -1006,11 +1006,11 @@ class Run {
     this.stats = stats;
     this.fsys = callFilesystem(
       [
-        { guest: '/data', access: 'read-write', hostPath: world.mount },
-        { guest: '/ro', access: 'read', hostPath: world.ro },
+        { guest: '/data', access: 'read-write', source: { kind: 'host', path: world.mount } },
+        { guest: '/ro', access: 'read', source: { kind: 'host', path: world.ro } },
       ],
       seq.diskLimit,
-      openHostDirectory,
+      hostMountOpeners(),
     );
     const [rw, ro, tmp] = this.fsys.preopens.map(([descriptor]) => descriptor);
     this.roots = { rw: rw!, ro: ro!, tmp: tmp! };

@@ -4,14 +4,7 @@ import { afterAll } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corral, ComponentCache, type InvokeResult, type MemoryTree, type MountAccess } from '@corral/node';
-
-export interface MountRequest {
-  guest: string;
-  access: MountAccess;
-  hostPath?: string;
-  tree?: MemoryTree;
-}
+import { Corral, ComponentCache, type InvokeResult, type MountBinding } from '@corral/node';
 
 let corral: Promise<Corral> | undefined;
 
@@ -25,6 +18,6 @@ afterAll(async () => {
   corral = undefined;
 });
 
-export async function runTool(name: string, input: unknown, opts: { mounts?: MountRequest[] } = {}): Promise<InvokeResult> {
+export async function runTool(name: string, input: unknown, opts: { mounts?: MountBinding[] } = {}): Promise<InvokeResult> {
   return (await runtime()).invoke(name, input, { mounts: opts.mounts ?? [] });
 }

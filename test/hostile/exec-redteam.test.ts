@@ -113,7 +113,7 @@ describe('corral.exec: options are read once, and what was checked is what runs'
         return reads++ === 0 ? 'ok' : 'a\0b';
       },
       access: 'read' as const,
-      hostPath: dir,
+      source: { kind: 'host', path: dir },
     };
     const result = await corral.exec(wasm, { args: ['ls', 'ok'], mounts: [mount] });
     expect(result.exitCode).toBe(0);
@@ -128,9 +128,12 @@ describe('corral.exec: options are read once, and what was checked is what runs'
         return reads++ === 0 ? 'two' : 'one';
       },
       access: 'read' as const,
-      hostPath: dir,
+      source: { kind: 'host', path: dir },
     };
-    const result = await corral.exec(wasm, { args: ['ls', 'two'], mounts: [{ guest: 'one', access: 'read', hostPath: dir }, second] });
+    const result = await corral.exec(wasm, {
+      args: ['ls', 'two'],
+      mounts: [{ guest: 'one', access: 'read', source: { kind: 'host', path: dir } }, second],
+    });
     expect(text(result.stdout)).toBe('f\n');
   });
 
@@ -161,7 +164,7 @@ describe('preview1: u64 arguments at and above 2^63 (a wasm i64 reaches JavaScri
     for (const ns of ['18446744073709551615', '9223372036854775808', '17179869184000000000']) {
       const result = await corral.exec(wasm, {
         args: ['times', 'f', ns, ns, '5'], // ATIM | MTIM
-        mounts: [{ guest: 'd', access: 'read-write', hostPath: dir }],
+        mounts: [{ guest: 'd', access: 'read-write', source: { kind: 'host', path: dir } }],
       });
       expect(result.error ?? null).toBeNull();
       expect(result.exitCode).toBe(0);
@@ -174,7 +177,7 @@ describe('preview1: u64 arguments at and above 2^63 (a wasm i64 reaches JavaScri
     const wasm = new Uint8Array(await readFile(REDTEAM));
     const result = await corral.exec(wasm, {
       args: ['times', 'f', '18446744073709551615', '0', '5'],
-      mounts: [{ guest: 'd', access: 'read-write', tree: { f: 'x' } }],
+      mounts: [{ guest: 'd', access: 'read-write', source: { kind: 'memory', tree: { f: 'x' } } }],
     });
     expect(result.error ?? null).toBeNull();
     expect(text(result.stdout)).toMatch(/^set_times \d+\nfd_set_times \d+\n$/);
@@ -183,7 +186,10 @@ describe('preview1: u64 arguments at and above 2^63 (a wasm i64 reaches JavaScri
   it('fd_readdir from a cookie of 2^63 and up lists nothing', async () => {
     const wasm = new Uint8Array(await readFile(REDTEAM));
     for (const cookie of ['18446744073709551615', '9223372036854775808', '4294967296']) {
-      const result = await corral.exec(wasm, { args: ['readdir', cookie], mounts: [{ guest: 'd', access: 'read', hostPath: dir }] });
+      const result = await corral.exec(wasm, {
+        args: ['readdir', cookie],
+        mounts: [{ guest: 'd', access: 'read', source: { kind: 'host', path: dir } }],
+      });
       expect(result.error ?? null).toBeNull();
       expect(text(result.stdout)).toBe('readdir 0 used 0\n');
     }

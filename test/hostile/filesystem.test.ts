@@ -89,7 +89,11 @@ beforeEach(() => {
 describe.each(['fs-attack', 'p1-fs-attack'])('%s', (tool) => {
   it('gets nothing outside its read-write mount, whatever it renames, links or opens', async () => {
     const outsideBefore = snapshot(outside);
-    const result = await corral.invoke(tool, {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    const result = await corral.invoke(
+      tool,
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'host', path: workspace } }] },
+    );
     // A FIFO that blocked in open(2) would end this call at its timeout instead.
     expect(result.error).toBeNull();
     const attempts = (result.output as { attempts: Attempt[] }).attempts;
@@ -111,7 +115,11 @@ describe.each(['fs-attack', 'p1-fs-attack'])('%s', (tool) => {
   });
 
   it('reads a host folder mounted at / (the whole host tree, read-only)', async () => {
-    const result = await corral.invoke(tool, { mode: 'root' }, { mounts: [{ guest: '/workspace', access: 'read', hostPath: '/' }] });
+    const result = await corral.invoke(
+      tool,
+      { mode: 'root' },
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: '/' } }] },
+    );
     expect(result.error).toBeNull();
     const [attempt] = (result.output as { attempts: Attempt[] }).attempts;
     expect(attempt).toMatchObject({ op: '/workspace/etc/passwd', ok: true });

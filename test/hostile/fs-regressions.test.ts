@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, realpathSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
-import { openHostDirectory } from '@corral/node';
+import { hostMountOpeners } from '@corral/node';
 import { thrown } from '../helpers/thrown.js';
 
 const SECRET = 'SECRET-OUTSIDE-2b7f';
@@ -28,7 +28,7 @@ beforeEach(() => {
   mkdirSync(outside);
   writeFileSync(join(mount, 'a.txt'), 'inside\n');
   writeFileSync(join(outside, 'secret.txt'), SECRET);
-  call = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, openHostDirectory);
+  call = callFilesystem([{ guest: '/data', access: 'read-write', source: { kind: 'host', path: mount } }], 1 << 20, hostMountOpeners());
   root = call.preopens[0]![0];
 });
 
@@ -86,7 +86,11 @@ describe('regressions found by the filesystem fuzz', () => {
   });
 
   it('removing entries that were there before the call frees no quota for new data', () => {
-    const small = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 4096, openHostDirectory);
+    const small = callFilesystem(
+      [{ guest: '/data', access: 'read-write', source: { kind: 'host', path: mount } }],
+      4096,
+      hostMountOpeners(),
+    );
     try {
       const data = small.preopens[0]![0];
       for (let i = 0; i < 16; i++) writeFileSync(join(mount, `old-${i}.txt`), 'x');

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { Worker } from 'node:worker_threads';
-import { exactHostFileTimes, hostConfinement, openHostDirectory, type Confinement } from '@corral/node';
+import { exactHostFileTimes, hostConfinement, hostMountOpeners, type Confinement } from '@corral/node';
 import { thrown } from '../helpers/thrown.js';
 
 const SECRET = 'SECRET-CONFINEMENT-77';
@@ -72,7 +72,11 @@ describe.each(['fd', 'path'] as Confinement[])('file times on a folder held by %
   let call: CallFilesystem;
   let root: Descriptor;
   beforeEach(() => {
-    call = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, (p) => openHostDirectory(p, confinement));
+    call = callFilesystem(
+      [{ guest: '/data', access: 'read-write', source: { kind: 'host', path: mount } }],
+      1 << 20,
+      hostMountOpeners(confinement),
+    );
     root = call.preopens[0]![0];
   });
   afterEach(() => call.close());
@@ -113,8 +117,10 @@ describe.each(['fd', 'path'] as Confinement[])('file times on a folder held by %
   });
 
   it("without the addon, Node's utimes still sets times to within a microsecond", () => {
-    const fallback = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, (p) =>
-      openHostDirectory(p, confinement, { exactTimes: false }),
+    const fallback = callFilesystem(
+      [{ guest: '/data', access: 'read-write', source: { kind: 'host', path: mount } }],
+      1 << 20,
+      hostMountOpeners(confinement, { exactTimes: false }),
     );
     try {
       fallback.preopens[0]![0].setTimesAt({}, 'dir/inside.txt', at(T), at(T));
@@ -130,7 +136,11 @@ describe.each(['fd', 'path'] as Confinement[])('held by %s', (confinement) => {
   let call: CallFilesystem;
   let root: Descriptor;
   beforeEach(() => {
-    call = callFilesystem([{ guest: '/data', access: 'read-write', hostPath: mount }], 1 << 20, (p) => openHostDirectory(p, confinement));
+    call = callFilesystem(
+      [{ guest: '/data', access: 'read-write', source: { kind: 'host', path: mount } }],
+      1 << 20,
+      hostMountOpeners(confinement),
+    );
     root = call.preopens[0]![0];
   });
   afterEach(() => call.close());

@@ -76,7 +76,11 @@ type Attempt = { op: string; ok: boolean; errno: number; detail: string };
 describe('hostile tools', () => {
   it('path traversal, absolute paths and symlink escapes all fail, and nothing outside is read', async () => {
     const before = listing(base);
-    const result = await corral.invoke('escape', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    const result = await corral.invoke(
+      'escape',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'host', path: workspace } }] },
+    );
     expect(result.error).toBeNull();
     const attempts = (result.output as { attempts: Attempt[] }).attempts;
     expect(attempts.length).toBeGreaterThanOrEqual(12);
@@ -87,7 +91,11 @@ describe('hostile tools', () => {
 
   it('a read mount refuses every write, create, rename and delete; the host folder is unchanged', async () => {
     const before = listing(base);
-    const result = await corral.invoke('fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] });
+    const result = await corral.invoke(
+      'fs-writer',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: workspace } }] },
+    );
     const attempts = (result.output as { attempts: Attempt[] }).attempts;
     const onWorkspace = attempts.filter((a) => a.op.includes('/workspace') || a.op.includes('rename'));
     expect(onWorkspace).toHaveLength(5);
@@ -98,7 +106,11 @@ describe('hostile tools', () => {
   });
 
   it('a read-write host mount writes to the real folder, and /tmp does not leak into it', async () => {
-    const result = await corral.invoke('fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    const result = await corral.invoke(
+      'fs-writer',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'host', path: workspace } }] },
+    );
     const attempts = (result.output as { attempts: Attempt[] }).attempts;
     for (const a of attempts) expect(a, a.op).toMatchObject({ ok: true });
     expect(readFileSync(join(workspace, 'new.txt'), 'utf8')).toBe('written by fs-writer\n');
@@ -110,12 +122,24 @@ describe('hostile tools', () => {
 
   it('narrowing a read-write mount to read at call time is honoured; widening is refused', async () => {
     const before = listing(base);
-    const narrowed = await corral.invoke('fs-writer', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] });
+    const narrowed = await corral.invoke(
+      'fs-writer',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: workspace } }] },
+    );
     expect((narrowed.output as { attempts: Attempt[] }).attempts[0]?.ok).toBe(false);
     expect(listing(base)).toEqual(before);
-    const widened = await corral.invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] });
+    const widened = await corral.invoke(
+      'file-stats',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'host', path: workspace } }] },
+    );
     expect(widened.error?.code).toBe('E_INPUT_VALIDATION');
-    const undeclared = await corral.invoke('escape', {}, { mounts: [{ guest: '/etc', access: 'read', hostPath: outside }] });
+    const undeclared = await corral.invoke(
+      'escape',
+      {},
+      { mounts: [{ guest: '/etc', access: 'read', source: { kind: 'host', path: outside } }] },
+    );
     expect(undeclared.error?.code).toBe('E_INPUT_VALIDATION');
   });
 

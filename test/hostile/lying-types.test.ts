@@ -44,7 +44,10 @@ describe('WIT that lies, and absurd lengths', () => {
   // (disk) from the stream writes: this test pins refusal.
   it('descriptor.write(buffer: string, offset: string) is refused, and nothing is written beyond disk_mb (1 MB)', async () => {
     const run = await runInChild([
-      { tool: 'lying-write', options: { mounts: [{ guest: '/workspace', access: 'read-write', hostPath: workspace }] } },
+      {
+        tool: 'lying-write',
+        options: { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'host', path: workspace } }] },
+      },
     ]);
     expect(run.status).toBe(0);
     const [result] = run.results;
@@ -59,7 +62,7 @@ describe('WIT that lies, and absurd lengths', () => {
   it('descriptor.read(2^31 - 1) ×32 and read(2^64 - 1) on a 16 MiB file each return the file; host memory stays bounded', async () => {
     writeFileSync(join(workspace, 'big.bin'), randomBytes(16 * 2 ** 20));
     const run = await runInChild([
-      { tool: 'huge-read', options: { mounts: [{ guest: '/workspace', access: 'read', hostPath: workspace }] } },
+      { tool: 'huge-read', options: { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: workspace } }] } },
     ]);
     expect(run.status).toBe(0);
     const [result] = run.results;

@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { transpileComponent } from '@corral/wasi';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { guardLiftedLists } from '../../packages/wasi/src/run.js';
-import { openHostDirectory } from '@corral/node';
+import { hostMountOpeners, openHostDirectory } from '@corral/node';
 import { runInChild } from './child.js';
 import { thrown } from '../helpers/thrown.js';
 
@@ -56,9 +56,9 @@ afterEach(() => {
 
 function mountRw(...hostPaths: string[]): Descriptor[] {
   call = callFilesystem(
-    hostPaths.map((hostPath, i) => ({ guest: `/m${i}`, access: 'read-write' as const, hostPath })),
+    hostPaths.map((path, i) => ({ guest: `/m${i}`, access: 'read-write' as const, source: { kind: 'host', path } })),
     1 << 20,
-    openHostDirectory,
+    hostMountOpeners(),
   );
   return call.preopens.slice(0, hostPaths.length).map(([d]) => d);
 }
@@ -172,30 +172,32 @@ describe('a walk holds a bounded number of directory fds, however deep the tree'
     deepTree(mount, 3000);
     let held = 0;
     let most = 0;
-    call = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, (path) => {
-      const real = openHostDirectory(path);
-      // Every other method, bound to the real backend (it has private fields).
-      const bound = (k: string) => (Reflect.get(real, k) as (...a: unknown[]) => unknown).bind(real);
-      const counting = new Proxy(real, {
-        get: (t, k) => {
-          if (k === 'openDirectory') {
-            return (dir: unknown, name: string) => {
-              const d = real.openDirectory(dir, name);
-              most = Math.max(most, ++held);
-              return d;
-            };
-          }
-          if (k === 'releaseDirectory') {
-            return (dir: unknown) => {
-              held--;
-              real.releaseDirectory(dir);
-            };
-          }
-          const v = Reflect.get(t, k);
-          return typeof v === 'function' ? bound(k as string) : v;
-        },
-      });
-      return counting;
+    call = callFilesystem([{ guest: '/m', access: 'read-write', source: { kind: 'host', path: mount } }], 1 << 20, {
+      host: (source) => {
+        const real = openHostDirectory(source.path as string);
+        // Every other method, bound to the real backend (it has private fields).
+        const bound = (k: string) => (Reflect.get(real, k) as (...a: unknown[]) => unknown).bind(real);
+        const counting = new Proxy(real, {
+          get: (t, k) => {
+            if (k === 'openDirectory') {
+              return (dir: unknown, name: string) => {
+                const d = real.openDirectory(dir, name);
+                most = Math.max(most, ++held);
+                return d;
+              };
+            }
+            if (k === 'releaseDirectory') {
+              return (dir: unknown) => {
+                held--;
+                real.releaseDirectory(dir);
+              };
+            }
+            const v = Reflect.get(t, k);
+            return typeof v === 'function' ? bound(k as string) : v;
+          },
+        });
+        return counting;
+      },
     });
     const deep = deepDescriptor(call.preopens[0]![0], 3000);
     most = 0;
@@ -299,22 +301,28 @@ describe('two calls of a tool on one folder at once', () => {
   // Closed by refusing `..` in every link a tool makes: such a link leads
   // inside from wherever it lands, so there is nothing left to race.
   it('a link made while another call moves its folder up still leads inside', () => {
-    const callB = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, openHostDirectory);
+    const callB = callFilesystem(
+      [{ guest: '/m', access: 'read-write', source: { kind: 'host', path: mount } }],
+      1 << 20,
+      hostMountOpeners(),
+    );
     const b = callB.preopens[0]![0];
-    call = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, (path) => {
-      const real = openHostDirectory(path);
-      return new Proxy(real, {
-        get: (t, k) => {
-          if (k === 'symlink') {
-            return (dir: unknown, name: string, target: string) => {
-              b.renameAt('dir/sub', b, 'sub'); // call B, in its own worker
-              real.symlink(dir, name, target);
-            };
-          }
-          const v = Reflect.get(t, k);
-          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-        },
-      });
+    call = callFilesystem([{ guest: '/m', access: 'read-write', source: { kind: 'host', path: mount } }], 1 << 20, {
+      host: (source) => {
+        const real = openHostDirectory(source.path as string);
+        return new Proxy(real, {
+          get: (t, k) => {
+            if (k === 'symlink') {
+              return (dir: unknown, name: string, target: string) => {
+                b.renameAt('dir/sub', b, 'sub'); // call B, in its own worker
+                real.symlink(dir, name, target);
+              };
+            }
+            const v = Reflect.get(t, k);
+            return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+          },
+        });
+      },
     });
     const a = call.preopens[0]![0];
     try {
@@ -370,7 +378,7 @@ describe('a host folder mounted at /', () => {
   // environ the host's environment; a read-write mount of / could write mem.
   // Files on kernel filesystems (procfs, sysfs, …) are never opened.
   it("a read-only / mount does not open the host process's memory, environment or maps; ordinary files still read", () => {
-    call = callFilesystem([{ guest: '/', access: 'read', hostPath: '/' }], 1 << 20, openHostDirectory);
+    call = callFilesystem([{ guest: '/', access: 'read', source: { kind: 'host', path: '/' } }], 1 << 20, hostMountOpeners());
     const root = call.preopens[0]![0];
     for (const path of [
       'proc/self/mem',

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
-import { openHostDirectory } from '@corral/node';
+import { hostMountOpeners, openHostDirectory } from '@corral/node';
 
 const SECRET = 'SECRET-OUTSIDE-5e3a';
 
@@ -54,9 +54,9 @@ afterEach(() => {
 
 function mountRw(...hostPaths: string[]): Descriptor[] {
   call = callFilesystem(
-    hostPaths.map((hostPath, i) => ({ guest: `/m${i}`, access: 'read-write' as const, hostPath })),
+    hostPaths.map((path, i) => ({ guest: `/m${i}`, access: 'read-write' as const, source: { kind: 'host', path } })),
     1 << 20,
-    openHostDirectory,
+    hostMountOpeners(),
   );
   return call.preopens.slice(0, hostPaths.length).map(([d]) => d);
 }
@@ -118,7 +118,7 @@ describe('links a tool makes, through links the host made', () => {
 
 describe('a read-write mount of / changes nothing on kernel filesystems', () => {
   const root = () => {
-    call = callFilesystem([{ guest: '/', access: 'read-write', hostPath: '/' }], 1 << 20, openHostDirectory);
+    call = callFilesystem([{ guest: '/', access: 'read-write', source: { kind: 'host', path: '/' } }], 1 << 20, hostMountOpeners());
     return call.preopens[0]![0];
   };
 
@@ -163,7 +163,7 @@ describe('a mount of / does not show what the host process has open', () => {
   // the mount root), /proc/self/fd/N every file, socket and mount folder the
   // host process holds (other calls' folders, the snapshot store).
   it('readlink of /proc/self/cwd, exe and fd/N is refused; so is walking through them', () => {
-    call = callFilesystem([{ guest: '/', access: 'read', hostPath: '/' }], 1 << 20, openHostDirectory);
+    call = callFilesystem([{ guest: '/', access: 'read', source: { kind: 'host', path: '/' } }], 1 << 20, hostMountOpeners());
     const root = call.preopens[0]![0];
     for (const path of [
       `proc/${process.pid}/cwd`,
@@ -184,7 +184,7 @@ describe('a mount of / does not show what the host process has open', () => {
   });
 
   it('a mount of /proc itself shows no link either', () => {
-    call = callFilesystem([{ guest: '/p', access: 'read', hostPath: '/proc' }], 1 << 20, openHostDirectory);
+    call = callFilesystem([{ guest: '/p', access: 'read', source: { kind: 'host', path: '/proc' } }], 1 << 20, hostMountOpeners());
     const root = call.preopens[0]![0];
     expect(thrown(() => root.readlinkAt('self'))).toBe('not-permitted');
     expect(thrown(() => root.readlinkAt(`${process.pid}/fd/0`))).toBe('not-permitted');
@@ -204,26 +204,32 @@ describe('two calls of a tool on one folder at once (open: needs a lock across c
   it.fails('a file moved down while another call swaps it for an outward link does not carry the link down', () => {
     writeFileSync(join(mount, 'x'), 'plain');
     symlinkSync('../../outside/secret.txt', join(mount, 'l'));
-    const callB = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, openHostDirectory);
+    const callB = callFilesystem(
+      [{ guest: '/m', access: 'read-write', source: { kind: 'host', path: mount } }],
+      1 << 20,
+      hostMountOpeners(),
+    );
     const b = callB.preopens[0]![0];
     let once = true;
-    call = callFilesystem([{ guest: '/m', access: 'read-write', hostPath: mount }], 1 << 20, (path) => {
-      const real = openHostDirectory(path);
-      return new Proxy(real, {
-        get: (t, k) => {
-          if (k === 'rename') {
-            return (fromDir: unknown, fromName: string, toDir: unknown, toName: string) => {
-              if (once) {
-                once = false;
-                b.renameAt('l', b, 'x'); // call B
-              }
-              real.rename(fromDir, fromName, toDir, toName);
-            };
-          }
-          const v = Reflect.get(t, k);
-          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-        },
-      });
+    call = callFilesystem([{ guest: '/m', access: 'read-write', source: { kind: 'host', path: mount } }], 1 << 20, {
+      host: (source) => {
+        const real = openHostDirectory(source.path as string);
+        return new Proxy(real, {
+          get: (t, k) => {
+            if (k === 'rename') {
+              return (fromDir: unknown, fromName: string, toDir: unknown, toName: string) => {
+                if (once) {
+                  once = false;
+                  b.renameAt('l', b, 'x'); // call B
+                }
+                real.rename(fromDir, fromName, toDir, toName);
+              };
+            }
+            const v = Reflect.get(t, k);
+            return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+          },
+        });
+      },
     });
     const a = call.preopens[0]![0];
     try {

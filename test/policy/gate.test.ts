@@ -106,7 +106,7 @@ describe('approvals', () => {
     const result = await running;
     expect(result).toMatchObject({ ok: true, output: { ran: true } });
     expect(s.host.calls[0]!.options).toMatchObject({
-      mounts: [{ guest: '/workspace', access: 'read', hostPath: s.src }],
+      mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: s.src } }],
       env: {},
       timeoutMs: 10_000,
     });

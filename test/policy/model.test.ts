@@ -102,13 +102,13 @@ describe('grants', () => {
       decision: 'allow',
       rule: 'listed',
       mounts: [
-        { guest: '/workspace', access: 'read', hostPath: t.src },
-        { guest: '/out', access: 'read-write', hostPath: join(t.src, 'sub') },
+        { guest: '/workspace', access: 'read', source: { kind: 'host', path: t.src } },
+        { guest: '/out', access: 'read-write', source: { kind: 'host', path: join(t.src, 'sub') } },
       ],
     });
     // Inside, through a symlink that stays inside: allowed, bound to the real path.
     const inner = await evaluatePolicy(policy, request({ '/workspace': join(t.src, 'link-in') }), host(t));
-    expect(inner).toMatchObject({ decision: 'allow', mounts: [{ hostPath: join(t.src, 'sub') }] });
+    expect(inner).toMatchObject({ decision: 'allow', mounts: [{ source: { path: join(t.src, 'sub') } }] });
     // Asking read-write where the grant (or the spec) says read.
     const wider = await evaluatePolicy(policy, request({ '/workspace': { folder: t.src, access: 'read-write' } }), host(t));
     expect(wider.decision === 'deny' && wider.error.details.reason).toBe('access_not_granted');

@@ -52,9 +52,9 @@ describe.each(CASES as Case[])('$id in Chromium', (testCase) => {
         const folder = `conformance-${testCase.id}-${host.replace('/', '-')}-${Date.now()}`;
         opfsFolders.push(folder);
         await writeOpfsTree(folder, structuredClone(START_TREE));
-        mount = { guest: GUEST, access: 'read-write', opfsPath: folder };
+        mount = { guest: GUEST, access: 'read-write', source: { kind: 'opfs', path: folder } };
       } else {
-        mount = { guest: GUEST, access: 'read-write', tree: structuredClone(START_TREE) };
+        mount = { guest: GUEST, access: 'read-write', source: { kind: 'memory', tree: structuredClone(START_TREE) } };
       }
       const result = await corral.exec(wasm, {
         argv0: program,

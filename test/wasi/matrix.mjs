@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { ComponentRunner, Preview1Runner, transpileComponent } from '@corral/wasi';
-import { openHostDirectory } from '@corral/node';
+import { hostMountOpeners } from '@corral/node';
 
 const HERE = new URL('.', import.meta.url);
 const PROGRAMS = new URL('programs/', HERE);
@@ -53,8 +53,8 @@ function prepared(testCase) {
   return p;
 }
 
-const p1Runner = new Preview1Runner({ openHostDirectory });
-const componentRunner = new ComponentRunner({ openHostDirectory });
+const p1Runner = new Preview1Runner({ mountOpeners: hostMountOpeners() });
+const componentRunner = new ComponentRunner({ mountOpeners: hostMountOpeners() });
 
 /** Run one case on one host: { exit, stdout, stderr, note } (note: Corral's error, if any). */
 export async function run(testCase, host) {
@@ -66,8 +66,8 @@ export async function run(testCase, host) {
   try {
     if (host === 'node:wasi') return await runNode(testCase, args, env, stdin, folder);
     const mount = folder
-      ? { guest: GUEST, access: 'read-write', hostPath: folder }
-      : { guest: GUEST, access: 'read-write', tree: structuredClone(START_TREE) };
+      ? { guest: GUEST, access: 'read-write', source: { kind: 'host', path: folder } }
+      : { guest: GUEST, access: 'read-write', source: { kind: 'memory', tree: structuredClone(START_TREE) } };
     const request = {
       toolName: name,
       stdin: new TextEncoder().encode(stdin),

@@ -109,7 +109,7 @@ export function mountAdvanced(
     }
     const mounts: MountBinding[] = (tool.spec.mounts ?? [])
       .filter((m) => s.mounts[m.guest])
-      .map((m) => ({ guest: m.guest, access: m.access, tree: s.mounts[m.guest]!.tree }));
+      .map((m) => ({ guest: m.guest, access: m.access, source: { kind: 'memory', tree: s.mounts[m.guest]!.tree } }));
     const invokeOptions: InvokeOptions = { mounts };
     const env = Object.fromEntries(Object.entries(s.env).filter(([, v]) => v !== ''));
     if (Object.keys(env).length) invokeOptions.env = env;

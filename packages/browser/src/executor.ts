@@ -1,8 +1,8 @@
-import { CorralError, ErrorCodes, type MountBinding } from '@corral/core';
 import { PoolExecutor } from '@corral/wasi/host-kit';
+import { sourceString, type MountSourceChecks } from '@corral/wasi/fs';
 import { BrowserWorkerPool, type BrowserPoolOptions, type BrowserSandboxWorker } from './pool.js';
 import { IndexedDbComponentCache, type PreparedComponentCache } from './component-cache.js';
-import { parseOpfsPath } from './opfs.js';
+import { OPFS_KIND, parseOpfsPath, type OpfsMountSource } from './opfs.js';
 
 export interface BrowserExecutorOptions extends BrowserPoolOptions {
   /** Where transpiled components are kept between page loads. Default: IndexedDB ('corral-components'); `false` keeps them in memory only. */
@@ -11,11 +11,21 @@ export interface BrowserExecutorOptions extends BrowserPoolOptions {
   prepareTimeoutMs?: number;
 }
 
+/** Before a call: an OPFS source's path must name a folder from the OPFS root, without climbing (the worker loads it). */
+const opfsMountChecks: MountSourceChecks = {
+  [OPFS_KIND]: (source, guest) => {
+    const path = sourceString(source, 'path', guest);
+    parseOpfsPath(path);
+    return { kind: OPFS_KIND, path } satisfies OpfsMountSource;
+  },
+};
+
 /**
  * Runs tools in a pool of sandbox Web Workers. Each component is transpiled
  * once in a worker (cached in memory and in IndexedDB by its SHA-256),
  * compiled once per worker, and instantiated fresh for every call; a preview1
- * module is sent as it is.
+ * module is sent as it is. Mounts are in-memory trees or OPFS folders
+ * (`{ kind: 'opfs', path }`).
  */
 export class BrowserExecutor extends PoolExecutor<BrowserSandboxWorker> {
   declare readonly pool: BrowserWorkerPool;
@@ -26,23 +36,8 @@ export class BrowserExecutor extends PoolExecutor<BrowserSandboxWorker> {
     super(new BrowserWorkerPool(options), {
       cache,
       ...(options.prepareTimeoutMs !== undefined ? { prepareTimeoutMs: options.prepareTimeoutMs } : {}),
-      checkMounts: checkBrowserMounts,
+      mountSources: opfsMountChecks,
     });
     this.cache = cache;
   }
-}
-
-/** Browsers mount in-memory trees and OPFS folders; a host folder is refused before anything runs. */
-function checkBrowserMounts(mounts: MountBinding[]): MountBinding[] {
-  for (const mount of mounts) {
-    if (mount.hostPath !== undefined) {
-      throw new CorralError(
-        ErrorCodes.INPUT_VALIDATION,
-        `Mount ${mount.guest} is bound to a host folder, which a browser cannot open; bind a tree or an OPFS folder (opfsPath) instead.`,
-        { guest: mount.guest, host_path: mount.hostPath },
-      );
-    }
-    if (mount.opfsPath !== undefined) parseOpfsPath(mount.opfsPath);
-  }
-  return mounts;
 }

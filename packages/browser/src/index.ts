@@ -13,7 +13,7 @@ export { BrowserExecutor, type BrowserExecutorOptions } from './executor.js';
 export { BrowserWorkerPool, BrowserSandboxWorker, defaultPoolSize, startSandboxWorker, type BrowserPoolOptions } from './pool.js';
 export { IndexedDbComponentCache, type PreparedComponentCache } from './component-cache.js';
 export { bundledTools, registerBundledTools, type BundledTool, type RegisterBundledOptions } from './bundled.js';
-export { opfsDirectory, writeOpfsTree, readOpfsTree } from './opfs.js';
+export { opfsDirectory, writeOpfsTree, readOpfsTree, type OpfsMountSource } from './opfs.js';
 export { IndexedDbStore, SCHEMA_VERSION as INDEXEDDB_SCHEMA_VERSION, type IndexedDbStoreOptions } from './store-indexeddb.js';
 
 // The part of @corral/core a host's user needs (one list, shared with @corral/node).

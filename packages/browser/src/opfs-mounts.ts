@@ -15,8 +15,8 @@
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { MountBinding } from '@corral/core';
-import { MemoryBackend, type FileDataEntry, type FsBackend } from '@corral/wasi/fs';
-import { SYMLINKS_FILE, opfsDirectory, parseOpfsPath, writeFile } from './opfs.js';
+import { MemoryBackend, sourceString, type FileDataEntry, type FsBackend } from '@corral/wasi/fs';
+import { OPFS_KIND, SYMLINKS_FILE, opfsDirectory, parseOpfsPath, writeFile } from './opfs.js';
 
 /** What was at a path of a folder: a folder, a file (its contents object) or a symlink. */
 type Node = { kind: 'dir' } | { kind: 'file'; source: unknown } | { kind: 'symlink'; target: string };
@@ -43,8 +43,9 @@ export class OpfsCallMounts {
   static async load(mounts: MountBinding[]): Promise<OpfsCallMounts> {
     const folders = new Map<string, LoadedFolder>();
     for (const mount of mounts) {
-      if (mount.opfsPath === undefined) continue;
-      const path = parseOpfsPath(mount.opfsPath).join('/');
+      if (mount.source?.kind !== OPFS_KIND) continue;
+      const opfsPath = sourceString(mount.source, 'path', mount.guest);
+      const path = parseOpfsPath(opfsPath).join('/');
       const known = folders.get(path);
       if (known) {
         known.writable ||= mount.access === 'read-write';
@@ -55,7 +56,7 @@ export class OpfsCallMounts {
         handle = await opfsDirectory(path);
       } catch {
         throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Mount source OPFS folder "${path}" is not a folder Corral can open.`, {
-          opfs_path: mount.opfsPath,
+          opfs_path: opfsPath,
           guest: mount.guest,
         });
       }

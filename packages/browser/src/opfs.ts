@@ -1,11 +1,22 @@
 /**
  * The origin private file system (OPFS) as Corral uses it: folders named by
- * a path from the OPFS root, which a call can mount (`MountBinding.opfsPath`),
+ * a path from the OPFS root, which a call can mount (an `OpfsMountSource`),
  * and helpers for a page to fill and read such folders. Works in pages and
  * in workers.
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { MemoryTree } from '@corral/core';
+
+/**
+ * A folder of the origin's private file system, as a path from its root
+ * ('projects/demo'; '' is the root): `{ kind: 'opfs', path }`. The folder is
+ * read when the call starts and, for a read-write mount, what the tool
+ * changed is written back when it ends.
+ */
+export type OpfsMountSource = { kind: 'opfs'; path: string };
+
+/** The kind of `OpfsMountSource`. */
+export const OPFS_KIND = 'opfs';
 
 /**
  * preview2-shim's OPFS support keeps the symlinks of a folder in this hidden

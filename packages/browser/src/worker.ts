@@ -5,7 +5,8 @@
  * Corral's WASI host: stdio, environment and filesystem are per-call
  * objects, and the worker has nothing else to give a tool. The API is
  * @corral/wasi's, shared with Node's worker; the browser adds only OPFS
- * folders, read when a call starts and written back when it ends.
+ * folders (`{ kind: 'opfs', path }`), read when a call starts and written
+ * back when it ends.
  *
  * Started by BrowserSandboxWorker (pool.ts) as a module worker; bundlers see
  * `new Worker(new URL('./worker.js', import.meta.url), { type: 'module' })`
@@ -13,15 +14,20 @@
  */
 import { expose } from 'comlink';
 import { sandboxWorkerApi } from '@corral/wasi/worker';
+import { sourceString } from '@corral/wasi/fs';
 import { OpfsCallMounts } from './opfs-mounts.js';
+import { OPFS_KIND } from './opfs.js';
 
 /** The OPFS folders of the call running now (a worker runs one call at a time). */
 let opfsMounts: OpfsCallMounts | undefined;
 
 const api = sandboxWorkerApi({
-  openOpfsDirectory: (opfsPath: string) => {
-    if (!opfsMounts) throw new TypeError(`OPFS folder ${opfsPath} was not loaded for this call`);
-    return opfsMounts.root(opfsPath);
+  mountOpeners: {
+    [OPFS_KIND]: (source, guest) => {
+      const path = sourceString(source, 'path', guest);
+      if (!opfsMounts) throw new TypeError(`OPFS folder ${path} was not loaded for this call`);
+      return opfsMounts.root(path);
+    },
   },
   async aroundRun(request, run) {
     try {

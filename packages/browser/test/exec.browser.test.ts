@@ -49,12 +49,12 @@ describe.each(['shell.wasm', 'shell.component.wasm'])('corral.exec on %s in a br
     const wasm = await fetchBytes(`/test/fixtures/exec/${file}`);
     const tree = await corral.exec(wasm, {
       args: ['read', 'in/a.txt'],
-      mounts: [{ guest: 'in', access: 'read', tree: { 'a.txt': 'from a tree' } }],
+      mounts: [{ guest: 'in', access: 'read', source: { kind: 'memory', tree: { 'a.txt': 'from a tree' } } }],
     });
     expect(text(tree.stdout)).toBe('from a tree');
     const wrote = await corral.exec(wasm, {
       args: ['write', `/data/${file}.txt`, 'hello'],
-      mounts: [{ guest: '/data', access: 'read-write', opfsPath: folder }],
+      mounts: [{ guest: '/data', access: 'read-write', source: { kind: 'opfs', path: folder } }],
     });
     expect(wrote.exitCode).toBe(0);
     const after = await readOpfsTree(folder);

@@ -67,9 +67,9 @@ beforeEach(async () => {
   });
 });
 
-const opfsMount = (access: 'read' | 'read-write') => [{ guest: '/workspace', access, opfsPath: `${base}/workspace` }];
+const opfsMount = (access: 'read' | 'read-write') => [{ guest: '/workspace', access, source: { kind: 'opfs', path: `${base}/workspace` } }];
 const treeMount = (access: 'read' | 'read-write') => [
-  { guest: '/workspace', access, tree: { 'existing.txt': 'existing\n', 'doomed.txt': 'doomed\n' } },
+  { guest: '/workspace', access, source: { kind: 'memory', tree: { 'existing.txt': 'existing\n', 'doomed.txt': 'doomed\n' } } },
 ];
 
 describe.each([

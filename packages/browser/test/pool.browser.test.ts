@@ -111,10 +111,18 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
   };
 
   it('file-stats walks an in-memory /workspace tree', async () => {
-    const result = await invoke<FileStats>('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', tree }] });
+    const result = await invoke<FileStats>(
+      'file-stats',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'memory', tree } }] },
+    );
     expect(result.error).toBeNull();
     expect(result.output).toEqual(expectedStats);
-    const ts = await invoke<FileStats>('file-stats', { pattern: '*.ts' }, { mounts: [{ guest: '/workspace', access: 'read', tree }] });
+    const ts = await invoke<FileStats>(
+      'file-stats',
+      { pattern: '*.ts' },
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'memory', tree } }] },
+    );
     expect(ts.output?.files.map((f) => f.path)).toEqual(['/workspace/src/a.ts', '/workspace/src/b.ts']);
   });
 
@@ -122,7 +130,11 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
     const folder = `pool-test-${Date.now()}`;
     await writeOpfsTree(folder, tree);
     try {
-      const result = await invoke<FileStats>('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', opfsPath: folder }] });
+      const result = await invoke<FileStats>(
+        'file-stats',
+        {},
+        { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'opfs', path: folder } }] },
+      );
       expect(result.error).toBeNull();
       expect(result.output).toEqual(expectedStats);
     } finally {
@@ -131,13 +143,25 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
   });
 
   it('a host folder cannot be mounted in a browser; a missing OPFS folder is named (E_INPUT_VALIDATION)', async () => {
-    const host = await invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', hostPath: '/etc' }] });
+    const host = await invoke(
+      'file-stats',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'host', path: '/etc' } }] },
+    );
     expect(host.error?.code).toBe('E_INPUT_VALIDATION');
-    expect(host.error?.message).toMatch(/host folder.*opfsPath/);
-    const missing = await invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', opfsPath: 'no/such/folder' }] });
+    expect(host.error?.message).toMatch(/cannot open a source of kind "host"; it opens "memory", "opfs"/);
+    const missing = await invoke(
+      'file-stats',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'opfs', path: 'no/such/folder' } }] },
+    );
     expect(missing.error?.code).toBe('E_INPUT_VALIDATION');
     expect(missing.error?.message).toContain('"no/such/folder"');
-    const climbing = await invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', opfsPath: 'a/../b' }] });
+    const climbing = await invoke(
+      'file-stats',
+      {},
+      { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'opfs', path: 'a/../b' } }] },
+    );
     expect(climbing.error?.code).toBe('E_INPUT_VALIDATION');
   });
 
@@ -154,7 +178,11 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
       const viaComponent = await invoke('diff-summary', { diff: REAL_DIFF });
       expect(viaModule.error).toBeNull();
       expect(viaModule.output).toEqual(viaComponent.output);
-      const stats = await modules.invoke('file-stats', {}, { mounts: [{ guest: '/workspace', access: 'read', tree }] });
+      const stats = await modules.invoke(
+        'file-stats',
+        {},
+        { mounts: [{ guest: '/workspace', access: 'read', source: { kind: 'memory', tree } }] },
+      );
       expect(stats.output).toEqual(expectedStats);
     } finally {
       await modules.close();

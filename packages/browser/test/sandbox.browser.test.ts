@@ -57,7 +57,7 @@ describe.each(['fs-attack', 'p1-fs-attack'])('%s in a browser', (tool) => {
     const result = await corral.invoke(
       tool,
       {},
-      { mounts: [{ guest: '/workspace', access: 'read-write', opfsPath: `${base}/workspace` }] },
+      { mounts: [{ guest: '/workspace', access: 'read-write', source: { kind: 'opfs', path: `${base}/workspace` } }] },
     );
     expect(result.error).toBeNull();
     const attempts = (result.output as { attempts: Attempt[] }).attempts;

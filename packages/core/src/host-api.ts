@@ -24,6 +24,8 @@ export {
   type MountSpec,
   type MountAccess,
   type MountBinding,
+  type MountSource,
+  type MemoryMountSource,
   type MemoryTree,
   type JsonSchema,
   type InvokeOptions,

@@ -17,6 +17,8 @@ export type {
   Tool,
   MemoryTree,
   MountBinding,
+  MountSource,
+  MemoryMountSource,
   ExecutionRequest,
   ExecutionResult,
   Executor,
@@ -45,6 +47,14 @@ export {
   type Store,
 } from './snapshot.js';
 export { MemoryStore } from './memory-store.js';
+export {
+  agentTools,
+  failureText,
+  ToolCallError,
+  type ToolHost,
+  type AgentTool,
+  type AgentToolsOptions,
+} from './agent-tools.js';
 export {
   POLICY_VERSION,
   policySchema,

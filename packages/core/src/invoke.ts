@@ -14,7 +14,7 @@ import { sha256Hex as sha256 } from './wasm.js';
 import type { ExecutionRequest, ExecutionResult, Executor, InvokeResult, MountBinding, SnapshotRef, Tool } from './types.js';
 
 export interface InvokeOptions {
-  /** Host folders or in-memory trees bound to mounts the spec declares. */
+  /** What each mount the spec declares is bound to (its source: an in-memory tree, or a kind the host opens). */
   mounts?: MountBinding[];
   /** Values for variables the spec lists in `env`. TZ is always UTC. */
   env?: Record<string, string>;
@@ -313,6 +313,16 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
         mount: guest,
         declared_access: decl.access,
         requested_access: binding.access,
+      });
+    }
+    // Which kinds exist is the host's business; that a source names one is checked here.
+    const source: unknown = binding.source;
+    if (
+      source !== undefined &&
+      (typeof source !== 'object' || source === null || typeof (source as { kind?: unknown }).kind !== 'string')
+    ) {
+      throw inputError(`Mount ${guest} has a source that is not an object with a kind (a string), such as { kind: 'memory', tree: {} }`, {
+        mount: guest,
       });
     }
     return { ...binding, guest };

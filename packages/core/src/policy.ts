@@ -19,7 +19,7 @@ import { MAX_BINDINGS, MAX_PATH_LENGTH, isGuestPath, isHostPath } from './policy
 import { problemsText, toProblems, type Problem } from './schema.js';
 import type { ApprovalScope, FolderUse } from './snapshot.js';
 import { specDefaults } from './spec.js';
-import type { MountAccess, MountBinding, ToolSpec } from './types.js';
+import type { MountAccess, MountBinding, MountSource, ToolSpec } from './types.js';
 
 /** The policy file format this code reads (`version:` in the file). */
 export const POLICY_VERSION = 1;
@@ -221,6 +221,8 @@ export interface PolicyHost {
   env?(name: string): string | undefined;
   /** Files no mount may contain (the policy file, the snapshot store, the transpile cache), at any depth. */
   protectedPaths?: readonly string[];
+  /** The mount source of a granted host folder (its real path). Default `{ kind: 'host', path }`, the kind @corral/node opens. */
+  mountSource?(folder: string): MountSource;
 }
 
 /** Why the policy refused: `details.reason` of E_POLICY_DENIED. */
@@ -262,7 +264,7 @@ export function policyDenied(message: string, details: PolicyDeniedDetails): Cor
 
 /** What a call gets when the policy lets it run. */
 export interface PolicyEffect {
-  /** Mount bindings for `invoke` (real host paths). */
+  /** Mount bindings for `invoke`: each a host folder by its real path (`source: { kind: 'host', path }`). */
   mounts: MountBinding[];
   /** The same folders, for records and approval scopes. */
   folders: FolderUse[];
@@ -476,7 +478,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
         },
       );
     const access = asked.access ?? allowed;
-    mounts.push({ guest, access, hostPath: real });
+    mounts.push({ guest, access, source: host.mountSource ? host.mountSource(real) : { kind: 'host', path: real } });
     folders.push({ guest, folder: real, access });
   }
 

@@ -55,6 +55,20 @@ export class Registry {
     return tool;
   }
 
+  /**
+   * Remove name@version (an exact version, not a range) and return it, or
+   * undefined when it is not registered. Watched tool folders use this when
+   * a tool's folder goes away; a call already running keeps the Tool it holds.
+   */
+  unregister(name: string, version: string): Tool | undefined {
+    const versions = this.#tools.get(name);
+    const tool = versions?.get(version);
+    if (!versions || !tool) return undefined;
+    versions.delete(version);
+    if (versions.size === 0) this.#tools.delete(name);
+    return tool;
+  }
+
   /** Every tool, by name ascending then version descending. */
   list(): Tool[] {
     return [...this.#tools.keys()]

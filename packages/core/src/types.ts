@@ -48,23 +48,22 @@ export interface MemoryTree {
 }
 
 /**
- * What the caller binds to a declared mount at call time: exactly one of
- * `tree`, `hostPath` or `opfsPath` (none means an empty in-memory folder).
+ * Where a mount's files come from: data naming its `kind`, plus whatever
+ * fields that kind needs. Core knows one kind, `memory`, which every host
+ * opens; a host registers an opener for each other kind it supports and
+ * refuses the rest (E_INPUT_VALIDATION, naming the kinds it has).
  */
+export type MountSource = { readonly kind: string; readonly [field: string]: unknown };
+
+/** An in-memory tree, copied per call: every host opens this kind. */
+export type MemoryMountSource = { kind: 'memory'; tree: MemoryTree };
+
+/** What the caller binds to a declared mount at call time. */
 export interface MountBinding {
   guest: string;
   access: MountAccess;
-  /** An in-memory tree, copied per call; every host understands it. */
-  tree?: MemoryTree;
-  /** A host folder, mounted live. Node only (hosts that have a filesystem). */
-  hostPath?: string;
-  /**
-   * A folder of the origin's private file system (OPFS), as a path from its
-   * root ('projects/demo'; '' is the root). Browser only (@corral/browser):
-   * the folder is read when the call starts and, for a read-write mount,
-   * what the tool changed is written back when it ends.
-   */
-  opfsPath?: string;
+  /** Where the mount's files come from. None: an empty in-memory folder. */
+  source?: MountSource;
 }
 
 /** One execution request, as the pipeline hands it to a host's executor. */

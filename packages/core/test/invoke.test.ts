@@ -10,6 +10,7 @@ import {
   type ExecutionRequest,
   type ExecutionResult,
   type Executor,
+  type MountBinding,
 } from '@corral/core';
 import { goodSpec, MODULE_BYTES } from './helpers.js';
 
@@ -59,7 +60,7 @@ describe('Runtime.invoke', () => {
     const runtime = await setup(executor);
     const result = await runtime.invoke('diff-summary@^1', INPUT, {
       mounts: [
-        { guest: '/workspace', access: 'read', tree: { 'a.txt': 'hi' } },
+        { guest: '/workspace', access: 'read', source: { kind: 'memory', tree: { 'a.txt': 'hi' } } },
         { guest: '/out', access: 'read' },
       ],
       env: { LANG: 'C' },
@@ -166,6 +167,25 @@ describe('Runtime.invoke', () => {
       code: 'E_INPUT_VALIDATION',
       message: "Mount /workspace is declared read-only by tool diff-summary; bind it with access 'read'",
     });
+  });
+
+  it("refuses a mount source that names no kind, before the executor sees it; which kinds exist is the host's business", async () => {
+    const executor = printing('{"files":[]}');
+    const runtime = await setup(executor);
+    for (const source of [null, 'memory', [], { tree: {} }, { kind: 7 }]) {
+      const mounts = [{ guest: '/workspace', access: 'read', source }] as unknown as MountBinding[];
+      const result = await runtime.invoke('diff-summary', INPUT, { mounts });
+      expect(result.error, JSON.stringify(source)).toMatchObject({
+        code: 'E_INPUT_VALIDATION',
+        message: expect.stringMatching(/^Mount \/workspace has a source that is not an object with a kind \(a string\)/),
+      });
+    }
+    expect(executor.requests).toHaveLength(0);
+    // A kind core does not know is passed on: the host's executor decides.
+    const source = { kind: 'elsewhere', where: 'x' };
+    const other = await runtime.invoke('diff-summary', INPUT, { mounts: [{ guest: '/workspace', access: 'read', source }] });
+    expect(other.error).toBeNull();
+    expect(executor.requests[0]!.mounts).toEqual([{ guest: '/workspace', access: 'read', source }]);
   });
 
   it('refuses an env var the spec does not list', async () => {

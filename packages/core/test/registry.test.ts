@@ -72,6 +72,26 @@ describe('Registry', () => {
     ]);
   });
 
+  it('unregisters one exact version, and the name once its last version goes', async () => {
+    const registry = await registryWith({ a: ['1.0.0', '2.0.0'], b: ['1.0.0'] });
+    expect(registry.unregister('a', '2.0.0')?.spec.version).toBe('2.0.0');
+    expect(registry.resolve('a').spec.version).toBe('1.0.0');
+    // A range is not a version: nothing matches it exactly.
+    expect(registry.unregister('a', '^1')).toBeUndefined();
+    expect(registry.unregister('a', '1.0.0')?.spec.name).toBe('a');
+    expect(registry.unregister('a', '1.0.0')).toBeUndefined();
+    expect(registry.list().map((t) => t.spec.name)).toEqual(['b']);
+    expect(notFound(() => registry.resolve('a')).details).toMatchObject({ available: ['b'] });
+    expect(registry.unregister('nope', '1.0.0')).toBeUndefined();
+  });
+
+  it('registers again what was unregistered, even with other bytes', async () => {
+    const registry = await registryWith({ a: ['1.0.0'] });
+    registry.unregister('a', '1.0.0');
+    const again = await registry.register(goodSpec({ name: 'a', version: '1.0.0' }), moduleVariant(99));
+    expect(registry.resolve('a')).toBe(again);
+  });
+
   it('treats re-registering identical bytes as a no-op', async () => {
     const registry = new Registry();
     const first = await registry.register(goodSpec(), MODULE_BYTES);

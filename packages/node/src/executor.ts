@@ -1,7 +1,7 @@
 import { PoolExecutor } from '@corral/wasi/host-kit';
 import { WorkerPool, type PoolOptions, type SandboxWorker } from './pool.js';
 import { ComponentCache } from './cache.js';
-import { resolveHostMounts } from './mounts.js';
+import { hostMountChecks } from './mounts.js';
 
 export interface WorkerExecutorOptions extends PoolOptions {
   /** Where transpiled components are cached; `false` keeps them in memory only. */
@@ -13,8 +13,9 @@ export interface WorkerExecutorOptions extends PoolOptions {
 /**
  * Runs tools in a pool of worker_threads sandboxes. Each component is
  * transpiled once (cached in memory and on disk by its SHA-256), compiled once
- * per worker, and instantiated fresh for every call; host folders are
- * checked before the call and opened live in the worker.
+ * per worker, and instantiated fresh for every call; host folders
+ * (`{ kind: 'host', path }`) are checked before the call and opened live in
+ * the worker.
  */
 export class WorkerExecutor extends PoolExecutor<SandboxWorker> {
   declare readonly pool: WorkerPool;
@@ -23,7 +24,7 @@ export class WorkerExecutor extends PoolExecutor<SandboxWorker> {
     super(new WorkerPool(options), {
       cache: options.cache === false ? undefined : (options.cache ?? new ComponentCache()),
       ...(options.prepareTimeoutMs !== undefined ? { prepareTimeoutMs: options.prepareTimeoutMs } : {}),
-      checkMounts: resolveHostMounts,
+      mountSources: hostMountChecks,
     });
   }
 }

@@ -1,7 +1,8 @@
 /**
  * @corral/node — the Node host: Corral in one object, the worker_threads
  * sandbox pool, the SQLite snapshot store, host-folder mounts, the
- * transpile cache. The CLI (`corral`) is not exported: it is the package's bin.
+ * transpile cache, the HTTP API server. The CLI (`corral`) is not exported:
+ * it is the package's bin.
  *
  * Everything exported here is public API, including the part of
  * @corral/core a host's user needs (errors, tool and result types, the
@@ -14,7 +15,9 @@ export { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, type TaskOptions } from './pool.js';
 export { ComponentCache, defaultCacheDir } from './cache.js';
 export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';
+export { hostMountOpeners, type HostMountSource } from './mounts.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
+export { watchToolFolders, type ToolWatcher, type ToolWatchOptions, type ToolChange } from './tool-watch.js';
 export {
   SqliteStore,
   defaultStorePath,
@@ -29,6 +32,24 @@ export {
   parsePolicyText,
   MAX_POLICY_BYTES,
 } from './policy-file.js';
+
+// The HTTP API (`corral serve`).
+export {
+  CorralHttpServer,
+  startHttpServer,
+  checkHttpServerOptions,
+  isLoopbackAddress,
+  DEFAULT_HTTP_PORT,
+  DEFAULT_HTTP_HOST,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_HTTP_CONCURRENCY,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  type HttpServerOptions,
+  type HttpMount,
+  type HttpLogEntry,
+} from './server/http.js';
+export { buildOpenApi, type OpenApiOptions } from './server/openapi.js';
+export { statusForResult, HttpErrorCodes, type HttpErrorCode } from './server/status.js';
 
 // The part of @corral/core a host's user needs (one list, shared with @corral/browser).
 export * from '@corral/core/host-api';

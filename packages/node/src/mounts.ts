@@ -1,51 +1,65 @@
+/**
+ * The mount source Node adds to `memory`: `{ kind: 'host', path }`, a
+ * folder of this machine mounted live. The executor checks it before a
+ * call (`hostMountChecks`: it must be a directory; the worker gets its real
+ * path), and the sandbox worker opens it (`hostMountOpeners`, host-fs.ts),
+ * so reads see the folder as it is and writes land in it, never outside it.
+ */
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
-import type { MountAccess, MountBinding } from '@corral/core';
+import type { MountBinding } from '@corral/core';
+import { badMountSource, sourceString, type MountOpeners, type MountSourceChecks } from '@corral/wasi/fs';
+import { openHostDirectory, type Confinement } from './host-fs.js';
+
+/** A folder of this machine, mounted live: `{ kind: 'host', path: './src' }`. */
+export type HostMountSource = { kind: 'host'; path: string };
+
+/** The kind of `HostMountSource`. */
+export const HOST_KIND = 'host';
 
 /** Parse the CLI's `HOSTDIR:GUESTDIR[:ro|rw]` (default read-only). */
-export function parseMountFlag(flag: string): { hostPath: string; guest: string; access: MountAccess } {
+export function parseMountFlag(flag: string): MountBinding {
   const parts = flag.split(':');
   let mode: string | undefined;
   if (parts.length >= 3 && (parts.at(-1) === 'ro' || parts.at(-1) === 'rw')) mode = parts.pop();
   const guest = parts.pop();
-  const hostPath = parts.join(':');
-  if (!hostPath || !guest || !guest.startsWith('/')) {
+  const path = parts.join(':');
+  if (!path || !guest || !guest.startsWith('/')) {
     throw new CorralError(
       ErrorCodes.INPUT_VALIDATION,
       `Bad --mount ${JSON.stringify(flag)}: expected HOSTDIR:GUESTDIR[:ro|rw], e.g. ./src:/workspace:ro`,
       { flag },
     );
   }
-  return { hostPath: resolve(hostPath), guest, access: mode === 'rw' ? 'read-write' : 'read' };
+  return { guest, access: mode === 'rw' ? 'read-write' : 'read', source: hostSource(path) };
 }
 
+/** A host source for `path`, resolved against the current directory. */
+export function hostSource(path: string): HostMountSource {
+  return { kind: HOST_KIND, path: resolve(path) };
+}
+
+/** Before a call: a host source must name an existing directory; the worker gets its real path. */
+export const hostMountChecks: MountSourceChecks = {
+  [HOST_KIND]: async (source, guest) => {
+    const path = sourceString(source, 'path', guest);
+    try {
+      const real = await realpath(path);
+      if (!(await stat(real)).isDirectory()) throw new Error('not a directory');
+      return { kind: HOST_KIND, path: real } satisfies HostMountSource;
+    } catch {
+      throw badMountSource(guest, HOST_KIND, `names ${path}, which is not a directory Corral can open`, { path });
+    }
+  },
+};
+
 /**
- * Check host folders before a call: each must be an existing directory. The
- * worker then mounts the real folder (host-fs.ts), so reads see it live and
- * writes land in it, never outside it.
+ * In the sandbox worker: host sources opened live (host-fs.ts).
+ * `confinement` and `options` are openHostDirectory's (tests pass them).
  */
-export async function resolveHostMounts(mounts: MountBinding[]): Promise<MountBinding[]> {
-  return Promise.all(
-    mounts.map(async (mount) => {
-      if (mount.opfsPath !== undefined) {
-        throw new CorralError(
-          ErrorCodes.INPUT_VALIDATION,
-          `Mount ${mount.guest} is bound to an OPFS folder, which only browsers have; bind a hostPath or a tree instead.`,
-          { guest: mount.guest, opfs_path: mount.opfsPath },
-        );
-      }
-      if (mount.hostPath === undefined) return mount;
-      try {
-        const real = await realpath(mount.hostPath);
-        if (!(await stat(real)).isDirectory()) throw new Error('not a directory');
-        return { ...mount, hostPath: real };
-      } catch {
-        throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Mount source ${mount.hostPath} is not a directory Corral can open.`, {
-          host_path: mount.hostPath,
-          guest: mount.guest,
-        });
-      }
-    }),
-  );
+export function hostMountOpeners(confinement?: Confinement, options?: { exactTimes?: boolean }): MountOpeners {
+  return {
+    [HOST_KIND]: (source, guest) => openHostDirectory(sourceString(source, 'path', guest), confinement, options),
+  };
 }

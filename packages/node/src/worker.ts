@@ -4,13 +4,16 @@
  * It holds no host capabilities of its own: tools get Corral's WASI host
  * (@corral/wasi), whose stdio, environment and filesystem are per call.
  * The API is @corral/wasi's, shared with the browser's worker; Node adds
- * only the opener for host folders.
+ * only the opener for host folders (mounts.ts).
  */
 import { parentPort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { sandboxWorkerApi } from '@corral/wasi/worker';
-import { openHostDirectory } from './host-fs.js';
+import { hostMountOpeners } from './mounts.js';
 
 if (!parentPort) throw new Error('worker.js must run in a worker thread');
-expose(sandboxWorkerApi({ openHostDirectory }), (nodeEndpoint as unknown as (port: unknown) => Parameters<typeof expose>[1])(parentPort));
+expose(
+  sandboxWorkerApi({ mountOpeners: hostMountOpeners() }),
+  (nodeEndpoint as unknown as (port: unknown) => Parameters<typeof expose>[1])(parentPort),
+);

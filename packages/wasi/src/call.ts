@@ -9,13 +9,7 @@ import type { GuestIo, RunRequest, RunnerOptions } from './request.js';
 
 export function openCall(request: RunRequest, options: RunnerOptions) {
   const stdio = callStdio(request);
-  const fs: CallFilesystem = callFilesystem(
-    request.mounts,
-    request.diskLimitBytes,
-    options.openHostDirectory,
-    options.openOpfsDirectory,
-    request.scratchTmp ?? true,
-  );
+  const fs: CallFilesystem = callFilesystem(request.mounts, request.diskLimitBytes, options.mountOpeners, request.scratchTmp ?? true);
   const guest: GuestIo = {
     args: request.args,
     env: request.env,

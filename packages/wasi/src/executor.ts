@@ -2,14 +2,15 @@
  * The host side of a sandbox pool, shared by every host: transpile each
  * component once (memory, then the host's cache, then jco in a worker), send
  * it only to workers that have not compiled it, and run each call under its
- * time limit. Hosts differ only in their pool, their cache and which mounts
- * they can open.
+ * time limit. Hosts differ only in their pool, their cache and which mount
+ * sources they can open.
  */
 import { transfer, type Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 // Subpaths, not the index: sandbox workers load this package, and the index pulls in ajv (~80 ms).
 import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
 import type { ExecutionRequest, ExecutionResult, Executor, MountBinding, Tool } from '@corral/core';
+import { checkMountSources, type MountSourceChecks } from './mount-sources.js';
 import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
@@ -67,8 +68,12 @@ export interface PoolExecutorOptions {
   cache?: PreparedComponentStore | undefined;
   /** Time allowed to transpile a component the first time. Default 120 s. */
   prepareTimeoutMs?: number;
-  /** Check (and resolve) the mounts a call binds; refuse the kinds this host cannot open. */
-  checkMounts: (mounts: MountBinding[]) => MountBinding[] | Promise<MountBinding[]>;
+  /**
+   * The mount sources this host opens besides `memory`: each kind's check,
+   * run before the call (its worker registers the matching openers). A
+   * source of another kind is refused, naming the kinds there are.
+   */
+  mountSources: MountSourceChecks;
 }
 
 export class PoolExecutor<W extends ExecutorWorker> implements Executor {
@@ -84,7 +89,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   async execute(request: ExecutionRequest): Promise<ExecutionResult> {
     const { tool } = request;
     const key = tool.wasmSha256;
-    const mounts = await this.#options.checkMounts(request.mounts);
+    const mounts = await checkMountSources(request.mounts, this.#options.mountSources);
     // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
     const kind = tool.spec.kind ?? 'component';
     const program: Program = kind === 'module' ? { kind, bytes: tool.wasm } : { kind, prepared: await this.prepare(tool) };
@@ -129,7 +134,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     }
     const kind = detectWasmKind(wasm, request.name);
     const key = await sha256Hex(wasm);
-    const mounts = await this.#options.checkMounts(request.mounts);
+    const mounts = await checkMountSources(request.mounts, this.#options.mountSources);
     const program: Program =
       kind === 'module' ? { kind, bytes: wasm } : { kind, prepared: await this.#prepareBytes(key, wasm, request.name, request.onPrepare) };
     // The channel also carries `terminals`: without it the program would see none.

@@ -16,5 +16,5 @@ export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './t
 export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';
 export { capModule, capComponentModules } from './limits.js';
 export { execRequest, EXEC_DEFAULTS, type ExecOptions } from './exec-options.js';
-export type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
+export type { MountOpener, MountOpeners } from './mount-sources.js';
 export { GuestTypeError } from './guest.js';

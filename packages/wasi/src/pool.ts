@@ -57,6 +57,8 @@ export class SandboxPool<W extends PoolWorker> {
   readonly #all = new Set<W>();
   readonly #queue: Job<W>[] = [];
   #closed = false;
+  #running = 0;
+  #replaced = 0;
 
   constructor(createWorker: () => W, options: SandboxPoolOptions) {
     this.size = Math.max(1, options.size);
@@ -69,8 +71,23 @@ export class SandboxPool<W extends PoolWorker> {
     return this.#all.size;
   }
 
+  /** Calls waiting for a worker. */
   get queued(): number {
     return this.#queue.length;
+  }
+
+  /** Calls running on a worker now. */
+  get running(): number {
+    return this.#running;
+  }
+
+  /**
+   * Workers thrown away because their call timed out, was cancelled while
+   * running, or crashed them, since the pool started (each is replaced at
+   * once). Read-only, for metrics.
+   */
+  get replacedWorkers(): number {
+    return this.#replaced;
   }
 
   /**
@@ -169,17 +186,20 @@ export class SandboxPool<W extends PoolWorker> {
     // Whichever loses the race must not surface later as an unhandled rejection.
     stopped.catch(() => {});
     crashed.catch(() => {});
+    this.#running++;
     try {
       job.resolve(await Promise.race([job.task(worker), stopped, crashed]));
     } catch (err) {
       job.reject(err);
     } finally {
+      this.#running--;
       clearTimeout(timer);
       if (onAbort) signal?.removeEventListener('abort', onAbort);
     }
     if (!faulted && worker.alive && !this.#closed) {
       this.#idle.push(worker);
     } else {
+      if (!this.#closed) this.#replaced++;
       this.#all.delete(worker);
       if (worker.alive) void worker.terminate();
       // Start the replacement now, so its boot overlaps whatever the caller does next.

@@ -5,7 +5,7 @@
  * name them without the modules importing one another in a cycle.
  */
 import type { MountBinding } from '@corral/core';
-import type { HostDirectoryOpener, OpfsDirectoryOpener } from './vfs.js';
+import type { MountOpeners } from './mount-sources.js';
 import type { ByteSink, ByteSource } from './io.js';
 import type { Descriptor } from './fs/filesystem.js';
 
@@ -42,10 +42,8 @@ export interface RunRequest {
 }
 
 export interface RunnerOptions {
-  /** Lets `hostPath` mounts work; hosts without a filesystem leave it out. */
-  openHostDirectory?: HostDirectoryOpener;
-  /** Lets `opfsPath` mounts work; only browser hosts supply it. */
-  openOpfsDirectory?: OpfsDirectoryOpener;
+  /** The mount sources this host opens besides `memory` (built in), by kind. */
+  mountOpeners?: MountOpeners;
 }
 
 /** What crosses from the host into the worker with the run request. */

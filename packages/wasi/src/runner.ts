@@ -36,7 +36,7 @@ export abstract class Runner<Source, Compiled> {
   readonly #compiled = new Map<string, Promise<Compiled>>();
 
   constructor(options: RunnerOptions = {}) {
-    this.#options = { openHostDirectory: options.openHostDirectory, openOpfsDirectory: options.openOpfsDirectory };
+    this.#options = { ...(options.mountOpeners ? { mountOpeners: { ...options.mountOpeners } } : {}) };
   }
 
   /** What the code is called in the error for an unknown key ("component", "module"). */

@@ -1,30 +1,16 @@
 /**
- * The filesystem of one call: each mount the caller bound, on its backend
- * and guarded by its access (fs/filesystem.ts), plus a fresh read-write
- * /tmp in memory that is discarded with the call. All mounts share one disk
- * quota. Both WASI flavours take their preopens from here.
+ * The filesystem of one call: each mount the caller bound, on the storage
+ * its source opens (mount-sources.ts) and guarded by its access
+ * (fs/filesystem.ts), plus a fresh read-write /tmp in memory that is
+ * discarded with the call. All mounts share one disk quota. Both WASI
+ * flavours take their preopens from here.
  */
-import { CorralError, ErrorCodes } from '@corral/core/errors';
-import type { MountBinding } from '@corral/core';
+import type { MemoryMountSource, MountBinding } from '@corral/core';
 import type { FsBackend } from './fs/backend.js';
 import { rootDescriptor, type Descriptor, type Mount } from './fs/filesystem.js';
 import { DiskQuota } from './fs/quota.js';
 import { MemoryBackend } from './fs/memory.js';
-
-/** Opens a host folder as a mount's storage; only hosts with a filesystem (Node) supply one. */
-export type HostDirectoryOpener = (hostPath: string) => ClosableBackend;
-
-/**
- * Opens an OPFS folder as a mount's storage; only browser hosts supply one.
- * The descriptor API is synchronous and OPFS is not, so the host loads the
- * folder before the call and this only hands out what it loaded.
- */
-export type OpfsDirectoryOpener = (opfsPath: string) => FsBackend;
-
-/** A backend that holds something (a directory fd) until the call ends. */
-export interface ClosableBackend extends FsBackend {
-  close?(): void;
-}
+import { MEMORY_KIND, checkMountSource, type ClosableBackend, type MountOpeners } from './mount-sources.js';
 
 export interface CallFilesystem {
   /** Preopened directories, as both WASI flavours want them: [descriptor, guest path]. */
@@ -39,16 +25,21 @@ export function mountRoot(backend: FsBackend, options: { readOnly: boolean; quot
   return rootDescriptor({ backend, readOnly: options.readOnly, quota: options.quota, open: options.open ?? new Set() });
 }
 
+/**
+ * Open the mounts of one call. A source is opened by the opener `openers`
+ * has for its kind (`memory` is built in); a kind with none, or a source
+ * of a bad shape, is E_INPUT_VALIDATION.
+ */
 export function callFilesystem(
   mounts: readonly MountBinding[],
   diskLimitBytes: number,
-  openHostDirectory?: HostDirectoryOpener,
-  openOpfsDirectory?: OpfsDirectoryOpener,
+  openers: MountOpeners = {},
   scratchTmp = true,
 ): CallFilesystem {
   const quota = new DiskQuota(diskLimitBytes);
   const open = new Set<Descriptor>();
   const opened: Mount[] = [];
+  const kinds = Object.keys(openers).filter((kind) => kind !== MEMORY_KIND);
   const close = () => {
     for (const file of [...open]) file.close();
     for (const mount of opened) (mount.backend as ClosableBackend).close?.();
@@ -60,16 +51,13 @@ export function callFilesystem(
   };
   try {
     const preopens: Array<[Descriptor, string]> = mounts.map((mount, i) => {
-      let backend: FsBackend;
-      if (mount.hostPath !== undefined) {
-        if (!openHostDirectory) throw unsupported('host folders', mount.guest);
-        backend = openHostDirectory(mount.hostPath);
-      } else if (mount.opfsPath !== undefined) {
-        if (!openOpfsDirectory) throw unsupported('OPFS folders', mount.guest);
-        backend = openOpfsDirectory(mount.opfsPath);
-      } else {
-        backend = MemoryBackend.fromTree(mount.tree ?? {}, BigInt(i + 1));
-      }
+      const source = checkMountSource(mount, kinds);
+      const backend =
+        source === undefined
+          ? new MemoryBackend(BigInt(i + 1))
+          : source.kind === MEMORY_KIND
+            ? MemoryBackend.fromTree((source as MemoryMountSource).tree, BigInt(i + 1))
+            : openers[source.kind]!(source, mount.guest);
       return [mountOn(backend, mount.access !== 'read-write'), mount.guest];
     });
     if (scratchTmp && !mounts.some((m) => m.guest === '/tmp')) {
@@ -80,8 +68,4 @@ export function callFilesystem(
     close();
     throw err;
   }
-}
-
-function unsupported(what: string, guest: string): CorralError {
-  return new CorralError(ErrorCodes.INPUT_VALIDATION, `Mount ${guest}: ${what} cannot be mounted on this host.`, { guest });
 }

@@ -1,9 +1,9 @@
 /**
  * The one API a sandbox worker exposes to its host, whatever the host:
- * Node's worker_threads worker and the browser's Web Worker both build it
- * with `sandboxWorkerApi` and add only what their platform needs (the
- * openers for host or OPFS folders, loading and writing back OPFS folders
- * around a call). Hosts drive it through comlink (`PoolExecutor`).
+ * every host's worker builds it with `sandboxWorkerApi` and adds only what
+ * its platform needs (the openers of the mount sources it supports, and
+ * what it does around a call). Hosts drive it through comlink
+ * (`PoolExecutor`).
  */
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
@@ -49,8 +49,8 @@ export interface SandboxWorkerApi {
 export interface SandboxWorkerOptions extends RunnerOptions {
   /**
    * Wraps each run, inside the same Outcome: what a host does before and
-   * after a call on its worker (the browser loads the call's OPFS folders
-   * and writes back what the tool changed).
+   * after a call on its worker (load the storage its openers hand out,
+   * write back what the tool changed).
    */
   aroundRun?: (request: RunRequest, run: () => Promise<ExecutionResult>) => Promise<ExecutionResult>;
 }

@@ -6,12 +6,13 @@
 import { parseArgs } from 'node:util';
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { basename, resolve } from 'node:path';
+import { basename } from 'node:path';
 import { isatty } from 'node:tty';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { MountBinding } from '@corral/core';
 import { EXEC_DEFAULTS, execRequest } from '@corral/wasi';
 import { WorkerExecutor } from '../executor.js';
+import { hostSource } from '../mounts.js';
 import { EXIT_USAGE, UsageError, parseEnvFlags, type Cli } from './shared.js';
 
 export const help = `corral exec FILE.wasm [options] [-- ARGS...]
@@ -190,7 +191,7 @@ function parseDirFlag(flag: string): MountBinding {
   const guest = split === -1 ? spec : spec.slice(split + 2);
   if (host === '' || guest === '')
     throw new UsageError(`bad --dir ${JSON.stringify(flag)}: expected HOST[::GUEST][:ro], e.g. ./data::/data:ro`);
-  return { hostPath: resolve(host), guest, access };
+  return { guest, access, source: hostSource(host) };
 }
 
 function optional<K extends string>(key: K, value: number | undefined): { [P in K]?: number } {

@@ -16,6 +16,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   cache: () => import('./cache.js'),
   snapshots: () => import('./snapshots.js'),
   replay: () => import('./replay.js'),
+  mcp: () => import('./mcp.js'),
+  serve: () => import('./serve.js'),
   policy: () => import('./policy.js'),
   approve: () => import('./approve.js'),
   approvals: () => import('./approvals.js'),
@@ -33,6 +35,8 @@ Usage:
   corral cache clear                           drop transpiled components
   corral snapshots list|show|export|prune      read back or trim recorded calls
   corral replay ID                             re-run a recorded call and compare
+  corral mcp [--tools DIR]...                  serve the tools to an MCP client over stdio
+  corral serve [--port N] [--host H] [options] serve the tools over HTTP (POST /execute, /openapi.json)
   corral policy grant|deny|revoke|show         what tools called through MCP or HTTP may touch
   corral approvals [--json]                    calls waiting for approval
   corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)

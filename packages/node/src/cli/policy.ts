@@ -17,7 +17,7 @@ import {
 } from '@corral/core';
 import { defaultCacheDir } from '../cache.js';
 import { BUNDLED_TOOLS_DIR } from '../corral.js';
-import { parseMountFlag } from '../mounts.js';
+import { parseMountFlag, type HostMountSource } from '../mounts.js';
 import { EMPTY_POLICY, PolicyFile, defaultPolicyPath, plannedRealpath, updatePolicyFile } from '../policy-file.js';
 import { defaultStorePath } from '../store-sqlite.js';
 import { loadToolFolder } from '../tool-folder.js';
@@ -211,12 +211,13 @@ async function grant(args: string[], print: Print): Promise<number> {
   const guarded = await guardedPaths(policyPath, storePath);
   const folders: { guest: string; folder: string; access: MountAccess }[] = [];
   for (const m of mounts) {
+    const path = (m.source as HostMountSource).path;
     let real: string;
     try {
-      real = await realpath(m.hostPath);
+      real = await realpath(path);
       if (!(await stat(real)).isDirectory()) throw new Error('not a folder');
     } catch {
-      refuse(`${m.hostPath} is not a folder that exists; a grant names a real folder.`, { folder: m.hostPath });
+      refuse(`${path} is not a folder that exists; a grant names a real folder.`, { folder: path });
     }
     const hit = guarded.find((g) => isWithin(g.path, real) || isWithin(real, g.path));
     if (hit)

@@ -5,8 +5,8 @@
  * out, and never follows a symlink or climbs `..` by itself: paths are
  * resolved by Corral, segment by segment from the mount root, at every use
  * (resolve.ts). That keeps containment in one place, whatever the storage:
- * an in-memory tree (memory.ts), a host folder (Node: held directory fds),
- * an OPFS folder loaded into memory (browsers).
+ * an in-memory tree (memory.ts), or whatever a host's mount opener hands
+ * out (a live folder, a folder loaded into memory).
  *
  * Errors are thrown as wasi:filesystem `error-code` strings ('no-entry',
  * 'not-directory', …).

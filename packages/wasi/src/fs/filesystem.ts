@@ -538,7 +538,7 @@ export class Descriptor {
    * That a link already leads out from where it is is no licence: moved up,
    * a relative link leads somewhere else, and a link that leads out of this
    * mount may lead inside another mount that holds this one (two nested
-   * mounts of one host folder), so moving it up would lead out of both.
+   * mounts of one folder), so moving it up would lead out of both.
    */
   #linkMayMove(dir: unknown, name: string, from: number, to: number): void {
     if (to === from) return;

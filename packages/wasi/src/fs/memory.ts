@@ -1,6 +1,6 @@
 /**
  * An in-memory tree as a mount's storage: a call's /tmp, a caller's
- * MemoryTree, an OPFS folder loaded for the call. Everything lives in one
+ * MemoryTree, a folder a host loaded for the call. Everything lives in one
  * backend per mount per call (inode numbers included), so nothing one call
  * does is visible to the next.
  *
@@ -12,7 +12,7 @@ import type { MemoryTree } from '@corral/core';
 import type { DirectoryListing, EntryStat, EntryType, FsBackend, NewTime, OpenMode } from './backend.js';
 import { realtimeNs } from '../io.js';
 
-/** The tree shape OPFS folders load into and are written back from: folders have `dir`, files `source`, symlinks `symlink`. */
+/** The tree shape a host loads a folder into and writes it back from: folders have `dir`, files `source`, symlinks `symlink`. */
 export interface FileDataEntry {
   dir?: Record<string, FileDataEntry>;
   source?: Uint8Array | string;
@@ -70,6 +70,13 @@ export class MemoryBackend implements FsBackend<DirNode, OpenFile> {
         checkTreeName(name);
         if (typeof value === 'string' || value instanceof Uint8Array) {
           dir.entries.set(name, backend.#file(typeof value === 'string' ? utf8.encode(value) : value.slice()));
+        } else if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+          const what = value === null || value === undefined ? String(value) : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+          throw new CorralError(
+            ErrorCodes.INPUT_VALIDATION,
+            `A mount tree has ${JSON.stringify(name)} as ${what}: a file is a string or a Uint8Array, a folder an object.`,
+            { name },
+          );
         } else {
           const child = backend.#dir();
           dir.entries.set(name, child);
@@ -81,7 +88,7 @@ export class MemoryBackend implements FsBackend<DirNode, OpenFile> {
     return backend;
   }
 
-  /** A tree from file data (an OPFS folder as loaded); file contents are shared until written. */
+  /** A tree from file data (a folder as a host loaded it); file contents are shared until written. */
   static fromFileData(data: FileDataEntry, dev?: bigint): MemoryBackend {
     const backend = new MemoryBackend(dev);
     const fill = (dir: DirNode, from: FileDataEntry) => {

@@ -51,7 +51,7 @@ export function parsePath(path: string): ParsedPath {
 /**
  * Check a symlink target a guest asks for, before anything splits it: under
  * PATH_MAX bytes, as symlink(2) wants (in-memory trees would store any size,
- * and an OPFS mount writes links back to disk).
+ * and a host may write links back to its own storage).
  */
 export function checkLinkTarget(target: string): void {
   if (target.length >= PATH_MAX || utf8.encode(target).length >= PATH_MAX) throw 'name-too-long';

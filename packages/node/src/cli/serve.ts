@@ -1,0 +1,202 @@
+/** `corral serve`: the HTTP API (server/http.ts) until SIGTERM or SIGINT, then a graceful shutdown. */
+import { readFileSync, statSync } from 'node:fs';
+import type { HttpServerOptions } from '../server/http.js';
+import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
+
+export const help = `corral serve [options]
+
+Serve Corral's tools over HTTP until SIGTERM or SIGINT:
+  POST /execute {tool, input, timeout_ms?}   run a tool; answers the result envelope
+  POST /execute/NAME {input, timeout_ms?}    the same, one typed operation per tool
+  GET  /tools, /openapi.json, /healthz, /metrics
+  /mcp                                      MCP over Streamable HTTP (with --mcp)
+Every call is recorded in the snapshot store. One JSON log line per request on stderr.
+Tools added to or removed from a --tools DIR while the server runs are picked up.
+
+  --host HOST           address to listen on (default 127.0.0.1); an address beyond
+                        loopback needs a token
+  --port PORT           default 8787; 0 picks a free port (the URL is printed)
+  --token-file FILE     require "Authorization: Bearer TOKEN" on every endpoint but
+                        /healthz, with TOKEN read from FILE (default: $CORRAL_TOKEN)
+  --tools DIR           also serve the tools in DIR, and watch it (repeatable)
+  --no-bundled          do not serve the bundled tools
+  --store PATH          record calls in this SQLite file (default: $CORRAL_STORE, else
+                        $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db)
+  --no-store            record nothing
+  --max-body-mb N       largest request body, in MiB (default 4)
+  --concurrency N       most /execute calls in flight; one more gets 503 (default 256)
+  --workers N           sandbox workers (default: one per core)
+  --shutdown-timeout MS on SIGTERM, how long calls in flight may finish (default 30000);
+                        a second signal stops them at once
+  --allow-host NAME     also accept this Host header (repeatable; a loopback server
+                        accepts only localhost, 127.0.0.1 and [::1] by default)
+  --quiet               no request log
+  --mcp                 also serve MCP (Streamable HTTP) at /mcp; a tool's mounts bind
+                        inside the client's MCP roots, as with \`corral mcp\`
+
+Exit status: 0 after a graceful shutdown, 1 if the server failed, 2 for a misused command.`;
+
+export async function command(args: string[], { print, fail }: Cli): Promise<number> {
+  const { values } = parse(
+    args,
+    {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'token-file': { type: 'string' },
+      tools: { type: 'string', multiple: true },
+      'no-bundled': { type: 'boolean' },
+      store: { type: 'string' },
+      'no-store': { type: 'boolean' },
+      'max-body-mb': { type: 'string' },
+      concurrency: { type: 'string' },
+      workers: { type: 'string' },
+      'shutdown-timeout': { type: 'string' },
+      'allow-host': { type: 'string', multiple: true },
+      quiet: { type: 'boolean' },
+      mcp: { type: 'boolean' },
+    },
+    false,
+  );
+  if (values.help) return (print(help), EXIT_OK);
+  if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
+  const port = integerFlag('--port', values.port, 0, 65535);
+  const concurrency = integerFlag('--concurrency', values.concurrency, 1, 1_000_000);
+  const workers = integerFlag('--workers', values.workers, 1, 1024);
+  const shutdownTimeoutMs = integerFlag('--shutdown-timeout', values['shutdown-timeout'], 0, 24 * 3600 * 1000);
+  let maxBodyBytes: number | undefined;
+  if (values['max-body-mb'] !== undefined) {
+    const mb = Number(values['max-body-mb']);
+    if (!(mb > 0 && mb <= 1024)) throw new UsageError(`bad --max-body-mb ${values['max-body-mb']}: expected MiB from 0 to 1024, e.g. 4.`);
+    maxBodyBytes = Math.max(1, Math.floor(mb * 2 ** 20));
+  }
+  const token = readToken(values['token-file'], fail);
+
+  const { startHttpServer, checkHttpServerOptions, DEFAULT_HTTP_CONCURRENCY } = await import('../server/http.js');
+  const options: HttpServerOptions = {
+    ...(values.host !== undefined ? { host: values.host } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(token !== undefined ? { token } : {}),
+    ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+    ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs } : {}),
+    ...(values['allow-host'] ? { allowedHosts: values['allow-host'] } : {}),
+    ...(values.quiet ? { log: false as const } : {}),
+  };
+  // Before any worker starts: a server that would be unsafe is refused at once.
+  try {
+    await checkHttpServerOptions(options);
+  } catch (err) {
+    if (err instanceof RangeError) throw new UsageError(err.message);
+    throw err;
+  }
+
+  const [{ Corral }, { watchToolFolders }] = await Promise.all([import('../corral.js'), import('../tool-watch.js')]);
+  const store = values['no-store'] ? false : values.store;
+  // The --tools folders are loaded by the watcher, so start-up and later changes take one path.
+  const corral = await Corral.create({
+    toolDirs: [],
+    bundled: !values['no-bundled'],
+    ...(workers !== undefined ? { size: workers } : {}),
+    // The server bounds calls in flight itself; the pool's queue must not refuse them first.
+    maxQueue: Math.max(1000, concurrency ?? DEFAULT_HTTP_CONCURRENCY),
+    ...(store !== undefined ? { store } : {}),
+  });
+  const { writeLogLine } = await import('../server/http.js');
+  // Diagnostics share the request log's shape: one JSON object per line on stderr.
+  const log = (message: string) => writeLogLine({ time: new Date().toISOString(), event: 'notice', message });
+  for (const err of corral.loadErrors) log(`skipped: ${err.message} (${err.code})`);
+
+  // The server checks Host itself (loopback) or requires a token (beyond), so the MCP handler need not.
+  const mcp = values.mcp
+    ? (await import('../server/mcp-http.js')).createMcpHttpHandler(corral, {
+        allowedHosts: false,
+        ...(maxBodyBytes ? { maxBodyBytes } : {}),
+        log,
+      })
+    : undefined;
+  // The first load is the start-up set (the "serving N tools" line counts it), not a change.
+  let started = false;
+  const watcher = watchToolFolders(corral.registry, values.tools ?? [], {
+    log,
+    onChange: ({ added, removed }) => {
+      if (!started) return;
+      const refs = (tools: typeof added) => tools.map((t) => `${t.spec.name}@${t.spec.version}`);
+      writeLogLine({ time: new Date().toISOString(), event: 'tools_changed', added: refs(added), removed: refs(removed) });
+      void mcp?.toolsChanged();
+    },
+  });
+  await watcher.reload();
+  started = true;
+
+  let server: Awaited<ReturnType<typeof startHttpServer>>;
+  try {
+    server = await startHttpServer(corral, { ...options, ...(mcp ? { mcp } : {}) });
+  } catch (err) {
+    watcher.close();
+    await mcp?.close();
+    await corral.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
+      throw new Error(`cannot listen on ${values.host ?? '127.0.0.1'}:${port ?? 8787}: ${code}`);
+    throw err;
+  }
+  // Workers start now rather than on the first call.
+  corral.executor.pool.prestart(corral.executor.pool.size);
+  const count = corral.registry.list().length;
+  print(`corral: serving ${count} tool${count === 1 ? '' : 's'} on ${server.url} (${token ? 'bearer token required' : 'no token'})`);
+
+  // The first signal drains; a second one stops the calls still running.
+  let signals = 0;
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  const onSignal = () => {
+    if (++signals === 1) stop();
+    else server.abortCalls('the server was told to stop twice');
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    await stopped;
+    watcher.close();
+    await server.close();
+  } finally {
+    await corral.close();
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+  return EXIT_OK;
+}
+
+function integerFlag(flag: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min || n > max)
+    throw new UsageError(`bad ${flag} ${value}: expected a whole number from ${min} to ${max}.`);
+  return n;
+}
+
+/** The bearer token from --token-file, else $CORRAL_TOKEN, else none. */
+function readToken(file: string | undefined, warn: (message: string) => void): string | undefined {
+  let token: string;
+  if (file !== undefined) {
+    try {
+      const stat = statSync(file);
+      if (!stat.isFile()) throw new UsageError(`--token-file ${file} is not a regular file.`);
+      if (stat.size > 4096) throw new UsageError(`--token-file ${file} is larger than 4 KiB; it should hold only the token.`);
+      if ((stat.mode & 0o077) !== 0) warn(`warning: --token-file ${file} can be read by other users (chmod 600 it).`);
+      token = readFileSync(file, 'utf8');
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(`cannot read --token-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  } else if (process.env.CORRAL_TOKEN !== undefined && process.env.CORRAL_TOKEN !== '') {
+    token = process.env.CORRAL_TOKEN;
+  } else {
+    return undefined;
+  }
+  token = token.trim();
+  if (token === '') throw new UsageError(`the token ${file !== undefined ? `in ${file}` : 'in CORRAL_TOKEN'} is empty.`);
+  return token;
+}

@@ -1,0 +1,825 @@
+/**
+ * Corral's HTTP API (`corral serve`), on node:http alone.
+ *
+ *   POST /execute          {tool, input, timeout_ms?} → the result envelope
+ *   POST /execute/{name}   {input, timeout_ms?}       → the same, one typed operation per tool
+ *   GET  /tools            the registered tools and their schemas
+ *   GET  /openapi.json     OpenAPI 3.1, generated from the registered tools
+ *   GET  /healthz          liveness (never needs a token)
+ *   GET  /metrics          Prometheus text
+ *   *    /mcp              an MCP endpoint, when one is mounted (`mcp` option)
+ *
+ * Status codes: status.ts. Every byte from the network is untrusted: the
+ * body is read only up to a limit (and not at all when the answer does not
+ * need it), /execute calls in flight are bounded (503 + Retry-After beyond),
+ * tokens are compared in constant time, logs never carry bodies, and
+ * metric labels only take values from bounded sets.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isIP, type AddressInfo } from 'node:net';
+import { ErrorCodes, specDefaults, type Tool } from '@corral/core';
+import type { Corral } from '../corral.js';
+import { forTerminal } from '../terminal.js';
+import type { HttpMetrics } from './metrics.js';
+import { buildOpenApi } from './openapi.js';
+import { HttpErrorCodes, statusForResult } from './status.js';
+
+export const DEFAULT_HTTP_PORT = 8787;
+export const DEFAULT_HTTP_HOST = '127.0.0.1';
+export const DEFAULT_MAX_BODY_BYTES = 4 * 2 ** 20;
+export const DEFAULT_HTTP_CONCURRENCY = 256;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+/** A shorter token is refused: it could be guessed. */
+export const MIN_TOKEN_LENGTH = 16;
+
+/** Longest `tool` reference accepted (a name is at most 64 characters; a range follows it). */
+const MAX_TOOL_REF = 256;
+/** After refusing a body unread, how much more of it is read (and dropped) so the client gets the answer, not a reset. */
+const LINGER_BYTES = 8 * 2 ** 20;
+const LINGER_MS = 2_000;
+/** When shutdown stops calls that outlived the drain, how long their answers get to go out. */
+const ABORT_GRACE_MS = 5_000;
+
+const VERSION = (() => {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+})();
+
+/**
+ * Something mounted at `/mcp`: the MCP Streamable HTTP handler. It gets
+ * every method; a POST's body arrives already read (within the size limit)
+ * and parsed as JSON. Auth, the Host check, logging and shutdown are the
+ * server's; the rest of the protocol is the handler's.
+ */
+export interface HttpMount {
+  handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One line of the request log (a JSON object on one line). */
+export interface HttpLogEntry {
+  time: string;
+  event: 'request' | 'listening' | 'draining' | 'closed' | 'internal_error' | 'tools_changed' | 'notice';
+  [key: string]: unknown;
+}
+
+export interface HttpServerOptions {
+  /** Default 127.0.0.1. Any address that is not loopback needs `token`. */
+  host?: string;
+  /** Default 8787; 0 picks a free port (see `url`). */
+  port?: number;
+  /**
+   * Bearer token every endpoint but /healthz then requires (at least 16
+   * characters). Required when `host` is not a loopback address.
+   */
+  token?: string;
+  /** Largest request body in bytes. Default 4 MiB. */
+  maxBodyBytes?: number;
+  /** Most POST /execute requests in flight at once; one more gets 503 with Retry-After. Default 256. */
+  concurrency?: number;
+  /** How long `close` lets calls in flight finish before stopping them. Default 30 s. */
+  shutdownTimeoutMs?: number;
+  /**
+   * Host header names accepted besides the defaults. On a loopback address
+   * only localhost, 127.0.0.1, [::1] and the bound host are accepted unless
+   * listed here (a DNS-rebinding page sends its own name); beyond loopback,
+   * any Host is accepted unless this is given.
+   */
+  allowedHosts?: string[];
+  /** Where log lines go. Default: one JSON line each on stderr. `false`: nowhere. */
+  log?: ((entry: HttpLogEntry) => void) | false;
+  /** An MCP handler mounted at /mcp. */
+  mcp?: HttpMount;
+}
+
+/** True for addresses that only this machine can reach. */
+export function isLoopbackAddress(address: string): boolean {
+  const a = address.replace(/^\[|\]$/g, '').toLowerCase();
+  if (a === 'localhost' || a === '::1') return true;
+  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
+  return isIP(v4) === 4 && v4.startsWith('127.');
+}
+
+/**
+ * The server: `url` once listening, `close()` to shut down gracefully. The
+ * Corral it serves stays open: whoever created it closes it (after `close`).
+ */
+export class CorralHttpServer {
+  readonly server: Server;
+  readonly metrics: HttpMetrics;
+  readonly host: string;
+  readonly #corral: Corral;
+  readonly #token: Buffer | undefined;
+  readonly #maxBody: number;
+  readonly #concurrency: number;
+  readonly #shutdownMs: number;
+  readonly #allowedHosts: Set<string> | undefined;
+  readonly #log: ((entry: HttpLogEntry) => void) | undefined;
+  readonly #mcp: HttpMount | undefined;
+  /** POST /execute requests admitted and not yet answered. */
+  #inflight = 0;
+  /** Requests that shutdown waits for (all but long-lived MCP streams). */
+  #active = 0;
+  readonly #idleWaiters: Array<() => void> = [];
+  readonly #calls = new Set<AbortController>();
+  #draining = false;
+  #closing: Promise<void> | undefined;
+  #openapi: { key: string; text: string } | undefined;
+
+  private constructor(corral: Corral, metrics: HttpMetrics, options: Required<Pick<HttpServerOptions, 'host'>> & HttpServerOptions) {
+    this.#corral = corral;
+    this.metrics = metrics;
+    this.host = options.host;
+    this.#token = options.token === undefined ? undefined : digest(options.token);
+    this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.#concurrency = options.concurrency ?? DEFAULT_HTTP_CONCURRENCY;
+    this.#shutdownMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    this.#mcp = options.mcp;
+    this.#log = options.log === false ? undefined : (options.log ?? writeLogLine);
+    const extra = (options.allowedHosts ?? []).map((h) => h.toLowerCase());
+    if (isLoopbackAddress(options.host)) {
+      const bound = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
+      this.#allowedHosts = new Set(['localhost', '127.0.0.1', '[::1]', bound.toLowerCase(), ...extra]);
+    } else {
+      this.#allowedHosts = extra.length > 0 ? new Set(extra) : undefined;
+    }
+    this.server = createServer({ requestTimeout: 60_000, headersTimeout: 20_000, keepAliveTimeout: 5_000 }, (req, res) => {
+      void this.#handle(req, res);
+    });
+    // Sockets beyond this are dropped by node before any request is read.
+    this.server.maxConnections = Math.max(1024, this.#concurrency * 2);
+  }
+
+  /** Check the options, then listen. Throws a sentence saying what to change. */
+  static async start(corral: Corral, options: HttpServerOptions = {}): Promise<CorralHttpServer> {
+    await checkHttpServerOptions(options);
+    const host = options.host ?? DEFAULT_HTTP_HOST;
+    const port = options.port ?? DEFAULT_HTTP_PORT;
+    const { HttpMetrics } = await import('./metrics.js');
+    const pool = corral.executor.pool;
+    let self: CorralHttpServer | undefined;
+    const metrics = new HttpMetrics(pool, () => (self ? self.#inflight : 0));
+    self = new CorralHttpServer(corral, metrics, { ...options, host });
+    const server = self.server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    self.#emit({ event: 'listening', url: self.url, tools: corral.registry.list().length, auth: self.#token !== undefined });
+    return self;
+  }
+
+  /** The bound address, e.g. http://127.0.0.1:8787. */
+  get url(): string {
+    const { address, port } = this.server.address() as AddressInfo;
+    return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** True once `close` was called: new requests get 503. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /**
+   * Shut down gracefully: stop accepting connections, answer new requests
+   * on open ones with 503, let calls in flight finish for up to
+   * `timeoutMs` (default `shutdownTimeoutMs`), then cancel what is left
+   * (each still gets its answer, E_CANCELLED), close the MCP mount and
+   * every connection. Calling it again returns the same promise.
+   */
+  close({ timeoutMs = this.#shutdownMs }: { timeoutMs?: number } = {}): Promise<void> {
+    this.#closing ??= this.#shutdown(timeoutMs);
+    return this.#closing;
+  }
+
+  /** Stop waiting for calls in flight: cancel them now (a second SIGTERM). */
+  abortCalls(reason = 'the server is shutting down'): void {
+    for (const controller of this.#calls) controller.abort(new Error(reason));
+  }
+
+  async #shutdown(timeoutMs: number): Promise<void> {
+    this.#draining = true;
+    this.#emit({ event: 'draining', inflight: this.#inflight, active: this.#active, timeout_ms: timeoutMs });
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    if (!(await this.#idle(timeoutMs))) {
+      this.abortCalls();
+      await this.#idle(ABORT_GRACE_MS);
+    }
+    try {
+      await this.#mcp?.close();
+    } finally {
+      this.server.closeAllConnections();
+      await closed;
+      this.#emit({ event: 'closed' });
+    }
+  }
+
+  /** Resolves true once no request is active, false if `ms` passes first. */
+  #idle(ms: number): Promise<boolean> {
+    if (this.#active === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        const at = this.#idleWaiters.indexOf(done);
+        if (at !== -1) this.#idleWaiters.splice(at, 1);
+        resolve(false);
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.#idleWaiters.push(done);
+    });
+  }
+
+  #emit(entry: Omit<HttpLogEntry, 'time'>): void {
+    this.#log?.({ time: new Date().toISOString(), ...entry } as HttpLogEntry);
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const id = requestIdOf(req);
+    const path = pathOf(req.url ?? '');
+    const route = routeOf(path, this.#mcp !== undefined);
+    const method = req.method ?? 'GET';
+    const ctx: RequestContext = { id, route, tool: undefined, errorCode: undefined, snapshotId: undefined };
+    const streaming = route === '/mcp' && method === 'GET';
+    if (!streaming) this.#active++;
+    res.setHeader('X-Request-Id', id);
+    res.once('close', () => {
+      // Not finished: the client went away before the answer was complete.
+      const status = res.writableFinished ? res.statusCode : 499;
+      this.metrics.request(method, route, status);
+      this.#emit({
+        event: 'request',
+        request_id: id,
+        method,
+        path: path.length > 200 ? `${path.slice(0, 200)}…` : path,
+        status,
+        duration_ms: Math.round((performance.now() - started) * 100) / 100,
+        ...(ctx.tool !== undefined ? { tool: ctx.tool } : {}),
+        ...(ctx.errorCode !== undefined ? { error_code: ctx.errorCode } : {}),
+        ...(ctx.snapshotId !== undefined ? { snapshot_id: ctx.snapshotId } : {}),
+        remote: req.socket.remoteAddress ?? null,
+      });
+      if (!streaming && --this.#active === 0) for (const done of this.#idleWaiters.splice(0)) done();
+    });
+    try {
+      await this.#route(req, res, method, path, ctx);
+    } catch (err) {
+      // A bug: say nothing about it on the wire, everything in the log.
+      this.#emit({ event: 'internal_error', request_id: id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      if (!res.headersSent && !res.destroyed) {
+        this.#fail(res, ctx, 500, HttpErrorCodes.INTERNAL, 'The server failed to answer this request; its log has the reason.');
+      } else {
+        res.destroy();
+      }
+    }
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse, method: string, path: string, ctx: RequestContext): Promise<void> {
+    if (this.#draining) res.setHeader('Connection', 'close');
+    if (this.#allowedHosts && !this.#hostAllowed(req.headers.host)) {
+      return this.#refuse(req, res, ctx, 403, HttpErrorCodes.FORBIDDEN, "The Host header is not one of this server's names.", {
+        reason: 'host_not_allowed',
+      });
+    }
+    if (ctx.route === '/healthz') {
+      if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
+      const draining = this.#draining;
+      return send(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ok' });
+    }
+    if (this.#token && !this.#authorized(req.headers.authorization)) {
+      const given = req.headers.authorization !== undefined;
+      res.setHeader('WWW-Authenticate', given ? 'Bearer realm="corral", error="invalid_token"' : 'Bearer realm="corral"');
+      return this.#refuse(
+        req,
+        res,
+        ctx,
+        401,
+        HttpErrorCodes.UNAUTHORIZED,
+        given ? "The bearer token is not this server's." : 'This server needs "Authorization: Bearer TOKEN".',
+        {},
+      );
+    }
+    switch (ctx.route) {
+      case '/tools':
+        if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
+        return send(res, 200, { tools: this.#corral.registry.list().map(describeTool) });
+      case '/openapi.json':
+        if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
+        return sendText(res, 200, 'application/json; charset=utf-8', this.#openapiText());
+      case '/metrics':
+        if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
+        return sendText(res, 200, this.metrics.contentType, await this.metrics.text());
+      case '/execute':
+      case '/execute/{name}':
+        if (!this.#allow(req, res, ctx, ['POST'])) return;
+        return this.#execute(req, res, path, ctx);
+      case '/mcp':
+        return this.#mcpRequest(req, res, method, ctx);
+      default:
+        return this.#refuse(req, res, ctx, 404, HttpErrorCodes.NOT_FOUND, 'No such endpoint. See GET /openapi.json.', {});
+    }
+  }
+
+  /** The method check: true to go on, or a 405 with Allow was sent. */
+  #allow(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, methods: string[]): boolean {
+    if (methods.includes(req.method ?? '')) return true;
+    res.setHeader('Allow', methods.join(', '));
+    this.#refuse(req, res, ctx, 405, HttpErrorCodes.METHOD_NOT_ALLOWED, `${ctx.route} takes ${methods.join(' or ')}.`, {
+      allow: methods,
+    });
+    return false;
+  }
+
+  #hostAllowed(host: string | undefined): boolean {
+    // HTTP/1.0 may leave it out; a browser (the rebinding attacker) never does.
+    if (host === undefined) return true;
+    const name = host
+      .toLowerCase()
+      .replace(/:\d{1,5}$/, '')
+      .replace(/\.$/, '');
+    return this.#allowedHosts!.has(name);
+  }
+
+  #authorized(header: string | undefined): boolean {
+    if (header === undefined || header.length > 4096) return false;
+    const match = /^Bearer +(\S+) *$/i.exec(header);
+    // Both sides hashed first: equal lengths for timingSafeEqual, and the token's length does not leak.
+    return match !== null && timingSafeEqual(digest(match[1]!), this.#token!);
+  }
+
+  #openapiText(): string {
+    const tools = this.#corral.registry.list();
+    const key = tools.map((t) => `${t.spec.name}@${t.spec.version}+${t.wasmSha256}`).join(',');
+    if (this.#openapi?.key !== key) {
+      const doc = buildOpenApi(tools, {
+        version: VERSION,
+        auth: this.#token !== undefined,
+        hostCheck: this.#allowedHosts !== undefined,
+        maxBodyBytes: this.#maxBody,
+        mcp: this.#mcp !== undefined,
+      });
+      this.#openapi = { key, text: JSON.stringify(doc) };
+    }
+    return this.#openapi.text;
+  }
+
+  async #execute(req: IncomingMessage, res: ServerResponse, path: string, ctx: RequestContext): Promise<void> {
+    if (this.#draining) {
+      res.setHeader('Retry-After', '5');
+      return this.#refuse(req, res, ctx, 503, ErrorCodes.CLOSED, 'The server is shutting down; send the call to another instance.', {});
+    }
+    if (this.#inflight >= this.#concurrency) {
+      res.setHeader('Retry-After', '1');
+      return this.#refuse(
+        req,
+        res,
+        ctx,
+        503,
+        ErrorCodes.RESOURCE_EXHAUSTED,
+        `The server has ${this.#concurrency} calls in flight (--concurrency); retry after a second.`,
+        { resource: 'http_concurrency', concurrency: this.#concurrency },
+        true,
+      );
+    }
+    this.#inflight++;
+    const controller = new AbortController();
+    this.#calls.add(controller);
+    try {
+      const body = await this.#readJson(req, res, ctx);
+      if (body === undefined) return;
+      const fromPath = ctx.route === '/execute/{name}' ? decodeSegment(path.slice('/execute/'.length)) : undefined;
+      if (fromPath === null)
+        return this.#badRequest(res, ctx, [{ path: '/', message: 'the tool name in the path is not valid percent-encoded UTF-8' }]);
+      const problems: Problem[] = [];
+      const request = checkExecuteBody(body, fromPath, problems);
+      ctx.tool = request?.tool.slice(0, 128);
+      if (!request) return this.#badRequest(res, ctx, problems);
+      // A call may shorten the tool's time limit, never lengthen it.
+      const tool = this.#resolve(request.tool);
+      if (tool && request.timeoutMs !== undefined) {
+        const max = tool.spec.resources?.timeout_ms ?? specDefaults.resources.timeout_ms;
+        if (request.timeoutMs > max) {
+          return this.#badRequest(res, ctx, [
+            {
+              path: '/timeout_ms',
+              message: `must be at most ${max}, ${tool.spec.name}'s own timeout_ms (a call may shorten it, not lengthen it)`,
+            },
+          ]);
+        }
+      }
+      // The caller leaving stops its call: nobody is there to read the answer.
+      const onGone = () => {
+        if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
+      };
+      res.once('close', onGone);
+      const started = performance.now();
+      const result = await this.#corral.invoke(request.tool, request.input, {
+        signal: controller.signal,
+        ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+      });
+      res.off('close', onGone);
+      const known = result.version !== null;
+      this.metrics.call(known ? result.tool : '_unknown', result, (performance.now() - started) / 1000);
+      ctx.tool = result.tool.slice(0, 128);
+      ctx.errorCode = result.error?.code;
+      ctx.snapshotId = result.snapshot?.id;
+      const status = statusForResult(result);
+      if (status === 503) res.setHeader('Retry-After', '1');
+      if (this.#draining) res.setHeader('Connection', 'close');
+      send(res, status, result);
+    } finally {
+      this.#calls.delete(controller);
+      this.#inflight--;
+    }
+  }
+
+  #resolve(ref: string): Tool | undefined {
+    try {
+      return this.#corral.registry.resolve(ref);
+    } catch {
+      return undefined; // invoke records and answers E_TOOL_NOT_FOUND
+    }
+  }
+
+  async #mcpRequest(req: IncomingMessage, res: ServerResponse, method: string, ctx: RequestContext): Promise<void> {
+    const mcp = this.#mcp!;
+    if (this.#draining) {
+      res.setHeader('Retry-After', '5');
+      return this.#refuse(req, res, ctx, 503, ErrorCodes.CLOSED, 'The server is shutting down.', {});
+    }
+    if (method !== 'POST') return mcp.handle(req, res);
+    const text = await this.#readText(req, res, ctx);
+    if (text === undefined) return;
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // What the MCP SDK answers for a body that is not JSON.
+      ctx.errorCode = 'PARSE_ERROR';
+      return send(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the body is not JSON' }, id: null });
+    }
+    return mcp.handle(req, res, body);
+  }
+
+  /** The body as JSON, or undefined once an error was sent. */
+  async #readJson(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<unknown> {
+    const type = (req.headers['content-type'] ?? '').toLowerCase();
+    const [mediaType, ...params] = type.split(';').map((p) => p.trim());
+    const charset = params
+      .find((p) => p.startsWith('charset='))
+      ?.slice('charset='.length)
+      .replace(/"/g, '');
+    if (mediaType !== 'application/json' || (charset !== undefined && charset !== 'utf-8')) {
+      this.#refuse(req, res, ctx, 415, ErrorCodes.INPUT_VALIDATION, 'Send the body as JSON, with "Content-Type: application/json".', {
+        reason: 'unsupported_media_type',
+        content_type: type.slice(0, 100),
+      });
+      return undefined;
+    }
+    const text = await this.#readText(req, res, ctx);
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      this.#fail(res, ctx, 400, ErrorCodes.INPUT_VALIDATION, `The body is not valid JSON: ${(err as Error).message.slice(0, 200)}`, {
+        reason: 'body_not_json',
+      });
+      return undefined;
+    }
+  }
+
+  /** The body as UTF-8 text within the size limit, or undefined once an error was sent (or the client left). */
+  async #readText(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<string | undefined> {
+    const tooLarge = () =>
+      this.#refuse(
+        req,
+        res,
+        ctx,
+        413,
+        ErrorCodes.INPUT_VALIDATION,
+        `The body is larger than ${this.#maxBody} bytes, this server's limit (--max-body-mb).`,
+        { reason: 'body_too_large', max_body_bytes: this.#maxBody },
+      );
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > this.#maxBody) {
+      tooLarge();
+      return undefined;
+    }
+    const bytes = await readBody(req, this.#maxBody);
+    if (bytes === 'gone') return undefined;
+    if (bytes === 'too_large') {
+      tooLarge();
+      return undefined;
+    }
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      this.#fail(res, ctx, 400, ErrorCodes.INPUT_VALIDATION, 'The body is not valid UTF-8.', { reason: 'body_not_utf8' });
+      return undefined;
+    }
+  }
+
+  #badRequest(res: ServerResponse, ctx: RequestContext, problems: Problem[]): void {
+    const shown = problems
+      .slice(0, 5)
+      .map((p) => `${p.path} ${p.message}`)
+      .join('; ');
+    this.#fail(res, ctx, 400, ErrorCodes.INPUT_VALIDATION, `The request body is not what POST /execute takes: ${shown}.`, {
+      reason: 'bad_request_body',
+      problems,
+    });
+  }
+
+  /** An error answer once the body was read (or needs no reading). */
+  #fail(
+    res: ServerResponse,
+    ctx: RequestContext,
+    status: number,
+    code: string,
+    message: string,
+    details: Record<string, unknown> = {},
+    retryable = false,
+  ): void {
+    ctx.errorCode = code;
+    this.metrics.requestError(code);
+    send(res, status, { error: { code, message, details, retryable } });
+  }
+
+  /**
+   * An error answer that may leave the body unread: the connection is closed
+   * after it, and what the client is still sending is read and dropped for a
+   * moment first (up to LINGER_BYTES or LINGER_MS), so it sees the answer
+   * rather than a reset.
+   */
+  #refuse(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+    status: number,
+    code: string,
+    message: string,
+    details: Record<string, unknown>,
+    retryable = false,
+  ): void {
+    const unread = !req.complete && hasBody(req);
+    if (unread) res.setHeader('Connection', 'close');
+    this.#fail(res, ctx, status, code, message, details, retryable);
+    if (!unread) return;
+    let dropped = 0;
+    const stop = () => {
+      clearTimeout(timer);
+      req.socket.destroy();
+    };
+    const timer = setTimeout(stop, LINGER_MS);
+    timer.unref();
+    req.removeAllListeners('data');
+    req.on('data', (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > LINGER_BYTES) stop();
+    });
+    req.once('end', () => clearTimeout(timer));
+    req.resume();
+  }
+}
+
+/**
+ * Throws a RangeError with a sentence saying what to change when the
+ * options cannot make a safe server: a bad number, a weak token, or no
+ * token for an address beyond loopback. `start` runs it; the CLI runs it
+ * before it starts any worker.
+ */
+export async function checkHttpServerOptions(options: HttpServerOptions): Promise<void> {
+  const host = options.host ?? DEFAULT_HTTP_HOST;
+  const port = options.port ?? DEFAULT_HTTP_PORT;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535 (got ${port})`);
+  for (const [name, value] of [
+    ['maxBodyBytes', options.maxBodyBytes],
+    ['concurrency', options.concurrency],
+    ['shutdownTimeoutMs', options.shutdownTimeoutMs],
+  ] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= (name === 'shutdownTimeoutMs' ? 0 : 1)))
+      throw new RangeError(`${name} must be a positive integer (got ${value})`);
+  }
+  if (options.token !== undefined) {
+    if (options.token.length < MIN_TOKEN_LENGTH || /\s/.test(options.token))
+      throw new RangeError(`the bearer token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`);
+  } else if (!(await resolvesToLoopbackOnly(host))) {
+    throw new RangeError(
+      `refusing to serve on ${host} without a token: anyone who can reach it could run tools. ` +
+        'Give a bearer token (--token-file FILE or CORRAL_TOKEN), or bind to 127.0.0.1.',
+    );
+  }
+}
+
+/** Start Corral's HTTP API for `corral` (see CorralHttpServer and HttpServerOptions). */
+export function startHttpServer(corral: Corral, options: HttpServerOptions = {}): Promise<CorralHttpServer> {
+  return CorralHttpServer.start(corral, options);
+}
+
+interface RequestContext {
+  id: string;
+  route: string;
+  tool: string | undefined;
+  errorCode: string | undefined;
+  snapshotId: string | undefined;
+}
+
+interface Problem {
+  path: string;
+  message: string;
+}
+
+/** Whether a request carries a body at all (RFC 9112 §6.3). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+const digest = (token: string) => createHash('sha256').update(token, 'utf8').digest();
+
+/** A caller's X-Request-Id when it is short and plain, else a new UUID. */
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomUUID();
+}
+
+/** The path of a request target, without the query; '' for anything that is not origin-form. */
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  return path.startsWith('/') ? path : '';
+}
+
+/** The route template a path matches, or "other". Exact paths: no decoding, no dot segments. */
+function routeOf(path: string, mcp: boolean): string {
+  switch (path) {
+    case '/execute':
+    case '/tools':
+    case '/openapi.json':
+    case '/healthz':
+    case '/metrics':
+      return path;
+    case '/mcp':
+      return mcp ? path : 'other';
+  }
+  if (path.startsWith('/execute/') && path.length > '/execute/'.length && !path.slice('/execute/'.length).includes('/'))
+    return '/execute/{name}';
+  return 'other';
+}
+
+function decodeSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The body of POST /execute (or /execute/{name}, whose name comes from the
+ * path): `{ tool, input, timeout_ms? }` and nothing else. Every problem is
+ * collected, each with its JSON pointer.
+ */
+function checkExecuteBody(
+  body: unknown,
+  fromPath: string | undefined,
+  problems: Problem[],
+): { tool: string; input: unknown; timeoutMs: number | undefined } | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    problems.push({
+      path: '/',
+      message: `must be an object (got ${body === null ? 'null' : Array.isArray(body) ? 'an array' : typeof body})`,
+    });
+    return undefined;
+  }
+  const b = body as Record<string, unknown>;
+  const allowed = fromPath === undefined ? ['tool', 'input', 'timeout_ms'] : ['input', 'timeout_ms'];
+  for (const key of Object.keys(b)) {
+    if (!allowed.includes(key)) {
+      const shown = JSON.stringify(key.length > 64 ? `${key.slice(0, 64)}…` : key);
+      problems.push({ path: '/', message: `has an unknown key ${shown} (allowed: ${allowed.join(', ')})` });
+      if (problems.length >= 20) break;
+    }
+  }
+  const tool = fromPath ?? b.tool;
+  const at = fromPath === undefined ? '/tool' : 'the path';
+  if (typeof tool !== 'string') {
+    problems.push({ path: '/tool', message: tool === undefined ? 'is required' : 'must be a string' });
+  } else if (tool.length === 0 || tool.length > MAX_TOOL_REF) {
+    problems.push({ path: at, message: `must be a tool name of 1 to ${MAX_TOOL_REF} characters` });
+  } else if (hasControlCharacter(tool)) {
+    problems.push({ path: at, message: 'must not contain control characters' });
+  }
+  if (!Object.hasOwn(b, 'input')) problems.push({ path: '/input', message: "is required (the tool's input, e.g. {})" });
+  const timeout = b.timeout_ms;
+  if (timeout !== undefined && !(typeof timeout === 'number' && Number.isSafeInteger(timeout) && timeout >= 1)) {
+    problems.push({ path: '/timeout_ms', message: 'must be a positive integer number of milliseconds' });
+  }
+  if (problems.length > 0) return undefined;
+  return { tool: tool as string, input: b.input, timeoutMs: timeout as number | undefined };
+}
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** Read a request body up to `limit` bytes; stops reading (and keeps nothing) past it. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large' | 'gone'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (value: Buffer | 'too_large' | 'gone') => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onGone);
+      req.off('aborted', onGone);
+      if (value !== 'too_large') req.resume();
+      resolve(value);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        chunks.length = 0;
+        req.pause();
+        done('too_large');
+      } else {
+        chunks.push(chunk);
+      }
+    };
+    const onEnd = () => done(Buffer.concat(chunks, size));
+    const onGone = () => done('gone');
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onGone);
+    req.on('aborted', onGone);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  sendText(res, status, 'application/json; charset=utf-8', JSON.stringify(body));
+}
+
+function sendText(res: ServerResponse, status: number, contentType: string, text: string): void {
+  if (res.headersSent || res.destroyed) return;
+  const bytes = Buffer.from(text, 'utf8');
+  res.writeHead(status, {
+    'Content-Type': contentType,
+    'Content-Length': bytes.length,
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end(bytes);
+}
+
+/** A tool as GET /tools lists it: its contract, not where it was loaded from. */
+function describeTool(tool: Tool) {
+  const { spec } = tool;
+  return {
+    name: spec.name,
+    version: spec.version,
+    description: spec.description ?? '',
+    kind: spec.kind ?? 'component',
+    wasm_sha256: tool.wasmSha256,
+    input_schema: spec.input_schema,
+    ...(spec.output_schema !== undefined ? { output_schema: spec.output_schema } : {}),
+    resources: { ...specDefaults.resources, ...spec.resources },
+    mounts: spec.mounts ?? [],
+    env: spec.env ?? [],
+  };
+}
+
+/** True when every address `host` names is loopback (so no token is needed). */
+async function resolvesToLoopbackOnly(host: string): Promise<boolean> {
+  if (isIP(host.replace(/^\[|\]$/g, '')) !== 0 || host === 'localhost') return isLoopbackAddress(host);
+  try {
+    const addresses = await lookup(host, { all: true });
+    return addresses.length > 0 && addresses.every((a) => isLoopbackAddress(a.address));
+  } catch {
+    return false;
+  }
+}
+
+/** The default log: one JSON object per line on stderr, nothing in it able to act on a terminal. */
+export function writeLogLine(entry: HttpLogEntry): void {
+  process.stderr.write(`${forTerminal(JSON.stringify(entry), { oneLine: true })}\n`);
+}

@@ -1,0 +1,400 @@
+/**
+ * The OpenAPI 3.1 document of `corral serve`, generated from the tools that
+ * are registered when it is asked for.
+ *
+ * Shape, chosen for client generators: besides the generic `POST /execute`
+ * (tool named in the body, input of any shape), every tool gets its own
+ * operation, `POST /execute/{name}` (operationId `executeDiffSummary`), whose
+ * request and result schemas are the tool's own `input_schema` and
+ * `output_schema`. Generators (openapi-generator, openapi-typescript, …)
+ * turn that into one typed method per tool; a `oneOf` over tools on
+ * `/execute` would need a discriminator on a `const` property, which most of
+ * them type poorly or not at all.
+ *
+ * Tool schemas are JSON Schema (draft-07 unless they say 2020-12), the
+ * dialect family OpenAPI 3.1 uses; they are embedded as written, except that
+ * a root `$id`/`$schema` is dropped and local `$ref`s ("#/definitions/x")
+ * are re-pointed at where the schema now sits in the document.
+ */
+import type { Tool } from '@corral/core';
+import { specDefaults } from '@corral/core';
+import { statusTable } from './status.js';
+
+export interface OpenApiOptions {
+  /** The version reported in `info.version` (Corral's). */
+  version: string;
+  /** Bearer auth is required (documented as the `bearerAuth` scheme, and 401s). */
+  auth: boolean;
+  /** The Host header is checked (documented as 403s). */
+  hostCheck: boolean;
+  /** Largest request body, in bytes (documented on 413). */
+  maxBodyBytes: number;
+  /** An MCP endpoint is mounted at /mcp. */
+  mcp: boolean;
+}
+
+type Json = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` });
+const json = (schema: Json) => ({ 'application/json': { schema } });
+
+/** `diff-summary` → `DiffSummary`; names that would collide get `_2`, `_3`… */
+function pascalNames(names: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const name of names) {
+    const base =
+      name
+        .split(/[._-]+/)
+        .filter(Boolean)
+        .map((part) => part[0]!.toUpperCase() + part.slice(1))
+        .join('') || 'Tool';
+    let candidate = base;
+    for (let n = 2; taken.has(candidate); n++) candidate = `${base}_${n}`;
+    taken.add(candidate);
+    out.set(name, candidate);
+  }
+  return out;
+}
+
+/**
+ * Keywords whose values are data, not schemas: a `$ref` inside them is left
+ * alone. (Some OpenAPI tools, swagger-parser among them, still read a
+ * `{"$ref": …}` object inside `const` or `enum` as a reference and fail on
+ * it; JSON Schema has no way to escape it.)
+ */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example']);
+
+/**
+ * A tool's schema, copied, ready to sit at `#/components/schemas/NAME`:
+ * local `$ref`s are re-pointed there, a root `$id`/`$schema` dropped
+ * (the document's dialect is JSON Schema 2020-12, the family tool schemas use).
+ * A loop with its own stack: schemas may be deeply nested.
+ */
+export function embedSchema(schema: unknown, at: string): unknown {
+  if (typeof schema !== 'object' || schema === null) return schema ?? true;
+  const copy = structuredClone(schema) as Json;
+  delete copy.$id;
+  delete copy.$schema;
+  const todo: unknown[] = [copy];
+  while (todo.length > 0) {
+    const node = todo.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) {
+      todo.push(...node);
+      continue;
+    }
+    const obj = node as Json;
+    for (const [key, value] of Object.entries(obj)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith('#')) {
+        obj.$ref = `${at}${value.slice(1)}`;
+      } else if (!DATA_KEYWORDS.has(key)) {
+        todo.push(value);
+      }
+    }
+  }
+  return copy;
+}
+
+/** The first sentence of a description, for an operation's summary. */
+function summaryOf(text: string | undefined, fallback: string): string {
+  if (!text) return fallback;
+  const first = text
+    .split(/(?<=\.)\s/)[0]!
+    .replace(/\s+/g, ' ')
+    .trim();
+  return first.length <= 120 ? first : `${first.slice(0, 117)}…`;
+}
+
+/** The newest version of each tool name (Registry.list orders name ascending, version descending). */
+export function newestTools(tools: Tool[]): Tool[] {
+  const seen = new Set<string>();
+  return tools.filter((t) => !seen.has(t.spec.name) && (seen.add(t.spec.name), true));
+}
+
+/** The envelope `POST /execute` returns (InvokeResult), with `output` typed as given. */
+function resultSchema(output: Json, description: string): Json {
+  return {
+    type: 'object',
+    description,
+    required: [
+      'ok',
+      'tool',
+      'version',
+      'output',
+      'error',
+      'exit_code',
+      'duration_ms',
+      'stdout_head',
+      'stderr_tail',
+      'stdout_truncated',
+      'stderr_truncated',
+    ],
+    properties: {
+      ok: { type: 'boolean', description: 'True when the tool succeeded and its output matched its output_schema.' },
+      tool: { type: 'string', description: 'The tool that ran (the name asked for, when none matched).' },
+      version: { type: ['string', 'null'], description: 'The version that ran; null when no tool matched.' },
+      output: { anyOf: [output, { type: 'null' }], description: "The tool's output; null when ok is false." },
+      error: { anyOf: [ref('Error'), { type: 'null' }] },
+      exit_code: { type: ['integer', 'null'] },
+      duration_ms: { type: 'number' },
+      stdout_head: { type: 'string', description: 'The first 1 KiB of stdout.' },
+      stderr_tail: { type: 'string', description: 'The last 1 KiB of stderr.' },
+      stdout_truncated: { type: 'boolean' },
+      stderr_truncated: { type: 'boolean' },
+      snapshot: ref('SnapshotRef'),
+    },
+  };
+}
+
+const TIMEOUT_DESCRIPTION =
+  "Wall-clock limit of the call in milliseconds; at most the tool's own resources.timeout_ms (a call may shorten it, never lengthen it).";
+
+/** Build the document for the tools registered now. */
+export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
+  const newest = newestTools(tools);
+  const names = pascalNames(newest.map((t) => t.spec.name));
+  const schemas: Json = {
+    Error: {
+      type: 'object',
+      description:
+        "A classified error. `code` is one of Corral's (E_TOOL_NOT_FOUND, E_INPUT_VALIDATION, E_RESOURCE_EXHAUSTED, E_NETWORK_BLOCKED, E_UNEXPECTED_EXIT, E_CANCELLED, E_CLOSED, …) or, for problems of the HTTP request itself, E_UNAUTHORIZED, E_FORBIDDEN, E_NOT_FOUND, E_METHOD_NOT_ALLOWED, E_INTERNAL.",
+      required: ['code', 'message', 'details', 'retryable'],
+      properties: {
+        code: { type: 'string', pattern: '^E_[A-Z_]+$' },
+        message: { type: 'string', description: 'A sentence a person can act on.' },
+        details: { type: 'object', description: 'Facts about the error (JSON paths, limits, the field at fault).' },
+        retryable: { type: 'boolean', description: 'Whether the same request can succeed later.' },
+      },
+    },
+    ErrorResponse: {
+      type: 'object',
+      description: 'The body of every error that is not a call result: the request itself was refused.',
+      required: ['error'],
+      properties: { error: ref('Error') },
+    },
+    SnapshotRef: {
+      type: 'object',
+      description: "The call's execution snapshot in the server's store; `error` says when it could not be written.",
+      required: ['id'],
+      properties: { id: { type: 'string' }, error: { type: 'string' } },
+    },
+    ExecuteRequest: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['tool', 'input'],
+      properties: {
+        tool: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 256,
+          description: "A tool name, optionally with a semver range: 'diff-summary' or 'diff-summary@^1'.",
+          ...(newest.length > 0 ? { examples: [newest[0]!.spec.name] } : {}),
+        },
+        input: { description: "The tool's input, checked against its input_schema." },
+        timeout_ms: { type: 'integer', minimum: 1, description: TIMEOUT_DESCRIPTION },
+      },
+    },
+    ExecuteResult: resultSchema({}, 'The result envelope of a call (what `corral.invoke` returns).'),
+    ToolInfo: {
+      type: 'object',
+      required: ['name', 'version', 'description', 'kind', 'wasm_sha256', 'input_schema', 'resources', 'mounts', 'env'],
+      properties: {
+        name: { type: 'string' },
+        version: { type: 'string' },
+        description: { type: 'string' },
+        kind: { type: 'string', enum: ['component', 'module'] },
+        wasm_sha256: { type: 'string' },
+        input_schema: { type: ['object', 'boolean'] },
+        output_schema: { type: ['object', 'boolean'] },
+        resources: { type: 'object' },
+        mounts: { type: 'array', items: { type: 'object' } },
+        env: { type: 'array', items: { type: 'string' } },
+      },
+    },
+    ToolList: {
+      type: 'object',
+      required: ['tools'],
+      properties: { tools: { type: 'array', items: ref('ToolInfo') } },
+    },
+    Health: {
+      type: 'object',
+      required: ['status'],
+      properties: { status: { type: 'string', enum: ['ok', 'draining'] } },
+    },
+  };
+  for (const tool of newest) {
+    const p = names.get(tool.spec.name)!;
+    const max = tool.spec.resources?.timeout_ms ?? specDefaults.resources.timeout_ms;
+    schemas[`${p}Input`] = embedSchema(tool.spec.input_schema, `#/components/schemas/${p}Input`);
+    schemas[`${p}Output`] = embedSchema(tool.spec.output_schema ?? true, `#/components/schemas/${p}Output`);
+    schemas[`${p}Request`] = {
+      type: 'object',
+      additionalProperties: false,
+      required: ['input'],
+      properties: {
+        input: ref(`${p}Input`),
+        timeout_ms: { type: 'integer', minimum: 1, maximum: max, description: TIMEOUT_DESCRIPTION },
+      },
+    };
+    schemas[`${p}Result`] = resultSchema(ref(`${p}Output`), `The result envelope of a ${tool.spec.name} call.`);
+  }
+
+  const errorResponse = (description: string, headers?: Json) => ({
+    description,
+    ...(headers ? { headers } : {}),
+    content: json(ref('ErrorResponse')),
+  });
+  const responses: Json = {
+    BadRequest: errorResponse(
+      'The request body is not JSON, not UTF-8, or not the documented object (unknown key, wrong type, timeout_ms out of range): E_INPUT_VALIDATION, with details.problems as { path, message }.',
+    ),
+    Unauthorized: errorResponse('No bearer token, or the wrong one: E_UNAUTHORIZED.', {
+      'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="corral"' },
+    }),
+    Forbidden: errorResponse(
+      "The Host header names none of the server's own names (DNS-rebinding protection on a loopback server): E_FORBIDDEN.",
+    ),
+    PayloadTooLarge: errorResponse(
+      `The body is larger than ${options.maxBodyBytes} bytes (--max-body-mb): E_INPUT_VALIDATION with details.reason "body_too_large".`,
+    ),
+    UnsupportedMediaType: errorResponse('The body is not declared as application/json (UTF-8): E_INPUT_VALIDATION.'),
+    ServiceUnavailable: {
+      description:
+        'Busy or shutting down; retry after Retry-After seconds. E_RESOURCE_EXHAUSTED (details.resource "http_concurrency", or "queue" as a call result), E_CLOSED, or E_CANCELLED for a call stopped by shutdown.',
+      headers: { 'Retry-After': { schema: { type: 'integer' } } },
+      content: json({ oneOf: [ref('ErrorResponse'), ref('ExecuteResult')] }),
+    },
+  };
+
+  const common = (): Json => ({
+    ...(options.auth ? { 401: responseRef('Unauthorized') } : {}),
+    ...(options.hostCheck ? { 403: responseRef('Forbidden') } : {}),
+  });
+  const executeResponses = (result: string): Json => ({
+    200: {
+      description:
+        "The call ran. `ok` says whether the tool succeeded; a tool that failed inside its sandbox (E_UNEXPECTED_EXIT, E_RESOURCE_EXHAUSTED at its own memory, time, disk or output limit, E_NETWORK_BLOCKED) is still 200, with ok false and the classified error. The call is recorded in the server's snapshot store (`snapshot.id`).",
+      content: json(ref(result)),
+    },
+    400: responseRef('BadRequest'),
+    ...common(),
+    404: { description: 'No tool with that name, or no version in the range: E_TOOL_NOT_FOUND (recorded).', content: json(ref(result)) },
+    413: responseRef('PayloadTooLarge'),
+    415: responseRef('UnsupportedMediaType'),
+    422: { description: "The input does not match the tool's input_schema: E_INPUT_VALIDATION (recorded).", content: json(ref(result)) },
+    500: {
+      description: 'The server could not run the tool (a tool whose schema cannot be compiled, an internal error).',
+      content: json({ oneOf: [ref('ErrorResponse'), ref(result)] }),
+    },
+    503: responseRef('ServiceUnavailable'),
+  });
+
+  const paths: Json = {
+    '/execute': {
+      post: {
+        operationId: 'execute',
+        summary: 'Run any registered tool',
+        description:
+          'Runs the tool named in the body on `input`, in a sandbox worker, and returns the result envelope. For typed inputs and outputs, use the per-tool operations (`POST /execute/{name}`).',
+        tags: ['execute'],
+        requestBody: { required: true, content: json(ref('ExecuteRequest')) },
+        responses: executeResponses('ExecuteResult'),
+      },
+    },
+  };
+  for (const tool of newest) {
+    const p = names.get(tool.spec.name)!;
+    paths[`/execute/${tool.spec.name}`] = {
+      post: {
+        operationId: `execute${p}`,
+        summary: summaryOf(tool.spec.description, `Run ${tool.spec.name}`),
+        description: `${tool.spec.description ?? `Runs ${tool.spec.name}.`}\n\nRuns the newest registered version (${tool.spec.version} when this document was generated).`,
+        tags: ['tools'],
+        'x-corral-tool': { name: tool.spec.name, version: tool.spec.version, wasm_sha256: tool.wasmSha256 },
+        requestBody: { required: true, content: json(ref(`${p}Request`)) },
+        responses: executeResponses(`${p}Result`),
+      },
+    };
+  }
+  paths['/tools'] = {
+    get: {
+      operationId: 'listTools',
+      summary: 'List the registered tools',
+      description: 'Every registered tool and version (name ascending, newest version first), with its schemas and limits.',
+      tags: ['meta'],
+      responses: { 200: { description: 'The tools.', content: json(ref('ToolList')) }, ...common() },
+    },
+  };
+  paths['/openapi.json'] = {
+    get: {
+      operationId: 'getOpenApi',
+      summary: 'This document',
+      description: 'Generated from the tools registered when it is requested.',
+      tags: ['meta'],
+      responses: { 200: { description: 'An OpenAPI 3.1 document.', content: json({ type: 'object' }) }, ...common() },
+    },
+  };
+  paths['/healthz'] = {
+    get: {
+      operationId: 'health',
+      summary: 'Liveness',
+      description: 'Never needs a token. 503 while the server is shutting down.',
+      tags: ['meta'],
+      security: [],
+      responses: {
+        200: { description: 'Serving.', content: json(ref('Health')) },
+        ...(options.hostCheck ? { 403: responseRef('Forbidden') } : {}),
+        503: { description: 'Shutting down.', content: json(ref('Health')) },
+      },
+    },
+  };
+  paths['/metrics'] = {
+    get: {
+      operationId: 'metrics',
+      summary: 'Prometheus metrics',
+      description:
+        'Calls by tool and outcome, errors by code, call latency, queue depth, running calls, workers and worker restarts, HTTP requests, process metrics.',
+      tags: ['meta'],
+      responses: {
+        200: { description: 'Prometheus text exposition format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        ...common(),
+      },
+    },
+  };
+  if (options.mcp) {
+    paths['/mcp'] = {
+      post: {
+        operationId: 'mcp',
+        summary: 'MCP (Streamable HTTP)',
+        description: 'The Model Context Protocol endpoint: JSON-RPC messages over Streamable HTTP, as the MCP specification defines.',
+        tags: ['mcp'],
+        requestBody: { required: true, content: json({ type: 'object' }) },
+        responses: { 200: { description: 'A JSON-RPC response, or an SSE stream of them.' }, ...common() },
+      },
+    };
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Corral HTTP API',
+      version: options.version,
+      description: `Run sandboxed WASI tools over HTTP. Every call is validated against the tool's contract, runs in a sandbox worker, and is recorded in the server's snapshot store.\n\n${statusTable}`,
+    },
+    ...(options.auth ? { security: [{ bearerAuth: [] }] } : {}),
+    tags: [
+      { name: 'execute', description: 'Run a tool by name' },
+      { name: 'tools', description: 'One typed operation per registered tool' },
+      { name: 'meta', description: 'Tools, this document, health, metrics' },
+      ...(options.mcp ? [{ name: 'mcp', description: 'Model Context Protocol' }] : []),
+    ],
+    paths,
+    components: {
+      schemas,
+      responses,
+      ...(options.auth ? { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } } : {}),
+    },
+  };
+}

@@ -1,0 +1,112 @@
+// An MCP client (the official SDK's) with roots it can change, and the files the MCP tests share.
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ListRootsRequestSchema, ToolListChangedNotificationSchema, type Root } from '@modelcontextprotocol/sdk/types.js';
+
+export const ROOT = new URL('../..', import.meta.url).pathname;
+export const CLI = join(ROOT, 'packages/node/bin/corral.js');
+export const FIXTURE_TOOLS = join(ROOT, 'test/fixtures/tools');
+export const BUNDLED_SPECS = ['diff-summary', 'file-stats'].map(
+  (name) => JSON.parse(readFileSync(join(ROOT, 'wasm-tools', name, 'tool-spec.json'), 'utf8')) as Record<string, unknown>,
+);
+export const EXAMPLE_DIFF = JSON.parse(readFileSync(join(ROOT, 'wasm-tools/diff-summary/examples/example.diff.json'), 'utf8')) as {
+  diff: string;
+};
+
+export interface TestClient {
+  client: Client;
+  /** Resolves on the next notifications/tools/list_changed. */
+  nextToolsChanged(timeoutMs?: number): Promise<void>;
+  /** Replace the client's roots and tell the server (roots/list_changed). */
+  setRoots(roots: Root[]): Promise<void>;
+  /** How many roots/list requests the server sent. */
+  rootsAsked(): number;
+}
+
+/**
+ * Connect the SDK's Client over `transport`. With `roots` it declares the
+ * roots capability (listChanged) and answers roots/list with them; without,
+ * it declares no roots at all.
+ */
+export async function connectClient(transport: Transport, roots?: Root[]): Promise<TestClient> {
+  const client = new Client({ name: 'corral-test', version: '1.0.0' }, { capabilities: roots ? { roots: { listChanged: true } } : {} });
+  let current = roots ?? [];
+  let asked = 0;
+  if (roots) {
+    client.setRequestHandler(ListRootsRequestSchema, async () => {
+      asked++;
+      return { roots: current };
+    });
+  }
+  let waiters: Array<() => void> = [];
+  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    const ready = waiters;
+    waiters = [];
+    for (const w of ready) w();
+  });
+  await client.connect(transport);
+  return {
+    client,
+    nextToolsChanged(timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no notifications/tools/list_changed')), timeoutMs);
+        waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+    async setRoots(next) {
+      current = next;
+      await client.sendRootsListChanged();
+    },
+    rootsAsked: () => asked,
+  };
+}
+
+export interface Workspace {
+  dir: string;
+  /** The client's root: a.txt, sub/b.txt, and `link`, a symlink to `outside`. */
+  root: string;
+  /** A folder next to the root, never shared: secret.txt. */
+  outside: string;
+  /** An empty folder the server watches for tools. */
+  tools: string;
+  store: string;
+  uri(path: string): string;
+  cleanup(): void;
+}
+
+export function makeWorkspace(): Workspace {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-mcp-'));
+  const root = join(dir, 'root');
+  const outside = join(dir, 'outside');
+  const tools = join(dir, 'tools');
+  mkdirSync(join(root, 'sub'), { recursive: true });
+  mkdirSync(outside);
+  mkdirSync(tools);
+  writeFileSync(join(root, 'a.txt'), 'hello world\n');
+  writeFileSync(join(root, 'sub', 'b.txt'), 'one two three\n');
+  writeFileSync(join(outside, 'secret.txt'), 'do not read\n');
+  symlinkSync(outside, join(root, 'link'));
+  return {
+    dir,
+    root,
+    outside,
+    tools,
+    store: join(dir, 'snapshots.db'),
+    uri: (path) => pathToFileURL(path).href,
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** Copy a fixture tool's folder into `dest` the way a user would (cp -r). */
+export function copyFixtureTool(name: string, dest: string): string {
+  const target = join(dest, name);
+  cpSync(join(FIXTURE_TOOLS, name), target, { recursive: true });
+  return target;
+}

@@ -1,0 +1,121 @@
+// `corral mcp` as a real subprocess, with the official SDK client as the peer over stdio.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { SqliteStore } from '@corral/node';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CLI, EXAMPLE_DIFF, ROOT, connectClient, makeWorkspace } from './helpers.js';
+import { mcpScenarios } from './scenarios.js';
+
+/** The environment the server runs with: this one (the test run's own store and cache), minus nothing. */
+const env = () => Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
+
+mcpScenarios('corral mcp over stdio', async () => {
+  const workspace = makeWorkspace();
+  const transports: StdioClientTransport[] = [];
+  return {
+    workspace,
+    async connect(roots) {
+      // Every stdio client starts its own server, as MCP clients do.
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store],
+        cwd: ROOT,
+        env: env(),
+        stderr: 'pipe',
+      });
+      transports.push(transport);
+      return connectClient(
+        transport,
+        roots?.map((path) => ({ uri: workspace.uri(path) })),
+      );
+    },
+    async snapshot(id) {
+      const store = await SqliteStore.open(workspace.store, { readonly: true });
+      try {
+        return await store.getExecution(id);
+      } finally {
+        await store.close();
+      }
+    },
+    async close() {
+      await Promise.all(transports.map((t) => t.close()));
+    },
+  };
+});
+
+describe('corral mcp on stdio', () => {
+  it('writes nothing but JSON-RPC on stdout, logs on stderr, and exits 0 when the client closes stdin', async () => {
+    const workspace = makeWorkspace();
+    try {
+      const child = spawn(process.execPath, [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store], {
+        cwd: ROOT,
+        env: process.env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+      const responses = (n: number) =>
+        new Promise<void>((resolve) => {
+          const check = () => (stdout.split('\n').filter((l) => l.includes('"id"')).length >= n ? resolve() : setTimeout(check, 20));
+          check();
+        });
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      });
+      await responses(1);
+      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+      send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
+      send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'diff-summary', arguments: { diff: 5 } } });
+      send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'nope' } });
+      // A tool that writes to its own stdout: that must stay inside the sandbox.
+      send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'diff-summary', arguments: { diff: 'not a diff at all' } } });
+      await responses(6);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.stdin.end();
+      expect(await exited).toBe(0);
+
+      const lines = stdout.split('\n');
+      expect(lines.pop()).toBe(''); // every message ends with a newline
+      const messages = lines.map((line) => JSON.parse(line) as { jsonrpc: string; id?: number; result?: unknown; error?: unknown });
+      for (const m of messages) expect(m.jsonrpc).toBe('2.0');
+      // Calls run concurrently, so answers come in any order.
+      expect(messages.map((m) => m.id).sort()).toEqual([1, 2, 3, 4, 5, 6]);
+      const answer = (id: number) => messages.find((m) => m.id === id);
+      expect(answer(3)).toMatchObject({ result: { structuredContent: { totals: { files: 3 } } } });
+      expect(answer(4)).toMatchObject({ result: { isError: true } });
+      expect(answer(5)).toMatchObject({ error: { code: -32602 } });
+      expect(answer(6)).toMatchObject({ result: { isError: true, content: [{ text: expect.stringMatching(/^E_UNEXPECTED_EXIT/) }] } });
+      expect(stderr).toMatch(/^corral mcp: serving \d+ tool\(s\) over stdio$/m);
+      expect(existsSync(workspace.store)).toBe(true);
+    } finally {
+      workspace.cleanup();
+    }
+  });
+
+  it('--help and misuse do not start a server', async () => {
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, 'mcp', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d));
+        child.stderr.on('data', (d: Buffer) => (stderr += d));
+        child.once('exit', (code) => resolve({ code, stdout, stderr }));
+      });
+    const help = await run(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^corral mcp \[--tools DIR\]/);
+    const bad = await run(['--store', 'x.db', '--no-store']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--store PATH or --no-store/);
+    expect((await run(['--frob'])).code).toBe(2);
+  });
+});
