@@ -6,7 +6,7 @@
  * same suite against IndexedDB in Chromium.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DecisionSnapshot, ExecutionIntent, ExecutionOutcome, SnapshotRecord, Store } from '@corral/core';
+import type { ApprovalRecord, AuditEvent, DecisionSnapshot, ExecutionIntent, ExecutionOutcome, SnapshotRecord, Store } from '@corral/core';
 
 export interface StoreHarness {
   store: Store;
@@ -78,6 +78,46 @@ const NO_OUTCOME = {
   duration_ms: null,
   peak_memory_bytes: null,
 };
+
+export function auditEvent(over: Partial<AuditEvent> = {}): AuditEvent {
+  return {
+    id: uid('audit'),
+    time_ns: at(0),
+    action: 'grant',
+    actor: 'ada',
+    tool: 'file-stats',
+    approval_id: null,
+    detail: { mount: '/workspace', folder: '/home/ada/src', access: 'read', note: 'ünïcode\n' },
+    ...over,
+  };
+}
+
+export function approval(over: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return {
+    id: uid('appr'),
+    tool: 'file-stats',
+    version: '1.0.0',
+    input_sha256: 'e'.repeat(64),
+    input_json: '{"path":"/workspace"}',
+    bindings: { '/workspace': { folder: '/home/ada/src' }, '/out': { folder: '/tmp/out', access: 'read-write' } },
+    caller: { kind: 'mcp', id: 'claude', roots: ['/home/ada'] },
+    folders: [{ guest: '/workspace', folder: '/home/ada/src', access: 'read' }],
+    requested_by: 'mcp:claude',
+    requested_ns: at(0),
+    expires_ns: at(86_400_000_000_000),
+    max_scope: 'tool',
+    status: 'pending',
+    scope: null,
+    decided_by: null,
+    decided_ns: null,
+    comment: null,
+    claimed_ns: null,
+    execution_id: null,
+    revoked_by: null,
+    revoked_ns: null,
+    ...over,
+  };
+}
 
 async function collect(iterable: AsyncIterable<SnapshotRecord>): Promise<SnapshotRecord[]> {
   const out: SnapshotRecord[] = [];
@@ -303,6 +343,109 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       await expect(store.beginExecution(intent())).rejects.toMatchObject({ code: 'E_STORE' });
       await expect(store.getExecution(i.id)).rejects.toMatchObject({ code: 'E_STORE' });
       await store.close(); // twice is fine
+    });
+
+    it('records the audit trail exactly and lists it newest first, filtered', async () => {
+      const { store } = await open();
+      const a = auditEvent({ time_ns: at(1) });
+      const b = auditEvent({
+        time_ns: at(2),
+        action: 'deny',
+        actor: 'mcp:claude',
+        tool: 'diff-summary',
+        detail: { reason: 'not_granted' },
+      });
+      const c = auditEvent({ time_ns: at(3), action: 'approve', tool: null, approval_id: 'appr-1', detail: {} });
+      for (const e of [b, a, c]) await store.recordAudit(e);
+      expect(await store.listAudit()).toEqual([c, b, a]);
+      expect(await store.listAudit({ tool: 'diff-summary' })).toEqual([b]);
+      expect(await store.listAudit({ action: 'approve' })).toEqual([c]);
+      expect(await store.listAudit({ approvalId: 'appr-1' })).toEqual([c]);
+      expect(await store.listAudit({ since: at(2) })).toEqual([c, b]);
+      expect(await store.listAudit({ limit: 1 })).toEqual([c]);
+      await expect(store.recordAudit({ ...a, actor: 'other' })).rejects.toMatchObject({ code: 'E_STORE', message: /already exists/ });
+      expect((await store.listAudit({ action: 'grant' }))[0]?.actor).toBe('ada');
+    });
+
+    it('refuses audit events and approvals that are not well formed, writing nothing', async () => {
+      const { store } = await open();
+      const bad: unknown[] = [
+        { ...auditEvent(), action: 'launch' },
+        { ...auditEvent(), actor: '' },
+        { ...auditEvent(), time_ns: '1e9' },
+        { ...auditEvent(), detail: { big: 'x'.repeat(70_000) } },
+        { ...auditEvent(), detail: [1, 2] },
+      ];
+      for (const e of bad) await expect(store.recordAudit(e as AuditEvent)).rejects.toMatchObject({ code: 'E_STORE' });
+      const badApprovals: unknown[] = [
+        { ...approval(), status: 'maybe' },
+        { ...approval(), input_sha256: 'nope' },
+        { ...approval(), bindings: { workspace: { folder: '/x' } } },
+        { ...approval(), folders: [{ guest: '/workspace', folder: 'relative', access: 'read' }] },
+      ];
+      for (const a of badApprovals) await expect(store.createApproval(a as ApprovalRecord)).rejects.toMatchObject({ code: 'E_STORE' });
+      expect(await store.listAudit()).toEqual([]);
+      expect(await store.listApprovals()).toEqual([]);
+    });
+
+    it('keeps approvals exactly, lists them newest first by status and tool, and refuses a duplicate', async () => {
+      const { store } = await open();
+      const p = approval({ requested_ns: at(1) });
+      const q = approval({ requested_ns: at(2), tool: 'diff-summary', bindings: {}, folders: [], caller: {} });
+      await store.createApproval(p);
+      await store.createApproval(q);
+      expect(await store.getApproval(p.id)).toEqual(p);
+      expect(await store.getApproval('no-such-id')).toBeNull();
+      expect(await store.listApprovals()).toEqual([q, p]);
+      expect(await store.listApprovals({ tool: 'file-stats' })).toEqual([p]);
+      expect(await store.listApprovals({ status: ['approved'] })).toEqual([]);
+      expect(await store.listApprovals({ status: ['pending', 'approved'], limit: 1 })).toEqual([q]);
+      await expect(store.createApproval({ ...p, tool: 'other' })).rejects.toMatchObject({ code: 'E_STORE' });
+      expect((await store.getApproval(p.id))?.tool).toBe('file-stats');
+    });
+
+    it('changes an approval only from the statuses given, once, and refuses an unknown id', async () => {
+      const { store } = await open();
+      const p = approval();
+      await store.createApproval(p);
+      const decided = {
+        status: 'approved' as const,
+        scope: 'folder' as const,
+        decided_by: 'ada',
+        decided_ns: at(10),
+        comment: 'ok “fine”',
+      };
+      // Two racing decisions: exactly one wins.
+      const [first, second] = await Promise.all([
+        store.updateApproval(p.id, ['pending'], decided),
+        store.updateApproval(p.id, ['pending'], { status: 'rejected', decided_by: 'bob', decided_ns: at(11) }),
+      ]);
+      expect([first, second].filter((r) => r !== null)).toHaveLength(1);
+      const now = await store.getApproval(p.id);
+      expect(now).toEqual(first ?? second);
+      if (now?.status === 'approved') expect(now).toEqual({ ...p, ...decided });
+      expect(await store.updateApproval(p.id, ['pending'], { status: 'approved' })).toBeNull();
+      await expect(store.updateApproval('no-such-id', ['pending'], { status: 'approved' })).rejects.toMatchObject({ code: 'E_STORE' });
+      await expect(store.updateApproval(p.id, ['approved', 'rejected'], { tool: 'other' } as never)).rejects.toMatchObject({
+        code: 'E_STORE',
+      });
+      expect((await store.getApproval(p.id))?.tool).toBe('file-stats');
+    });
+
+    it('keeps audit events and approvals across a reopen, outside export and prune', async (ctx) => {
+      const h = await open();
+      if (!h.reopen) return ctx.skip();
+      const e = auditEvent();
+      const p = approval();
+      await h.store.recordAudit(e);
+      await h.store.createApproval(p);
+      await h.store.updateApproval(p.id, ['pending'], { status: 'approved', scope: 'once', decided_by: 'ada', decided_ns: at(5) });
+      const store = await h.reopen();
+      expect(await store.listAudit()).toEqual([e]);
+      expect(await store.getApproval(p.id)).toMatchObject({ status: 'approved', decided_by: 'ada' });
+      expect(await collect(store.export())).toEqual([]);
+      await store.prune({ keep: 0 });
+      expect(await store.listAudit()).toEqual([e]);
     });
 
     it('keeps everything acknowledged across a reopen, and a write still in flight at close', async (ctx) => {

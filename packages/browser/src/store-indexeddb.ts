@@ -16,8 +16,15 @@
  */
 import { openDB, type DBSchema, type IDBPDatabase, type IDBPTransaction } from 'idb';
 import {
+  approvalPatch,
+  approvalRecord,
+  auditEvent,
+  checkApprovalFilter,
+  checkAuditFilter,
   checkPruneOptions,
   decisionSnapshot,
+  matchesApprovalFilter,
+  matchesAuditFilter,
   executionSnapshot,
   matchesFilter,
   NO_OUTCOME,
@@ -26,6 +33,12 @@ import {
 } from '@corral/core/store-kit';
 import {
   CorralError,
+  type ApprovalFilter,
+  type ApprovalPatch,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type AuditEvent,
+  type AuditFilter,
   type DecisionSnapshot,
   type ExecutionFilter,
   type ExecutionIntent,
@@ -38,7 +51,7 @@ import {
 } from '@corral/core';
 
 /** The schema this code writes: IndexedDB's version number. A database from a newer Corral is refused. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 /** Kept in the `meta` store under 'format', to tell a Corral database from another app's of the same name. */
 const FORMAT = 'corral-snapshots';
 
@@ -48,6 +61,8 @@ const SORT_WIDTH = 32;
 
 type DecisionRow = DecisionSnapshot & { t: SortKey };
 type ExecutionRow = ExecutionSnapshot & { t: SortKey };
+type AuditRow = AuditEvent & { t: SortKey };
+type ApprovalRow = ApprovalRecord & { t: SortKey };
 
 interface Schema extends DBSchema {
   meta: { key: string; value: string };
@@ -58,10 +73,13 @@ interface Schema extends DBSchema {
     // Rows whose decision_id is null are left out of by_decision (a null is not a valid key).
     indexes: { by_time: [SortKey, string]; by_tool: [string, SortKey, string]; by_decision: [string, SortKey, string] };
   };
+  // Schema version 2: the policy's audit trail (by time) and approvals (by request time).
+  audit: { key: string; value: AuditRow; indexes: { by_time: [SortKey, string] } };
+  approvals: { key: string; value: ApprovalRow; indexes: { by_time: [SortKey, string] } };
 }
 
 type Db = IDBPDatabase<Schema>;
-type UpgradeTx = IDBPTransaction<Schema, ('meta' | 'decisions' | 'executions')[], 'versionchange'>;
+type UpgradeTx = IDBPTransaction<Schema, ('meta' | 'decisions' | 'executions' | 'audit' | 'approvals')[], 'versionchange'>;
 
 /** Migration N takes a database from version N to N+1. Append, never edit. */
 const MIGRATIONS: ((db: Db, tx: UpgradeTx) => void)[] = [
@@ -73,6 +91,10 @@ const MIGRATIONS: ((db: Db, tx: UpgradeTx) => void)[] = [
     executions.createIndex('by_time', ['t', 'id']);
     executions.createIndex('by_tool', ['tool', 't', 'id']);
     executions.createIndex('by_decision', ['decision_id', 't', 'id']);
+  },
+  (db) => {
+    db.createObjectStore('audit', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+    db.createObjectStore('approvals', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
   },
 ];
 
@@ -134,6 +156,8 @@ export class IndexedDbStore implements Store {
           // An older database that is not ours: leave it exactly as it was.
           if (oldVersion > 0 && !db.objectStoreNames.contains('meta')) {
             foreign = [...db.objectStoreNames];
+            // idb's promise for this transaction rejects with AbortError: expected here, not an unhandled rejection.
+            tx.done.catch(() => undefined);
             return tx.abort();
           }
           for (let v = oldVersion; v < SCHEMA_VERSION; v++) MIGRATIONS[v]!(db, tx);
@@ -241,6 +265,80 @@ export class IndexedDbStore implements Store {
     return records;
   }
 
+  async recordAudit(event: AuditEvent): Promise<void> {
+    const e = auditEvent(event, this.location);
+    const t = sortKey(e.time_ns);
+    await this.#transact('audit', async (tx) => {
+      const store = tx.objectStore('audit');
+      if ((await store.getKey(e.id)) !== undefined) return `an audit event with id ${e.id} already exists`;
+      quiet(store.add({ ...e, t }));
+      return undefined;
+    });
+  }
+
+  async listAudit(filter: AuditFilter = {}): Promise<AuditEvent[]> {
+    checkAuditFilter(filter, this.location);
+    const limit = filter.limit ?? Infinity;
+    return this.#read(async () => {
+      const since = filter.since === undefined ? sortKey(0n) : sortKey(filter.since, true);
+      const index = this.#db.transaction('audit').store.index('by_time');
+      const found: AuditEvent[] = [];
+      const range = IDBKeyRange.bound([since], [[]]);
+      for (let cursor = await index.openCursor(range, 'prev'); cursor && found.length < limit; cursor = await cursor.continue()) {
+        const e = auditEvent(withoutSortKey(cursor.value), this.location, 'holds a damaged audit event');
+        if (matchesAuditFilter(e, filter)) found.push(e);
+      }
+      return found;
+    });
+  }
+
+  async createApproval(approval: ApprovalRecord): Promise<void> {
+    const a = approvalRecord(approval, this.location);
+    const t = sortKey(a.requested_ns);
+    await this.#transact('approvals', async (tx) => {
+      const store = tx.objectStore('approvals');
+      if ((await store.getKey(a.id)) !== undefined) return `an approval with id ${a.id} already exists`;
+      quiet(store.add({ ...a, t }));
+      return undefined;
+    });
+  }
+
+  async getApproval(id: string): Promise<ApprovalRecord | null> {
+    const row = await this.#read(() => this.#db.get('approvals', id));
+    return row ? approvalRecord(withoutSortKey(row), this.location, 'holds a damaged approval') : null;
+  }
+
+  async listApprovals(filter: ApprovalFilter = {}): Promise<ApprovalRecord[]> {
+    checkApprovalFilter(filter, this.location);
+    const limit = filter.limit ?? Infinity;
+    return this.#read(async () => {
+      const index = this.#db.transaction('approvals').store.index('by_time');
+      const found: ApprovalRecord[] = [];
+      for (let cursor = await index.openCursor(null, 'prev'); cursor && found.length < limit; cursor = await cursor.continue()) {
+        const a = approvalRecord(withoutSortKey(cursor.value), this.location, 'holds a damaged approval');
+        if (matchesApprovalFilter(a, filter)) found.push(a);
+      }
+      return found;
+    });
+  }
+
+  async updateApproval(id: string, from: readonly ApprovalStatus[], patch: ApprovalPatch): Promise<ApprovalRecord | null> {
+    const change = approvalPatch(patch, from, this.location);
+    let updated: ApprovalRecord | null = null;
+    // One readwrite transaction: IndexedDB runs it alone against the store, across tabs too.
+    await this.#transact('approvals', async (tx) => {
+      const store = tx.objectStore('approvals');
+      const row = await store.get(id);
+      if (!row) return `no approval with id ${id}`;
+      const current = approvalRecord(withoutSortKey(row), this.location, 'holds a damaged approval');
+      if (!from.includes(current.status)) return undefined;
+      updated = approvalRecord({ ...current, ...change }, this.location);
+      quiet(store.put({ ...updated, t: row.t }));
+      return undefined;
+    });
+    return updated;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = 'is closed';
@@ -343,6 +441,42 @@ export class IndexedDbStore implements Store {
     return refusals;
   }
 
+  /**
+   * One readwrite transaction on a store of schema version 2, ordered after
+   * every write issued before it; `fn` returns why it refused (the
+   * transaction is then aborted) or undefined. Resolves once it is durable.
+   */
+  #transact<N extends 'audit' | 'approvals'>(
+    name: N,
+    fn: (tx: IDBPTransaction<Schema, N[], 'readwrite'>) => Promise<string | undefined>,
+  ): Promise<void> {
+    try {
+      this.#open();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const done = (async () => {
+      // Behind queued snapshot writes, so a caller's writes land in the order it issued them.
+      if (this.#queue.length > 0) await this.#lastWrite;
+      const tx = this.#db.transaction([name], 'readwrite', { durability: this.#durability });
+      let refusal: string | undefined;
+      try {
+        refusal = await fn(tx);
+      } catch (err) {
+        tx.abort();
+        throw err;
+      }
+      if (refusal !== undefined) {
+        tx.abort();
+        await tx.done.catch(() => undefined);
+        throw storeError(this.location, refusal);
+      }
+      await tx.done;
+    })().catch((err) => Promise.reject(this.#error(err)));
+    this.#lastWrite = Promise.all([this.#lastWrite, done.catch(() => undefined)]);
+    return done;
+  }
+
   /** Run a read after every write issued before it, so a caller reads what it wrote. */
   async #read<T>(fn: () => Promise<T>): Promise<T> {
     this.#open();
@@ -387,6 +521,12 @@ export class IndexedDbStore implements Store {
     if (this.#closed && name === 'InvalidStateError') return storeError(this.location, this.#closed);
     return storeError(this.location, describe(err), { dom_error: name, unwritable: name === 'QuotaExceededError' || undefined });
   }
+}
+
+/** A row as kept, minus its sort key. */
+function withoutSortKey<T extends { t: SortKey }>(row: T): Omit<T, 't'> {
+  const { t: _t, ...rest } = row;
+  return rest;
 }
 
 /** A request whose failure aborts its transaction: `tx.done` reports it, so its own promise is left quiet. */

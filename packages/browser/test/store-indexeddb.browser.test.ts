@@ -28,6 +28,62 @@ describeStoreConformance('IndexedDbStore in Chromium', async () => {
 });
 
 describe('IndexedDbStore', () => {
+  it('upgrades a version-1 database (no audit trail, no approvals), keeping its records', async () => {
+    const name = freshName();
+    const i = intent();
+    // What the previous Corral left: meta, decisions and executions, at version 1.
+    const v1 = await openDB(name, 1, {
+      upgrade(db, _old, _new, tx) {
+        db.createObjectStore('meta');
+        void tx.objectStore('meta').put('corral-snapshots', 'format');
+        db.createObjectStore('decisions', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+        const executions = db.createObjectStore('executions', { keyPath: 'id' });
+        executions.createIndex('by_time', ['t', 'id']);
+        executions.createIndex('by_tool', ['tool', 't', 'id']);
+        executions.createIndex('by_decision', ['decision_id', 't', 'id']);
+      },
+    });
+    const row = {
+      ...i,
+      status: 'interrupted',
+      result_ns: null,
+      exit_code: null,
+      error_code: null,
+      error_message: null,
+      stdout_sha256: null,
+      stdout_head: null,
+      stdout_tail: null,
+      stderr_head: null,
+      stderr_tail: null,
+      duration_ms: null,
+      peak_memory_bytes: null,
+    };
+    await v1.put('executions', { ...row, t: i.intent_ns.padStart(32, '0') });
+    v1.close();
+    const store = await IndexedDbStore.open(name);
+    expect(SCHEMA_VERSION).toBe(2);
+    expect(await store.getExecution(i.id)).toEqual(row);
+    await store.finishExecution(i.id, outcome());
+    expect((await store.getExecution(i.id))?.status).toBe('ok');
+    const event = {
+      id: 'a-1',
+      time_ns: i.intent_ns,
+      action: 'grant' as const,
+      actor: 'ada',
+      tool: null,
+      approval_id: null,
+      detail: { x: 1 },
+    };
+    await store.recordAudit(event);
+    expect(await store.listAudit()).toEqual([event]);
+    await store.close();
+    const raw = await openDB(name);
+    expect(raw.version).toBe(2);
+    expect([...raw.objectStoreNames].sort()).toEqual(['approvals', 'audit', 'decisions', 'executions', 'meta']);
+    raw.close();
+    await deleteDB(name);
+  });
+
   it('refuses a database of the same name that another app keeps, and leaves it alone', async () => {
     const name = freshName();
     const other = await openDB(name, 1, { upgrade: (db) => void db.createObjectStore('todos') });

@@ -23,6 +23,12 @@ export const ErrorCodes = {
   CANCELLED: 'E_CANCELLED',
   /** The runtime (its worker pool) was closed before the call could run or finish. */
   CLOSED: 'E_CLOSED',
+  /**
+   * The policy refused the call (or its approval was rejected, expired or revoked).
+   * details: PolicyDeniedDetails (packages/core/src/policy.ts): `reason`, `tool`, and
+   * what the reason is about (`mount`, `folder`, `approval_id`, `policy`).
+   */
+  POLICY_DENIED: 'E_POLICY_DENIED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -37,6 +43,7 @@ const RETRYABLE_BY_DEFAULT: Record<ErrorCode, boolean> = {
   E_STORE: false,
   E_CANCELLED: false,
   E_CLOSED: false,
+  E_POLICY_DENIED: false,
 };
 
 export interface CorralErrorJSON {

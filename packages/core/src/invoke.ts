@@ -20,6 +20,10 @@ export interface InvokeOptions {
   env?: Record<string, string>;
   /** Defaults to the spec's resources.timeout_ms. */
   timeoutMs?: number;
+  /** Lower the spec's resources.memory_mb for this call (never raise it: a larger value is refused). */
+  memoryMb?: number;
+  /** Lower the spec's resources.disk_mb for this call (never raise it: a larger value is refused). */
+  diskMb?: number;
   /** Bytes kept of each of stdout and stderr. Defaults to the runtime's default (1 MiB). */
   outputLimitBytes?: number;
   /** Extra argv after the tool name. */
@@ -240,6 +244,9 @@ export class Runtime {
     if (!(timeoutMs > 0)) throw inputError(`timeoutMs must be a positive number of milliseconds (got ${timeoutMs})`);
     if (!(outputLimitBytes > 0)) throw inputError(`outputLimitBytes must be a positive number (got ${outputLimitBytes})`);
 
+    const memoryMb = lowered(spec.name, 'memory_mb', spec.resources?.memory_mb ?? specDefaults.resources.memory_mb, opts.memoryMb, 1);
+    const diskMb = lowered(spec.name, 'disk_mb', spec.resources?.disk_mb ?? specDefaults.resources.disk_mb, opts.diskMb, 0);
+
     return {
       tool,
       stdin,
@@ -248,8 +255,8 @@ export class Runtime {
       mounts,
       timeoutMs,
       outputLimitBytes,
-      memoryLimitBytes: (spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20,
-      diskLimitBytes: (spec.resources?.disk_mb ?? specDefaults.resources.disk_mb) * 2 ** 20,
+      memoryLimitBytes: memoryMb * 2 ** 20,
+      diskLimitBytes: diskMb * 2 ** 20,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
   }
@@ -264,6 +271,20 @@ export class Runtime {
       });
     }
   }
+}
+
+/** A per-call limit that may only lower the spec's (a policy's resource override arrives this way). */
+function lowered(tool: string, field: 'memory_mb' | 'disk_mb', spec: number, asked: number | undefined, min: number): number {
+  if (asked === undefined) return spec;
+  const option = field === 'memory_mb' ? 'memoryMb' : 'diskMb';
+  if (!(Number.isInteger(asked) && asked >= min)) throw inputError(`${option} must be a whole number ≥ ${min} (got ${asked})`);
+  if (asked > spec) {
+    throw inputError(`${option} ${asked} is above ${tool}'s resources.${field} (${spec}); a call may only lower it`, {
+      [field]: spec,
+      requested: asked,
+    });
+  }
+  return asked;
 }
 
 /** A call may bind declared mounts, narrowing access but never widening it. */

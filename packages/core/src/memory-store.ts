@@ -17,11 +17,27 @@ import {
   type ExecutionIntent,
   type ExecutionOutcome,
   type ExecutionSnapshot,
+  type ApprovalFilter,
+  type ApprovalPatch,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type AuditEvent,
+  type AuditFilter,
   type Nullable,
   type PruneOptions,
   type SnapshotRecord,
   type Store,
 } from './snapshot.js';
+import {
+  approvalPatch,
+  approvalRecord,
+  auditEvent,
+  checkApprovalFilter,
+  checkAuditFilter,
+  matchesApprovalFilter,
+  matchesAuditFilter,
+  newestByTime,
+} from './policy-records.js';
 
 type Row = ExecutionIntent & Nullable<ExecutionOutcome>;
 
@@ -29,6 +45,8 @@ export class MemoryStore implements Store {
   readonly location: string;
   readonly #decisions = new Map<string, DecisionSnapshot>();
   readonly #executions = new Map<string, Row>();
+  readonly #audit = new Map<string, AuditEvent>();
+  readonly #approvals = new Map<string, ApprovalRecord>();
   #closed = false;
 
   constructor(location = 'memory') {
@@ -94,6 +112,51 @@ export class MemoryStore implements Store {
     for (const id of gone.executions) this.#executions.delete(id);
     for (const id of gone.decisions) this.#decisions.delete(id);
     return records;
+  }
+
+  async recordAudit(event: AuditEvent): Promise<void> {
+    this.#open();
+    const e = auditEvent(event, this.location);
+    if (this.#audit.has(e.id)) throw storeError(this.location, `an audit event with id ${e.id} already exists`);
+    this.#audit.set(e.id, e);
+  }
+
+  async listAudit(filter: AuditFilter = {}): Promise<AuditEvent[]> {
+    this.#open();
+    checkAuditFilter(filter, this.location);
+    const found = [...this.#audit.values()].filter((e) => matchesAuditFilter(e, filter)).sort(newestByTime((e) => e.time_ns));
+    return (filter.limit === undefined ? found : found.slice(0, filter.limit)).map((e) => auditEvent(e, this.location));
+  }
+
+  async createApproval(approval: ApprovalRecord): Promise<void> {
+    this.#open();
+    const a = approvalRecord(approval, this.location);
+    if (this.#approvals.has(a.id)) throw storeError(this.location, `an approval with id ${a.id} already exists`);
+    this.#approvals.set(a.id, a);
+  }
+
+  async getApproval(id: string): Promise<ApprovalRecord | null> {
+    this.#open();
+    const a = this.#approvals.get(id);
+    return a ? approvalRecord(a, this.location) : null;
+  }
+
+  async listApprovals(filter: ApprovalFilter = {}): Promise<ApprovalRecord[]> {
+    this.#open();
+    checkApprovalFilter(filter, this.location);
+    const found = [...this.#approvals.values()].filter((a) => matchesApprovalFilter(a, filter)).sort(newestByTime((a) => a.requested_ns));
+    return (filter.limit === undefined ? found : found.slice(0, filter.limit)).map((a) => approvalRecord(a, this.location));
+  }
+
+  async updateApproval(id: string, from: readonly ApprovalStatus[], patch: ApprovalPatch): Promise<ApprovalRecord | null> {
+    this.#open();
+    const change = approvalPatch(patch, from, this.location);
+    const a = this.#approvals.get(id);
+    if (!a) throw storeError(this.location, `no approval with id ${id}`);
+    if (!from.includes(a.status)) return null;
+    const next = approvalRecord({ ...a, ...change }, this.location);
+    this.#approvals.set(id, next);
+    return approvalRecord(next, this.location);
   }
 
   async close(): Promise<void> {

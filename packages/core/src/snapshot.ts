@@ -97,6 +97,121 @@ export interface PruneOptions {
 }
 
 /**
+ * What the audit trail records: changes to the policy, calls it refused, and
+ * every step of an approval.
+ */
+export type AuditAction =
+  /** `corral policy grant` changed the policy file. */
+  | 'grant'
+  /** `corral policy revoke` changed the policy file. */
+  | 'revoke'
+  /** The policy refused a call. */
+  | 'deny'
+  /** A call waits for a person's approval. */
+  | 'approval_requested'
+  | 'approve'
+  | 'reject'
+  /** A remembered (scoped) approval, or an approved call not yet run, was withdrawn. */
+  | 'approval_revoked';
+
+/** One entry of the audit trail: who did what, when. */
+export interface AuditEvent {
+  id: string;
+  time_ns: Nanos;
+  action: AuditAction;
+  /**
+   * Who: the person (`--by`, else the OS user) for grants, revocations and
+   * approval decisions; the caller's identity for denials and requests.
+   */
+  actor: string;
+  tool: string | null;
+  approval_id: string | null;
+  /** What: the grant, the reason for a denial, the folders asked for. A JSON object, at most 64 KiB as JSON. */
+  detail: Record<string, unknown>;
+}
+
+export interface AuditFilter {
+  /** Only events at or after this time. */
+  since?: Nanos | bigint;
+  tool?: string;
+  action?: AuditAction;
+  approvalId?: string;
+  /** At most this many, newest first. */
+  limit?: number;
+}
+
+/**
+ * pending → approved | rejected | expired (nobody decided before
+ * `expires_ns`); approved → claimed (a host took it to run) → done (it ran,
+ * or the policy refused it by then); approved, claimed or done → revoked (a
+ * person withdrew it: an approved call that has not run never will, and a
+ * scoped approval stops covering later calls).
+ */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'claimed' | 'done' | 'revoked';
+
+/**
+ * How far an approval reaches: `once` this call only; `folder` later calls
+ * of this tool version that see only folders inside the ones this call saw;
+ * `tool` every later call of this tool version the policy allows.
+ */
+export type ApprovalScope = 'once' | 'folder' | 'tool';
+
+/** A host folder a call would see: the guest mount, the real path, the access. */
+export interface FolderUse {
+  guest: string;
+  folder: string;
+  access: 'read' | 'read-write';
+}
+
+/** One call waiting for (or given) a person's approval, kept so it survives a restart. */
+export interface ApprovalRecord {
+  id: string;
+  tool: string;
+  version: string;
+  /** SHA-256 of the input's JSON text, as the tool would receive it. */
+  input_sha256: string;
+  /** The input's JSON text (at most 4 MiB), so the call can run after a restart. */
+  input_json: string;
+  /** The mounts the caller asked for: guest → host folder (and access), as given. */
+  bindings: Record<string, { folder: string; access?: 'read' | 'read-write' }>;
+  /** Who asked, as the host described the caller (kind, id, roots). */
+  caller: Record<string, unknown>;
+  /** The folders the call would see (real paths): what a `folder` scope remembers. */
+  folders: FolderUse[];
+  requested_by: string;
+  requested_ns: Nanos;
+  expires_ns: Nanos;
+  /** The widest scope the policy lets an approver give. */
+  max_scope: ApprovalScope;
+  status: ApprovalStatus;
+  scope: ApprovalScope | null;
+  decided_by: string | null;
+  decided_ns: Nanos | null;
+  comment: string | null;
+  claimed_ns: Nanos | null;
+  /** The execution snapshot of the approved call, once it ran. */
+  execution_id: string | null;
+  revoked_by: string | null;
+  revoked_ns: Nanos | null;
+}
+
+/** The fields of an approval that change after it is created. */
+export type ApprovalPatch = Partial<
+  Pick<
+    ApprovalRecord,
+    'status' | 'scope' | 'decided_by' | 'decided_ns' | 'comment' | 'claimed_ns' | 'execution_id' | 'revoked_by' | 'revoked_ns'
+  >
+>;
+
+export interface ApprovalFilter {
+  /** Only approvals in one of these states. */
+  status?: ApprovalStatus[];
+  tool?: string;
+  /** At most this many, newest first (by request time, then id). */
+  limit?: number;
+}
+
+/**
  * Where snapshots live. Every write resolves only once it is durable, and
  * rejects with a CorralError E_STORE when it cannot be made so. Reads
  * return copies. Adapters share one conformance suite (test/store-conformance.ts).
@@ -118,8 +233,22 @@ export interface Store {
   getDecision(id: string): Promise<DecisionSnapshot | null>;
   listExecutions(filter?: ExecutionFilter): Promise<ExecutionSnapshot[]>;
   export(): AsyncIterable<SnapshotRecord>;
-  /** Removes what the options select and returns it. */
+  /** Removes what the options select and returns it. Audit events and approvals are not pruned. */
   prune(options: PruneOptions): Promise<SnapshotRecord[]>;
+  /** Append to the audit trail. Refuses an id that exists. */
+  recordAudit(event: AuditEvent): Promise<void>;
+  /** Audit events, newest first (by time, then id). */
+  listAudit(filter?: AuditFilter): Promise<AuditEvent[]>;
+  /** Keep a new approval (normally `pending`). Refuses an id that exists. */
+  createApproval(approval: ApprovalRecord): Promise<void>;
+  getApproval(id: string): Promise<ApprovalRecord | null>;
+  listApprovals(filter?: ApprovalFilter): Promise<ApprovalRecord[]>;
+  /**
+   * Change an approval only if its status is one of `from`, atomically (also
+   * between processes sharing the store): the changed record, or null when its
+   * status was another. Refuses an unknown id.
+   */
+  updateApproval(id: string, from: readonly ApprovalStatus[], patch: ApprovalPatch): Promise<ApprovalRecord | null>;
   close(): Promise<void>;
 }
 
@@ -282,6 +411,12 @@ export class UnavailableStore implements Store {
   getDecision = this.#fail;
   listExecutions = this.#fail;
   prune = this.#fail;
+  recordAudit = this.#fail;
+  listAudit = this.#fail;
+  createApproval = this.#fail;
+  getApproval = this.#fail;
+  listApprovals = this.#fail;
+  updateApproval = this.#fail;
   // biome-ignore lint/correctness/useYield: a broken store's export fails on the first read, yielding nothing
   async *export(): AsyncIterable<SnapshotRecord> {
     throw this.reason;

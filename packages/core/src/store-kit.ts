@@ -17,3 +17,16 @@ export {
   storeError,
   type Nullable,
 } from './snapshot.js';
+export {
+  APPROVAL_SCOPES,
+  APPROVAL_STATUSES,
+  AUDIT_ACTIONS,
+  approvalPatch,
+  approvalRecord,
+  auditEvent,
+  checkApprovalFilter,
+  checkAuditFilter,
+  matchesApprovalFilter,
+  matchesAuditFilter,
+  newestByTime,
+} from './policy-records.js';

@@ -38,6 +38,23 @@ async function setup(executor: Executor, spec = goodSpec()) {
 const INPUT = { diff: '--- a\n+++ b\n' };
 
 describe('Runtime.invoke', () => {
+  it('lets a call lower memory_mb and disk_mb (a policy does), never raise them', async () => {
+    const executor = printing('{"files":[]}');
+    const runtime = await setup(executor);
+    expect((await runtime.invoke('diff-summary', INPUT, { memoryMb: 32, diskMb: 0 })).ok).toBe(true);
+    expect(executor.requests[0]).toMatchObject({ memoryLimitBytes: 32 * 2 ** 20, diskLimitBytes: 0 });
+    for (const [opts, message] of [
+      [{ memoryMb: 65 }, /memoryMb 65 is above diff-summary's resources.memory_mb \(64\)/],
+      [{ diskMb: 17 }, /diskMb 17 is above/],
+      [{ memoryMb: 0 }, /memoryMb must be a whole number ≥ 1/],
+      [{ diskMb: 1.5 }, /diskMb must be a whole number/],
+    ] as const) {
+      const r = await runtime.invoke('diff-summary', INPUT, opts);
+      expect(r.error, JSON.stringify(opts)).toMatchObject({ code: 'E_INPUT_VALIDATION', message });
+    }
+    expect(executor.requests).toHaveLength(1);
+  });
+
   it('returns the envelope on success and builds the request', async () => {
     const executor = printing('{"files":[]}', { stderr: encode('note\n') });
     const runtime = await setup(executor);

@@ -25,6 +25,13 @@ export {
   APPLICATION_ID as SQLITE_APPLICATION_ID,
   type SqliteStoreOptions,
 } from './store-sqlite.js';
+export { openPolicyGate, type OpenPolicyGateOptions } from './policy-gate.js';
+export {
+  PolicyFile,
+  defaultPolicyPath,
+  parsePolicyText,
+  MAX_POLICY_BYTES,
+} from './policy-file.js';
 
 // The HTTP API (`corral serve`).
 export {

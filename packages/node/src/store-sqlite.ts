@@ -16,9 +16,25 @@ import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readS
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { checkPruneOptions, decisionSnapshot, executionSnapshot, storeError } from '@corral/core/store-kit';
+import {
+  approvalPatch,
+  approvalRecord,
+  auditEvent,
+  checkApprovalFilter,
+  checkAuditFilter,
+  checkPruneOptions,
+  decisionSnapshot,
+  executionSnapshot,
+  storeError,
+} from '@corral/core/store-kit';
 import {
   CorralError,
+  type ApprovalFilter,
+  type ApprovalPatch,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type AuditEvent,
+  type AuditFilter,
   type DecisionSnapshot,
   type ExecutionFilter,
   type ExecutionIntent,
@@ -30,7 +46,7 @@ import {
 } from '@corral/core';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 /** PRAGMA application_id of Corral stores ("CRRL"), to tell them from other SQLite files. */
 export const APPLICATION_ID = 0x4352524c;
 
@@ -74,6 +90,43 @@ const MIGRATIONS: string[] = [
    CREATE INDEX executions_by_time ON executions (intent_ns, id);
    CREATE INDEX executions_by_tool ON executions (tool, intent_ns);
    CREATE INDEX executions_by_decision ON executions (decision_id) WHERE decision_id IS NOT NULL;`,
+  // 2: the policy's audit trail and the approvals calls wait for.
+  `CREATE TABLE audit (
+     id          TEXT PRIMARY KEY,
+     time_ns     INTEGER NOT NULL,
+     action      TEXT NOT NULL,
+     actor       TEXT NOT NULL,
+     tool        TEXT,
+     approval_id TEXT,
+     detail_json TEXT NOT NULL
+   ) STRICT;
+   CREATE INDEX audit_by_time ON audit (time_ns, id);
+   CREATE INDEX audit_by_tool ON audit (tool, time_ns);
+   CREATE TABLE approvals (
+     id            TEXT PRIMARY KEY,
+     tool          TEXT NOT NULL,
+     version       TEXT NOT NULL,
+     input_sha256  TEXT NOT NULL,
+     input_json    TEXT NOT NULL,
+     bindings_json TEXT NOT NULL,
+     caller_json   TEXT NOT NULL,
+     folders_json  TEXT NOT NULL,
+     requested_by  TEXT NOT NULL,
+     requested_ns  INTEGER NOT NULL,
+     expires_ns    INTEGER NOT NULL,
+     max_scope     TEXT NOT NULL,
+     status        TEXT NOT NULL,
+     scope         TEXT,
+     decided_by    TEXT,
+     decided_ns    INTEGER,
+     comment       TEXT,
+     claimed_ns    INTEGER,
+     execution_id  TEXT,
+     revoked_by    TEXT,
+     revoked_ns    INTEGER
+   ) STRICT;
+   CREATE INDEX approvals_by_status ON approvals (status, requested_ns);
+   CREATE INDEX approvals_by_tool ON approvals (tool, requested_ns);`,
 ];
 
 /** $CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db. */
@@ -339,6 +392,83 @@ export class SqliteStore implements Store {
     ]);
     if (!deleted.ok) throw this.#refused(deleted);
     return records;
+  }
+
+  async recordAudit(event: AuditEvent): Promise<void> {
+    const e = auditEvent(event, this.location);
+    const sql = 'INSERT INTO audit (id, time_ns, action, actor, tool, approval_id, detail_json) VALUES (?, ?, ?, ?, ?, ?, ?)';
+    const params = [e.id, nanos(e.time_ns), e.action, e.actor, e.tool, e.approval_id, JSON.stringify(e.detail)];
+    const result = await this.#write([{ sql, params }]);
+    if (!result.ok) throw this.#refused(result, `an audit event with id ${e.id} already exists`);
+  }
+
+  async listAudit(filter: AuditFilter = {}): Promise<AuditEvent[]> {
+    checkAuditFilter(filter, this.location);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (sql: string, value: unknown) => (where.push(sql), params.push(value));
+    if (filter.since !== undefined) add('time_ns >= ?', bounded(nanos(filter.since)));
+    if (filter.tool !== undefined) add('tool = ?', filter.tool);
+    if (filter.action !== undefined) add('action = ?', filter.action);
+    if (filter.approvalId !== undefined) add('approval_id = ?', filter.approvalId);
+    const sql =
+      `SELECT * FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY time_ns DESC, id DESC` +
+      (filter.limit !== undefined ? ` LIMIT ${filter.limit}` : '');
+    const rows = await this.#read(() => this.#stmt(sql).all(...params) as Row[]);
+    return rows.map((r) => toAudit(r, this.location));
+  }
+
+  async createApproval(approval: ApprovalRecord): Promise<void> {
+    const a = approvalRecord(approval, this.location);
+    const columns = Object.keys(APPROVAL_COLUMNS);
+    const sql = `INSERT INTO approvals (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`;
+    const result = await this.#write([{ sql, params: columns.map((c) => APPROVAL_COLUMNS[c]!.toSql(a)) }]);
+    if (!result.ok) throw this.#refused(result, `an approval with id ${a.id} already exists`);
+  }
+
+  async getApproval(id: string): Promise<ApprovalRecord | null> {
+    const row = await this.#read(() => this.#stmt('SELECT * FROM approvals WHERE id = ?').get(id) as Row | undefined);
+    return row ? toApproval(row, this.location) : null;
+  }
+
+  async listApprovals(filter: ApprovalFilter = {}): Promise<ApprovalRecord[]> {
+    checkApprovalFilter(filter, this.location);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.status !== undefined) where.push('status IN (SELECT value FROM json_each(?))'), params.push(JSON.stringify(filter.status));
+    if (filter.tool !== undefined) where.push('tool = ?'), params.push(filter.tool);
+    const sql =
+      `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY requested_ns DESC, id DESC` +
+      (filter.limit !== undefined ? ` LIMIT ${filter.limit}` : '');
+    const rows = await this.#read(() => this.#stmt(sql).all(...params) as Row[]);
+    return rows.map((r) => toApproval(r, this.location));
+  }
+
+  async updateApproval(id: string, from: readonly ApprovalStatus[], patch: ApprovalPatch): Promise<ApprovalRecord | null> {
+    const change = approvalPatch(patch, from, this.location);
+    // Column names come from the checked patch's own fields, never from the caller's text.
+    const fields = Object.keys(change) as (keyof ApprovalPatch)[];
+    if (fields.length === 0) {
+      const a = await this.getApproval(id);
+      if (!a) throw storeError(this.location, `no approval with id ${id}`);
+      return from.includes(a.status) ? a : null;
+    }
+    const sql = `UPDATE approvals SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ? AND status IN (SELECT value FROM json_each(?))`;
+    const params = [
+      ...fields.map((f) => {
+        const v = change[f];
+        return v === null || v === undefined ? null : f.endsWith('_ns') ? nanos(v) : v;
+      }),
+      id,
+      JSON.stringify(from),
+    ];
+    const result = await this.#write([{ sql, params, probe: { sql: 'SELECT 1 FROM approvals WHERE id = ?', params: [id] } }]);
+    if (!result.ok) throw this.#refused(result);
+    if (result.changes === 0) {
+      if (!result.found) throw storeError(this.location, `no approval with id ${id}`);
+      return null;
+    }
+    return this.getApproval(id);
   }
 
   async close(): Promise<void> {
@@ -677,6 +807,88 @@ function toDecision(r: Row): DecisionSnapshot {
     model: r.model === null ? null : String(r.model),
     run_id: r.run_id === null ? null : String(r.run_id),
   });
+}
+
+/** How each approval field is stored: JSON columns for the structured ones, integers for times. */
+const APPROVAL_COLUMNS: Record<string, { toSql: (a: ApprovalRecord) => unknown }> = {
+  id: { toSql: (a) => a.id },
+  tool: { toSql: (a) => a.tool },
+  version: { toSql: (a) => a.version },
+  input_sha256: { toSql: (a) => a.input_sha256 },
+  input_json: { toSql: (a) => a.input_json },
+  bindings_json: { toSql: (a) => JSON.stringify(a.bindings) },
+  caller_json: { toSql: (a) => JSON.stringify(a.caller) },
+  folders_json: { toSql: (a) => JSON.stringify(a.folders) },
+  requested_by: { toSql: (a) => a.requested_by },
+  requested_ns: { toSql: (a) => nanos(a.requested_ns) },
+  expires_ns: { toSql: (a) => nanos(a.expires_ns) },
+  max_scope: { toSql: (a) => a.max_scope },
+  status: { toSql: (a) => a.status },
+  scope: { toSql: (a) => a.scope },
+  decided_by: { toSql: (a) => a.decided_by },
+  decided_ns: { toSql: (a) => (a.decided_ns === null ? null : nanos(a.decided_ns)) },
+  comment: { toSql: (a) => a.comment },
+  claimed_ns: { toSql: (a) => (a.claimed_ns === null ? null : nanos(a.claimed_ns)) },
+  execution_id: { toSql: (a) => a.execution_id },
+  revoked_by: { toSql: (a) => a.revoked_by },
+  revoked_ns: { toSql: (a) => (a.revoked_ns === null ? null : nanos(a.revoked_ns)) },
+};
+
+/** JSON text from a row, or a value the record check refuses (so a damaged row is E_STORE, not a crash). */
+function parseColumn(v: unknown): unknown {
+  try {
+    return JSON.parse(String(v));
+  } catch {
+    return undefined;
+  }
+}
+
+function toAudit(r: Row, location: string): AuditEvent {
+  const str = (v: unknown) => (v === null ? null : String(v));
+  return auditEvent(
+    {
+      id: r.id as string,
+      time_ns: String(r.time_ns),
+      action: r.action as AuditEvent['action'],
+      actor: r.actor as string,
+      tool: str(r.tool),
+      approval_id: str(r.approval_id),
+      detail: parseColumn(r.detail_json) as Record<string, unknown>,
+    },
+    location,
+    'holds a damaged audit event',
+  );
+}
+
+function toApproval(r: Row, location: string): ApprovalRecord {
+  const str = (v: unknown) => (v === null ? null : String(v));
+  return approvalRecord(
+    {
+      id: r.id as string,
+      tool: r.tool as string,
+      version: r.version as string,
+      input_sha256: r.input_sha256 as string,
+      input_json: r.input_json as string,
+      bindings: parseColumn(r.bindings_json) as ApprovalRecord['bindings'],
+      caller: parseColumn(r.caller_json) as Record<string, unknown>,
+      folders: parseColumn(r.folders_json) as ApprovalRecord['folders'],
+      requested_by: r.requested_by as string,
+      requested_ns: String(r.requested_ns),
+      expires_ns: String(r.expires_ns),
+      max_scope: r.max_scope as ApprovalRecord['max_scope'],
+      status: r.status as ApprovalStatus,
+      scope: str(r.scope) as ApprovalRecord['scope'],
+      decided_by: str(r.decided_by),
+      decided_ns: str(r.decided_ns),
+      comment: str(r.comment),
+      claimed_ns: str(r.claimed_ns),
+      execution_id: str(r.execution_id),
+      revoked_by: str(r.revoked_by),
+      revoked_ns: str(r.revoked_ns),
+    },
+    location,
+    'holds a damaged approval',
+  );
 }
 
 function timeOf(r: SnapshotRecord): string {

@@ -18,6 +18,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   replay: () => import('./replay.js'),
   mcp: () => import('./mcp.js'),
   serve: () => import('./serve.js'),
+  policy: () => import('./policy.js'),
+  approve: () => import('./approve.js'),
+  approvals: () => import('./approvals.js'),
+  audit: () => import('./audit.js'),
 };
 
 export const HELP = `corral — run sandboxed WASI tools for AI agents
@@ -33,6 +37,10 @@ Usage:
   corral replay ID                             re-run a recorded call and compare
   corral mcp [--tools DIR]...                  serve the tools to an MCP client over stdio
   corral serve [--port N] [--host H] [options] serve the tools over HTTP (POST /execute, /openapi.json)
+  corral policy grant|deny|revoke|show         what tools called through MCP or HTTP may touch
+  corral approvals [--json]                    calls waiting for approval
+  corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)
+  corral audit [--json] [--since] [--tool]     grants, revocations, denials and approvals
 
 Run 'corral COMMAND --help' for a command's options.`;
 

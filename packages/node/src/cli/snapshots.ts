@@ -299,7 +299,7 @@ export function parseDuration(text: string, flag = 'duration'): number {
 }
 
 /** --since: a duration back from now ("2h") or a date ("2026-11-29", "2026-11-29T09:00Z"). */
-function parseSince(text: string): string {
+export function parseSince(text: string): string {
   if (/^(\d+(\.\d+)?(ms|s|m|h|d|w))+$/.test(text)) {
     return (BigInt(nowNs()) - BigInt(Math.round(parseDuration(text, '--since'))) * 1_000_000n).toString();
   }
