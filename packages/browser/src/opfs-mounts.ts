@@ -82,18 +82,18 @@ export class OpfsCallMounts {
         await writeBack(folder);
       } catch (err) {
         const name = (err as { name?: unknown } | null)?.name;
-        const reason = err instanceof Error ? err.message : String(err);
+        const cause = err instanceof Error ? err.message : String(err);
         if (name === 'QuotaExceededError') {
           throw new CorralError(
             ErrorCodes.RESOURCE_EXHAUSTED,
             `${toolName} ran, but the browser's storage quota refused its changes to OPFS folder "${folder.path}".`,
-            { resource: 'disk', opfs_path: folder.path, reason },
+            { resource: 'disk', opfs_path: folder.path, cause },
           );
         }
         throw new CorralError(
           ErrorCodes.UNEXPECTED_EXIT,
-          `${toolName} ran, but its changes to OPFS folder "${folder.path}" could not be saved: ${reason}`,
-          { opfs_path: folder.path, reason },
+          `${toolName} ran, but its changes to OPFS folder "${folder.path}" could not be saved: ${cause}`,
+          { reason: 'write_back', opfs_path: folder.path, cause },
         );
       }
     }

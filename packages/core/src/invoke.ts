@@ -4,7 +4,7 @@
  * the result envelope with a stable code; `invoke` itself does not throw.
  */
 import type { ValidateFunction } from 'ajv';
-import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON } from './errors.js';
+import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON, type ErrorDetails } from './errors.js';
 import { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
 import { parseToolRef, type Registry } from './registry.js';
 import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
@@ -137,6 +137,7 @@ export class Runtime {
       if (err instanceof CorralError) throw err;
       // A store adapter that threw something else: still E_STORE, as documented.
       throw new CorralError(ErrorCodes.STORE, `The decision could not be recorded: ${err instanceof Error ? err.message : String(err)}`, {
+        store: this.store!.location,
         decision_id: snapshot.id,
       });
     }
@@ -266,9 +267,8 @@ export class Runtime {
       return await this.executor.execute(request);
     } catch (err) {
       if (err instanceof CorralError || isCorralErrorJSON(err)) throw err;
-      throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The executor failed: ${errorText(err)}`, {
-        executor_error: errorText(err),
-      });
+      // Corral's executors answer every failure a caller or a tool can cause with a CorralError.
+      throw internalError(`The executor failed: ${errorText(err)}`, err);
     }
   }
 }
@@ -277,10 +277,11 @@ export class Runtime {
 function lowered(tool: string, field: 'memory_mb' | 'disk_mb', spec: number, asked: number | undefined, min: number): number {
   if (asked === undefined) return spec;
   const option = field === 'memory_mb' ? 'memoryMb' : 'diskMb';
-  if (!(Number.isInteger(asked) && asked >= min)) throw inputError(`${option} must be a whole number ≥ ${min} (got ${asked})`);
+  if (!(Number.isInteger(asked) && asked >= min)) throw inputError(`${option} must be a whole number ≥ ${min} (got ${asked})`, { option });
   if (asked > spec) {
     throw inputError(`${option} ${asked} is above ${tool}'s resources.${field} (${spec}); a call may only lower it`, {
-      [field]: spec,
+      option,
+      ...(field === 'memory_mb' ? { memory_mb: spec } : { disk_mb: spec }),
       requested: asked,
     });
   }
@@ -299,18 +300,18 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
     const declaredList = declared.map((d) => d.guest);
     if (!decl) {
       throw inputError(`Mount ${guest} is not declared by tool ${name}; declared: ${declaredList.join(', ') || 'none'}`, {
-        mount: guest,
+        guest,
         declared: declaredList,
       });
     }
-    if (seen.has(guest)) throw inputError(`Mount ${guest} is bound more than once`, { mount: guest });
+    if (seen.has(guest)) throw inputError(`Mount ${guest} is bound more than once`, { guest });
     seen.add(guest);
     if (binding.access !== 'read' && binding.access !== 'read-write') {
-      throw inputError(`Mount ${guest} has access '${String(binding.access)}'; use 'read' or 'read-write'`, { mount: guest });
+      throw inputError(`Mount ${guest} has access '${String(binding.access)}'; use 'read' or 'read-write'`, { guest });
     }
     if (binding.access === 'read-write' && decl.access === 'read') {
       throw inputError(`Mount ${guest} is declared read-only by tool ${name}; bind it with access 'read'`, {
-        mount: guest,
+        guest,
         declared_access: decl.access,
         requested_access: binding.access,
       });
@@ -322,7 +323,7 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
       (typeof source !== 'object' || source === null || typeof (source as { kind?: unknown }).kind !== 'string')
     ) {
       throw inputError(`Mount ${guest} has a source that is not an object with a kind (a string), such as { kind: 'memory', tree: {} }`, {
-        mount: guest,
+        guest,
       });
     }
     return { ...binding, guest };
@@ -340,6 +341,7 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
     const lastStderr = stderr_tail.trimEnd().split('\n').pop()?.slice(0, 200);
     const why = typeof toolError?.message === 'string' ? `: ${toolError.message}` : lastStderr ? ` (stderr: ${lastStderr})` : '';
     throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${name} exited with code ${result.exitCode}${why}`, {
+      reason: 'exit',
       exit_code: result.exitCode,
       stderr_tail,
       tool_error: toolError,
@@ -352,7 +354,7 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
     throw new CorralError(
       ErrorCodes.RESOURCE_EXHAUSTED,
       `${name} printed more than ${request.outputLimitBytes} bytes on stdout (the output limit); raise outputLimitBytes or ask for less`,
-      { resource: 'output', output_limit_bytes: request.outputLimitBytes, stdout_head, stderr_tail },
+      { resource: 'output', limit_bytes: request.outputLimitBytes, stdout_head, stderr_tail },
     );
   }
 
@@ -373,12 +375,13 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
       text.trim() === ''
         ? `${name} printed no output (it must print JSON on stdout)`
         : `${name} printed output that is not JSON: ${text.slice(0, 200)}`;
-    throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, message, { stdout_head, stderr_tail });
+    throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, message, { reason: 'output_not_json', stdout_head, stderr_tail });
   }
 
   if (validators.output && !validators.output(output)) {
     const problems = toProblems(validators.output.errors);
     throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${name}'s output does not match its output_schema: ${listed(problems)}`, {
+      reason: 'output_schema',
       problems,
       stdout_head,
       stderr_tail,
@@ -479,7 +482,7 @@ function jsonProblems(root: unknown): InputProblem[] {
   return out;
 }
 
-function inputError(message: string, details: Record<string, unknown> = {}): CorralError {
+function inputError(message: string, details: ErrorDetails<'E_INPUT_VALIDATION'> = {}): CorralError {
   return new CorralError(ErrorCodes.INPUT_VALIDATION, message, details);
 }
 
@@ -493,7 +496,15 @@ function toErrorJSON(err: unknown): CorralErrorJSON {
   if (err instanceof CorralError) return err.toJSON();
   // A CorralError rebuilt elsewhere (another bundle copy, or plain data from a worker).
   if (isCorralErrorJSON(err)) return CorralError.fromJSON(err).toJSON();
-  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `Corral failed: ${errorText(err)}`).toJSON();
+  return internalError(`Corral failed: ${errorText(err)}`, err).toJSON();
+}
+
+/** A failure no caller or tool input explains: a bug in Corral (or in a hand-written Executor or Store). */
+function internalError(message: string, err: unknown): CorralError<'E_UNEXPECTED_EXIT'> {
+  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${message} (an internal error, not the tool's; please report it)`, {
+    reason: 'internal',
+    cause: errorText(err),
+  });
 }
 
 /** First ENVELOPE_BYTES of a stream, not cutting a UTF-8 character in half. */

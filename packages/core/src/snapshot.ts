@@ -7,7 +7,7 @@
  * Records use snake_case like the result envelope, because they are data
  * people read (`corral snapshots show`, JSONL exports), not API objects.
  */
-import { CorralError, ErrorCodes } from './errors.js';
+import { CorralError, ErrorCodes, type ErrorDetails } from './errors.js';
 
 /**
  * UTC nanoseconds since the Unix epoch, as a decimal string. A JS number
@@ -332,7 +332,11 @@ export const NO_OUTCOME: Nullable<ExecutionOutcome> = {
 };
 
 /** A CorralError E_STORE naming the store, for adapters. */
-export function storeError(location: string, message: string, details: Record<string, unknown> = {}): CorralError {
+export function storeError(
+  location: string,
+  message: string,
+  details: Omit<ErrorDetails<'E_STORE'>, 'store'> = {},
+): CorralError<'E_STORE'> {
   return new CorralError(ErrorCodes.STORE, `Snapshot store ${location}: ${message}`, { store: location, ...details });
 }
 
@@ -382,13 +386,17 @@ export function selectPruned(
 export function checkPruneOptions(options: PruneOptions): void {
   const { olderThan, keep } = options;
   if (olderThan === undefined && keep === undefined) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'prune needs olderThan or keep; refusing to guess what to remove');
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'prune needs olderThan or keep; refusing to guess what to remove', {
+      option: 'olderThan',
+    });
   }
   if (keep !== undefined && !(Number.isInteger(keep) && keep >= 0)) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: keep must be a whole number ≥ 0 (got ${keep})`);
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: keep must be a whole number ≥ 0 (got ${keep})`, { option: 'keep' });
   }
   if (olderThan !== undefined && !/^\d+$/.test(String(olderThan))) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: olderThan must be nanoseconds since the epoch (got ${String(olderThan)})`);
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: olderThan must be nanoseconds since the epoch (got ${String(olderThan)})`, {
+      option: 'olderThan',
+    });
   }
 }
 

@@ -104,7 +104,7 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
   throw new CorralError(
     ErrorCodes.UNEXPECTED_EXIT,
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
-    { exports: Object.keys(exports) },
+    { reason: 'not_a_command', exports: Object.keys(exports) },
   );
 }
 

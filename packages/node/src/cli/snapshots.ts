@@ -139,7 +139,11 @@ async function showCommand(args: string[], print: Print): Promise<number> {
   try {
     const execution = await store.getExecution(id);
     const decision = execution ? null : await store.getDecision(id);
-    if (!execution && !decision) throw new CorralError(ErrorCodes.STORE, `No snapshot with id ${id} in ${store.location}`, { id });
+    if (!execution && !decision)
+      throw new CorralError(ErrorCodes.STORE, `No snapshot with id ${id} in ${store.location}`, {
+        store: store.location,
+        id,
+      });
     if (execution) {
       const linked = execution.decision_id ? await store.getDecision(execution.decision_id) : null;
       if (values.json) print(JSON.stringify({ kind: 'execution', ...execution }, null, 2));
