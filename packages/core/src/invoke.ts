@@ -101,12 +101,14 @@ export class Runtime {
 
   /** Run a tool by reference ('name' or 'name@range'). */
   invoke(ref: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
-    return this.#run(() => this.registry.resolve(ref), parseToolRef(ref).name, input, opts);
+    const name = typeof ref === 'string' ? parseToolRef(ref).name : `(a ${typeof ref})`;
+    return this.#run(() => this.registry.resolve(ref), name, input, opts);
   }
 
   /** Run a tool the caller already holds (skips resolution). */
   invokeTool(tool: Tool, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
-    return this.#run(() => tool, tool.spec.name, input, opts);
+    const name: unknown = (tool as Partial<Tool> | null)?.spec?.name;
+    return this.#run(() => checkTool(tool), typeof name === 'string' ? name : '(not a tool)', input, opts);
   }
 
   /**
@@ -148,14 +150,25 @@ export class Runtime {
     await this.executor.close?.();
   }
 
-  async #run(resolve: () => Tool, name: string, input: unknown, opts: InvokeOptions): Promise<InvokeResult> {
+  async #run(resolve: () => Tool, name: string, input: unknown, callerOpts: InvokeOptions): Promise<InvokeResult> {
     const started = performance.now();
-    const recorder = this.store ? new Recorder(this.store, name, input, opts, opts.recordInput ?? this.#recordInputs) : undefined;
+    // Options that fail their check still leave an audit record, without their decisionId.
+    const sane = isRecord(callerOpts) ? callerOpts : {};
+    const recorder = this.store
+      ? new Recorder(
+          this.store,
+          name,
+          input,
+          typeof sane.decisionId === 'string' ? sane.decisionId : null,
+          typeof sane.recordInput === 'boolean' ? sane.recordInput : this.#recordInputs,
+        )
+      : undefined;
     let tool: Tool | undefined;
     let result: ExecutionResult | undefined;
     let output: unknown = null;
     let error: CorralErrorJSON | null = null;
     try {
+      const opts = checkOptions(callerOpts);
       tool = resolve();
       const validators = this.#validatorsFor(tool);
       const request = this.#prepare(tool, validators, input, opts);
@@ -242,8 +255,12 @@ export class Runtime {
 
     const timeoutMs = opts.timeoutMs ?? spec.resources?.timeout_ms ?? specDefaults.resources.timeout_ms;
     const outputLimitBytes = opts.outputLimitBytes ?? this.#outputLimitBytes;
-    if (!(timeoutMs > 0)) throw inputError(`timeoutMs must be a positive number of milliseconds (got ${timeoutMs})`);
-    if (!(outputLimitBytes > 0)) throw inputError(`outputLimitBytes must be a positive number (got ${outputLimitBytes})`);
+    if (!(typeof timeoutMs === 'number' && timeoutMs > 0)) {
+      throw inputError(`timeoutMs must be a positive number of milliseconds (got ${String(timeoutMs)})`, { option: 'timeoutMs' });
+    }
+    if (!(typeof outputLimitBytes === 'number' && outputLimitBytes > 0)) {
+      throw inputError(`outputLimitBytes must be a positive number (got ${String(outputLimitBytes)})`, { option: 'outputLimitBytes' });
+    }
 
     const memoryMb = lowered(spec.name, 'memory_mb', spec.resources?.memory_mb ?? specDefaults.resources.memory_mb, opts.memoryMb, 1);
     const diskMb = lowered(spec.name, 'disk_mb', spec.resources?.disk_mb ?? specDefaults.resources.disk_mb, opts.diskMb, 0);
@@ -286,6 +303,84 @@ function lowered(tool: string, field: 'memory_mb' | 'disk_mb', spec: number, ask
     });
   }
   return asked;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The shape of a call's options, checked before anything else: from
+ * JavaScript anything can arrive, and a wrong type must be the caller's
+ * E_INPUT_VALIDATION, not a TypeError deep inside the pipeline.
+ */
+function checkOptions(opts: unknown): InvokeOptions {
+  if (!isRecord(opts)) throw inputError(`The call's options must be an object (got ${describeValue(opts)})`, { option: 'options' });
+  const { mounts, env, args, decisionId, recordInput, signal } = opts;
+  if (mounts !== undefined) {
+    if (!Array.isArray(mounts))
+      throw inputError(`mounts must be an array of bindings (got ${describeValue(mounts)})`, { option: 'mounts' });
+    mounts.forEach((binding: unknown, i) => {
+      if (!isRecord(binding) || typeof binding.guest !== 'string') {
+        throw inputError(`mounts[${i}] must be a binding with a guest path, e.g. { guest: '/workspace', access: 'read' }`, {
+          option: `mounts[${i}]`,
+        });
+      }
+    });
+  }
+  if (env !== undefined && !isRecord(env)) {
+    throw inputError(`env must be an object of variable names to strings (got ${describeValue(env)})`, { option: 'env' });
+  }
+  if (args !== undefined && !(Array.isArray(args) && args.every((a) => typeof a === 'string'))) {
+    throw inputError('args must be an array of strings', { option: 'args' });
+  }
+  if (decisionId !== undefined && typeof decisionId !== 'string') {
+    throw inputError(`decisionId must be the string id recordDecision returned (got ${describeValue(decisionId)})`, {
+      option: 'decisionId',
+    });
+  }
+  if (recordInput !== undefined && typeof recordInput !== 'boolean') {
+    throw inputError(`recordInput must be true or false (got ${describeValue(recordInput)})`, { option: 'recordInput' });
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    throw inputError(`signal must be an AbortSignal (got ${describeValue(signal)})`, { option: 'signal' });
+  }
+  return opts as InvokeOptions;
+}
+
+/** An AbortSignal, from this realm or another. */
+function isAbortSignal(value: unknown): value is AbortSignal {
+  const v = value as Partial<AbortSignal> | null;
+  return typeof v === 'object' && v !== null && typeof v.aborted === 'boolean' && typeof v.addEventListener === 'function';
+}
+
+/** A tool object as Registry.register returns it, checked where invokeTool takes one from the caller. */
+function checkTool(tool: unknown): Tool {
+  const t = tool as Partial<Tool> | null;
+  if (
+    !isRecord(t) ||
+    !isRecord(t.spec) ||
+    typeof t.spec.name !== 'string' ||
+    typeof t.spec.version !== 'string' ||
+    !(t.wasm instanceof Uint8Array) ||
+    typeof t.wasmSha256 !== 'string'
+  ) {
+    throw inputError(`invokeTool needs a tool that Registry.register (or Corral.register) returned (got ${describeValue(tool)})`, {
+      option: 'tool',
+    });
+  }
+  return tool as Tool;
+}
+
+/** "null", "a string", "an array", "a Map": what a caller passed, for a message. */
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === 'string' && name !== 'Object' ? `a ${name}` : 'an object';
+  }
+  return /^[aeiou]/.test(typeof value) ? `an ${typeof value}` : `a ${typeof value}`;
 }
 
 /** A call may bind declared mounts, narrowing access but never widening it. */
@@ -541,7 +636,7 @@ class Recorder {
     /** The name asked for: the only name an unresolved tool has. */
     readonly name: string,
     readonly input: unknown,
-    readonly opts: InvokeOptions,
+    readonly decisionId: string | null,
     readonly recordInput: boolean,
   ) {}
 
@@ -554,7 +649,7 @@ class Recorder {
     const keepText = this.recordInput && json !== null && (!refused || json.length <= REFUSED_INPUT_KEPT_CHARS);
     const intent: ExecutionIntent = {
       id: this.id,
-      decision_id: this.opts.decisionId ?? null,
+      decision_id: this.decisionId,
       tool: tool?.spec.name ?? this.name,
       version: tool?.spec.version ?? null,
       wasm_sha256: tool?.wasmSha256 ?? null,

@@ -78,9 +78,6 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
         throw new CorralError(ErrorCodes.REGISTRATION, `Invalid tool spec ${source}: it is not JSON (${reason})`, { source, reason });
       }
     }
-    if (!(wasm instanceof Uint8Array)) {
-      throw new CorralError(ErrorCodes.REGISTRATION, `The wasm of ${source} must be a Uint8Array (got ${describe(wasm)})`, { source });
-    }
     return this.registry.register(raw, wasm, source);
   }
 
@@ -119,6 +116,73 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   }
 }
 
+/** What a host's `create` option may be; each is also allowed to be undefined. */
+export type HostOptionKind =
+  | 'boolean'
+  | 'function'
+  /** A whole number ≥ 1 (a pool's size). */
+  | 'size'
+  /** A whole number ≥ 0. */
+  | 'count'
+  /** A number of milliseconds > 0. */
+  | 'ms'
+  | 'string[]'
+  /** An object (a cache, resource limits) or false. */
+  | 'object|false'
+  /** A Store, a path (Node) or false. */
+  | 'store|path|false'
+  | 'store|false';
+
+/**
+ * Check the options a host's `create` was given against their kinds, so a
+ * wrong type is E_INPUT_VALIDATION naming the option, not a TypeError from
+ * deep inside (or, for a size of NaN, a pool that never starts a worker).
+ */
+export function checkHostOptions(where: string, options: unknown, kinds: Record<string, HostOptionKind>): void {
+  const bad = (option: string, problem: string): never => {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `${where}: ${option} ${problem}`, { option });
+  };
+  if (typeof options !== 'object' || options === null)
+    bad('options', `must be an object (got ${options === null ? 'null' : typeof options})`);
+  const given = options as Record<string, unknown>;
+  for (const [option, kind] of Object.entries(kinds)) {
+    const value = given[option];
+    if (value === undefined) continue;
+    const got = `(got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'number' ? String(value) : `a ${typeof value}`})`;
+    const isStore = typeof value === 'object' && value !== null && typeof (value as Store).recordDecision === 'function';
+    switch (kind) {
+      case 'boolean':
+        if (typeof value !== 'boolean') bad(option, `must be true or false ${got}`);
+        break;
+      case 'function':
+        if (typeof value !== 'function') bad(option, `must be a function ${got}`);
+        break;
+      case 'size':
+      case 'count':
+        if (!(Number.isInteger(value) && (value as number) >= (kind === 'size' ? 1 : 0))) {
+          bad(option, `must be a whole number ≥ ${kind === 'size' ? 1 : 0} ${got}`);
+        }
+        break;
+      case 'ms':
+        if (!(typeof value === 'number' && value > 0)) bad(option, `must be a positive number of milliseconds ${got}`);
+        break;
+      case 'string[]':
+        if (!(Array.isArray(value) && value.every((v) => typeof v === 'string'))) bad(option, `must be an array of strings ${got}`);
+        break;
+      case 'object|false':
+        if (value !== false && (typeof value !== 'object' || value === null)) bad(option, `must be an object or false ${got}`);
+        break;
+      case 'store|path|false':
+        if (value !== false && typeof value !== 'string' && !isStore)
+          bad(option, `must be a Store, the path of a store file, or false ${got}`);
+        break;
+      case 'store|false':
+        if (value !== false && !isStore) bad(option, `must be a Store or false ${got}`);
+        break;
+    }
+  }
+}
+
 /**
  * Open a host's default store. A store that is damaged, foreign or from a
  * newer Corral is refused (throws); one that merely cannot be written or
@@ -132,10 +196,4 @@ export async function openHostStore(location: string, open: () => Promise<Store>
     if (CorralError.is(err, ErrorCodes.STORE) && err.details.unwritable === true) return new UnavailableStore(location, err);
     throw err;
   }
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value !== 'object') return typeof value;
-  return (value as { constructor?: { name?: string } }).constructor?.name ?? 'object';
 }
