@@ -98,18 +98,21 @@ describe('the worker pool', () => {
     }
   });
 
-  it('answers calls on a closed pool, queued or new, with E_CLOSED', async () => {
+  it('answers calls on a closed pool, running, queued or new, with E_CLOSED', async () => {
     const pool = new WorkerPool({ size: 1 });
     const task = {
       timeoutMs: 5_000,
       onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout', { resource: 'time', timeout_ms: 5_000 }),
     };
-    const running = pool.run(() => new Promise(() => {}), task);
-    // Both settle while close() runs: their handlers must be attached first.
-    const queued = expect(pool.run(async () => 'never', task)).rejects.toMatchObject({ code: 'E_CLOSED' });
-    running.catch(() => {});
+    // Both settle while close() runs: their handlers must be attached first. The running one was
+    // E_UNEXPECTED_EXIT before (its terminated worker read as a crash).
+    const running = expect(pool.run(() => new Promise(() => {}), task)).rejects.toMatchObject({
+      code: 'E_CLOSED',
+      details: { running: true },
+    });
+    const queued = expect(pool.run(async () => 'never', task)).rejects.toMatchObject({ code: 'E_CLOSED', details: { running: false } });
     await pool.close();
-    await queued;
+    await Promise.all([running, queued]);
     await expect(pool.run(async () => 'after', task)).rejects.toMatchObject({ code: 'E_CLOSED', message: /closed/ });
   });
 });

@@ -341,6 +341,23 @@ describe('the Web Worker pool', () => {
   });
 });
 
+describe('closing', () => {
+  // Regression: a terminated Web Worker never answers, and close() sets the worker dead before
+  // terminating it, so no crash was reported either: the running call never settled.
+  it('close() while a call runs answers it with E_CLOSED (running: true); later calls and decisions get E_CLOSED too', async () => {
+    const closing = await BrowserCorral.create({ size: 1, store: false });
+    await registerFolder(closing, '/test/fixtures/preview1/echo');
+    await registerFolder(closing, '/test/fixtures/preview1/spin');
+    expect((await closing.invoke('p1-echo', { warm: true })).ok).toBe(true);
+    const running = closing.invoke('p1-spin', {}, { timeoutMs: 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await closing.close();
+    expect((await running).error).toMatchObject({ code: 'E_CLOSED', details: { running: true } });
+    expect((await closing.invoke('p1-echo', {})).error).toMatchObject({ code: 'E_CLOSED', details: { running: false } });
+    await expect(closing.recordDecision({ prompt: 'p', output: 'o' })).rejects.toMatchObject({ code: 'E_CLOSED' });
+  });
+});
+
 describe('snapshots in IndexedDB', () => {
   // Runs after the calls above.
   it('every invoke of this file was recorded, with its outcome', async () => {

@@ -49,6 +49,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   readonly store: Store | undefined;
   /** A store this object opened and so must close. */
   readonly #ownedStore: Store | undefined;
+  #closed = false;
 
   protected constructor(parts: CorralHostParts<E>) {
     this.registry = parts.registry ?? new Registry();
@@ -103,11 +104,20 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
 
   /** Record a model decision; pass its id as `decisionId` to the calls it causes. See Runtime.recordDecision. */
   recordDecision(decision: DecisionInput): Promise<DecisionSnapshot> {
+    if (this.#closed) {
+      // Not the store's "is closed" (E_STORE): what the caller did was close this runtime.
+      return Promise.reject(
+        new CorralError(ErrorCodes.CLOSED, 'Corral was closed, so it records no more decisions. Create a new instance.', {
+          running: false,
+        }),
+      );
+    }
     return this.runtime.recordDecision(decision);
   }
 
   /** Stop the workers (calls still queued are refused) and close a store this object opened. */
   async close(): Promise<void> {
+    this.#closed = true;
     try {
       await this.executor.close();
     } finally {
