@@ -49,7 +49,10 @@ describe('the worker pool', () => {
     const pool = new WorkerPool({ size: 1, maxQueue: 2 });
     try {
       const hold = () => new Promise((resolve) => setTimeout(resolve, 200));
-      const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
+      const task = {
+        timeoutMs: 5_000,
+        onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout', { resource: 'time', timeout_ms: 5_000 }),
+      };
       const running = [pool.run(hold, task), pool.run(hold, task), pool.run(hold, task)];
       await expect(pool.run(hold, task)).rejects.toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'queue' } });
       await Promise.all(running);
@@ -76,7 +79,10 @@ describe('the worker pool', () => {
   it('cancels a queued call and a running one; the pool carries on', async () => {
     const pool = new WorkerPool({ size: 1 });
     try {
-      const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
+      const task = {
+        timeoutMs: 5_000,
+        onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout', { resource: 'time', timeout_ms: 5_000 }),
+      };
       const running = new AbortController();
       const queued = new AbortController();
       const first = pool.run(() => new Promise(() => {}), { ...task, signal: running.signal });
@@ -92,15 +98,21 @@ describe('the worker pool', () => {
     }
   });
 
-  it('answers calls on a closed pool, queued or new, with E_CLOSED', async () => {
+  it('answers calls on a closed pool, running, queued or new, with E_CLOSED', async () => {
     const pool = new WorkerPool({ size: 1 });
-    const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
-    const running = pool.run(() => new Promise(() => {}), task);
-    // Both settle while close() runs: their handlers must be attached first.
-    const queued = expect(pool.run(async () => 'never', task)).rejects.toMatchObject({ code: 'E_CLOSED' });
-    running.catch(() => {});
+    const task = {
+      timeoutMs: 5_000,
+      onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout', { resource: 'time', timeout_ms: 5_000 }),
+    };
+    // Both settle while close() runs: their handlers must be attached first. The running one was
+    // E_UNEXPECTED_EXIT before (its terminated worker read as a crash).
+    const running = expect(pool.run(() => new Promise(() => {}), task)).rejects.toMatchObject({
+      code: 'E_CLOSED',
+      details: { running: true },
+    });
+    const queued = expect(pool.run(async () => 'never', task)).rejects.toMatchObject({ code: 'E_CLOSED', details: { running: false } });
     await pool.close();
-    await queued;
+    await Promise.all([running, queued]);
     await expect(pool.run(async () => 'after', task)).rejects.toMatchObject({ code: 'E_CLOSED', message: /closed/ });
   });
 });

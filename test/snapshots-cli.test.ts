@@ -128,6 +128,15 @@ describe('corral run records snapshots', () => {
     expect(left.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
 
     expect((await corral(['snapshots', 'prune', '--older-than', '1h', '--store', store])).stdout).toBe('Nothing to prune.\n');
+    await run(['echo', '--tools', FIXTURES, '--input', '{"i":3}'], store);
+    // An archive path that exists: refused as the user's to change, naming the flag, and nothing is removed.
+    // (It was a bare "EEXIST: file already exists, open …" before, the one CLI failure with no code.)
+    const taken = await corral(['snapshots', 'prune', '--older-than', '0s', '--archive', archive, '--store', store]);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toBe(
+      `corral: Cannot write ${archive} (--archive): it exists, and Corral never overwrites an export or an archive (E_INPUT_VALIDATION)\n`,
+    );
+    expect(JSON.parse((await corral(['snapshots', 'list', '--json', '--store', store])).stdout)).toHaveLength(2);
     const aged = await corral(['snapshots', 'prune', '--older-than', '0s', '--archive', join(dir, 'all.jsonl'), '--store', store]);
     expect(aged.stdout).toContain(`Archive: ${join(dir, 'all.jsonl')}`);
   });

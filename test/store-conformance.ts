@@ -335,6 +335,32 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       expect(await store.getExecution(i.id)).not.toBeNull();
     });
 
+    // Regression: SQLite threw a plain TypeError for since: 'yesterday' and E_STORE ("no such column: NaN")
+    // for limit: 'x', the memory store sliced off the last row for limit: -1; a bad time in a record was a
+    // TypeError. A caller's mistake is E_INPUT_VALIDATION, the same in every store, and changes nothing.
+    it('refuses malformed filters and records with E_INPUT_VALIDATION, naming the option', async () => {
+      const { store } = await open();
+      const i = intent();
+      await store.beginExecution(i);
+      const refused = (promise: Promise<unknown>, option: string) =>
+        expect(promise).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION', details: { option } });
+      await refused(store.listExecutions({ since: 'yesterday' }), 'since');
+      await refused(store.listExecutions({ since: -1n }), 'since');
+      await refused(store.listExecutions({ limit: -1 }), 'limit');
+      await refused(store.listExecutions({ limit: 'x' as unknown as number }), 'limit');
+      await refused(store.listExecutions({ status: 'done' as 'ok' }), 'status');
+      await refused(store.listExecutions({ tool: 5 as unknown as string }), 'tool');
+      await refused(store.listExecutions(null as unknown as object), 'filter');
+      await refused(store.recordDecision(decision({ time_ns: 'now' })), 'time_ns');
+      await refused(store.recordDecision(null as unknown as DecisionSnapshot), 'decision');
+      await refused(store.beginExecution(intent({ intent_ns: (2n ** 63n).toString() })), 'intent_ns');
+      await refused(store.beginExecution(intent({ id: 7 as unknown as string })), 'id');
+      await refused(store.finishExecution(i.id, outcome({ result_ns: '1e9' })), 'result_ns');
+      await refused(store.finishExecution(7 as unknown as string, outcome()), 'id');
+      expect(await store.listExecutions()).toEqual([expect.objectContaining({ id: i.id, status: 'interrupted' })]);
+      expect(await store.listExecutions({ since: 0n, limit: 0 })).toEqual([]);
+    });
+
     it('refuses work after close', async () => {
       const { store } = await open();
       const i = intent();

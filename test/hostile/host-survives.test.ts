@@ -48,7 +48,7 @@ describe('growable structures are capped', () => {
   it('the same bomb as a component with no imports: the refused grow traps, E_UNEXPECTED_EXIT', async () => {
     const result = only(await runInChild([{ tool: 'table-bomb' }]));
     expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
-    expect(result.error?.details).toMatchObject({ trap: true, reason: 'unreachable' });
+    expect(result.error?.details).toMatchObject({ reason: 'trap', trap: true, cause: 'unreachable' });
   }, 60_000);
 
   it('tables that ask for 600 million entries up front are refused at load: E_RESOURCE_EXHAUSTED (memory)', async () => {

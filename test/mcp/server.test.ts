@@ -115,7 +115,7 @@ describe('@corral/mcp', () => {
     const error = {
       code: 'E_RESOURCE_EXHAUSTED' as const,
       message: 'timed out after 5000 ms',
-      details: { resource: 'time' },
+      details: { resource: 'time' as const, timeout_ms: 5000 },
       retryable: true,
     };
     const corral = await fakeCorral([{ name: 't', version: '1.0.0', output_schema: { type: 'object' } }], () => ({

@@ -70,7 +70,7 @@ describe('deny by default', () => {
     if (asked.decision !== 'deny') throw new Error('unreachable');
     expect(asked.error.toJSON()).toMatchObject({
       code: 'E_POLICY_DENIED',
-      details: { reason: 'not_granted', tool: 'file-stats', mount: '/workspace', folder: t.src },
+      details: { reason: 'not_granted', tool: 'file-stats', guest: '/workspace', folder: t.src },
       retryable: false,
     });
     expect(asked.error.message).toMatch(/corral policy grant file-stats --mount/);

@@ -45,7 +45,10 @@ export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFl
     .run((worker) => worker.api.ping(), {
       timeoutMs: 30_000,
       onTimeout: () =>
-        new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, 'The sandbox worker did not start within 30 s.', { resource: 'time' }),
+        new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, 'The sandbox worker did not start within 30 s.', {
+          resource: 'time',
+          timeout_ms: 30_000,
+        }),
     })
     .catch(() => {}); // the warm-up call below reports a worker that cannot start
   onStep('tools');

@@ -1,5 +1,5 @@
 import type { Store } from '@corral/core';
-import { CorralHost, openHostStore } from '@corral/wasi/host-kit';
+import { CorralHost, checkHostOptions, openHostStore } from '@corral/wasi/host-kit';
 import { BrowserExecutor } from './executor.js';
 import type { PreparedComponentCache } from './component-cache.js';
 import { IndexedDbStore } from './store-indexeddb.js';
@@ -42,6 +42,16 @@ export interface BrowserCorralOptions {
  */
 export class BrowserCorral extends CorralHost<BrowserExecutor> {
   static async create(options: BrowserCorralOptions = {}): Promise<BrowserCorral> {
+    checkHostOptions('BrowserCorral.create', options, {
+      size: 'size',
+      store: 'store|false',
+      maxQueue: 'count',
+      cache: 'object|false',
+      recordInputs: 'boolean',
+      prepareTimeoutMs: 'ms',
+      createWorker: 'function',
+      prestart: 'count',
+    });
     // Open the store before starting workers, so a refused store costs nothing to report.
     const given = options.store;
     const store = given === false ? undefined : (given ?? (await openStore()));

@@ -60,7 +60,18 @@ export class OpfsCallMounts {
           guest: mount.guest,
         });
       }
-      const data = await loadFolder(handle);
+      let data: FileDataEntry;
+      try {
+        data = await loadFolder(handle);
+      } catch (err) {
+        // A file removed or changed by another tab while it was read, or storage the browser cannot read.
+        const cause = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+        throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Mount source OPFS folder "${path}" could not be read: ${cause}`, {
+          opfs_path: opfsPath,
+          guest: mount.guest,
+          cause,
+        });
+      }
       const backend = MemoryBackend.fromFileData(data, BigInt(folders.size + 100));
       folders.set(path, { path, handle, backend, writable: mount.access === 'read-write', before: index(data) });
     }
@@ -70,7 +81,7 @@ export class OpfsCallMounts {
   /** The storage of a loaded folder, for the call's filesystem. */
   root(opfsPath: string): FsBackend {
     const folder = this.#folders.get(parseOpfsPath(opfsPath).join('/'));
-    if (!folder) throw new TypeError(`OPFS folder ${opfsPath} was not loaded for this call`);
+    if (!folder) throw notLoaded(opfsPath);
     return folder.backend;
   }
 
@@ -82,22 +93,31 @@ export class OpfsCallMounts {
         await writeBack(folder);
       } catch (err) {
         const name = (err as { name?: unknown } | null)?.name;
-        const reason = err instanceof Error ? err.message : String(err);
+        const cause = err instanceof Error ? err.message : String(err);
         if (name === 'QuotaExceededError') {
           throw new CorralError(
             ErrorCodes.RESOURCE_EXHAUSTED,
             `${toolName} ran, but the browser's storage quota refused its changes to OPFS folder "${folder.path}".`,
-            { resource: 'disk', opfs_path: folder.path, reason },
+            { resource: 'disk', opfs_path: folder.path, cause },
           );
         }
         throw new CorralError(
           ErrorCodes.UNEXPECTED_EXIT,
-          `${toolName} ran, but its changes to OPFS folder "${folder.path}" could not be saved: ${reason}`,
-          { opfs_path: folder.path, reason },
+          `${toolName} ran, but its changes to OPFS folder "${folder.path}" could not be saved: ${cause}`,
+          { reason: 'write_back', opfs_path: folder.path, cause },
         );
       }
     }
   }
+}
+
+/** The call's filesystem asked for an OPFS folder aroundRun did not load: the two disagree, a bug in Corral. */
+export function notLoaded(opfsPath: string): CorralError {
+  return new CorralError(
+    ErrorCodes.UNEXPECTED_EXIT,
+    `OPFS folder ${opfsPath} was not loaded for this call (an internal error, not the tool's; please report it)`,
+    { reason: 'internal', cause: `OPFS folder ${opfsPath} was not loaded for this call` },
+  );
 }
 
 /**

@@ -32,7 +32,7 @@ export const SYMLINKS_FILE = '.__wasi_symlinks__.json';
  */
 export function parseOpfsPath(path: string): string[] {
   if (typeof path !== 'string') {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `An OPFS path must be a string (got ${typeof path}).`, { opfs_path: path });
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `An OPFS path must be a string (got ${typeof path}).`, { option: 'opfsPath' });
   }
   const trimmed = path.replace(/^\/+/, '').replace(/\/+$/, '');
   if (trimmed === '') return [];

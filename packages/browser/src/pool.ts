@@ -57,7 +57,12 @@ export class BrowserSandboxWorker implements PoolWorker {
             ? 'a message from it could not be read'
             : (event as ErrorEvent).message || 'its script failed to load or threw outside a call';
         void this.terminate();
-        resolve(new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly: ${why}.`, { worker_error: why }));
+        resolve(
+          new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly: ${why}.`, {
+            reason: 'worker_crashed',
+            worker_error: why,
+          }),
+        );
       };
       this.worker.addEventListener('error', crash);
       this.worker.addEventListener('messageerror', crash);

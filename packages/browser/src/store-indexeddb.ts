@@ -21,7 +21,9 @@ import {
   auditEvent,
   checkApprovalFilter,
   checkAuditFilter,
+  checkExecutionFilter,
   checkPruneOptions,
+  checkRecord,
   decisionSnapshot,
   matchesApprovalFilter,
   matchesAuditFilter,
@@ -184,15 +186,18 @@ export class IndexedDbStore implements Store {
     return (store = new IndexedDbStore(location, db, options.durability ?? 'strict'));
   }
 
-  recordDecision(decision: DecisionSnapshot): Promise<void> {
+  async recordDecision(decision: DecisionSnapshot): Promise<void> {
+    checkRecord('recordDecision', decision);
     return this.#write({ kind: 'decision', decision });
   }
 
-  beginExecution(intent: ExecutionIntent): Promise<void> {
+  async beginExecution(intent: ExecutionIntent): Promise<void> {
+    checkRecord('beginExecution', intent);
     return this.#write({ kind: 'begin', intent });
   }
 
-  finishExecution(id: string, outcome: ExecutionOutcome): Promise<void> {
+  async finishExecution(id: string, outcome: ExecutionOutcome): Promise<void> {
+    checkRecord('finishExecution', outcome, id);
     return this.#write({ kind: 'finish', id, outcome });
   }
 
@@ -207,6 +212,7 @@ export class IndexedDbStore implements Store {
   }
 
   async listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionSnapshot[]> {
+    checkExecutionFilter(filter);
     const limit = filter.limit ?? Infinity;
     return this.#read(async () => {
       const since = filter.since === undefined ? sortKey(0n) : sortKey(filter.since, true);

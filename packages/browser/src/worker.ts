@@ -15,7 +15,7 @@
 import { expose } from 'comlink';
 import { sandboxWorkerApi } from '@corral/wasi/worker';
 import { sourceString } from '@corral/wasi/fs';
-import { OpfsCallMounts } from './opfs-mounts.js';
+import { OpfsCallMounts, notLoaded } from './opfs-mounts.js';
 import { OPFS_KIND } from './opfs.js';
 
 /** The OPFS folders of the call running now (a worker runs one call at a time). */
@@ -25,7 +25,7 @@ const api = sandboxWorkerApi({
   mountOpeners: {
     [OPFS_KIND]: (source, guest) => {
       const path = sourceString(source, 'path', guest);
-      if (!opfsMounts) throw new TypeError(`OPFS folder ${path} was not loaded for this call`);
+      if (!opfsMounts) throw notLoaded(path);
       return opfsMounts.root(path);
     },
   },

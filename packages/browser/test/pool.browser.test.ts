@@ -255,7 +255,10 @@ describe('the Web Worker pool', () => {
     const pool = new BrowserWorkerPool({ size: 1, maxQueue: 2 });
     try {
       const hold = () => new Promise((resolve) => setTimeout(resolve, 200));
-      const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
+      const task = {
+        timeoutMs: 5_000,
+        onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout', { resource: 'time', timeout_ms: 5_000 }),
+      };
       const running = [pool.run(hold, task), pool.run(hold, task), pool.run(hold, task)];
       await expect(pool.run(hold, task)).rejects.toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'queue' } });
       await Promise.all(running);
@@ -288,7 +291,10 @@ describe('the Web Worker pool', () => {
 
     const pool = new BrowserWorkerPool({ size: 1 });
     try {
-      const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout') };
+      const task = {
+        timeoutMs: 5_000,
+        onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'timeout', { resource: 'time', timeout_ms: 5_000 }),
+      };
       const running = new AbortController();
       const queued = new AbortController();
       const first = pool.run(() => new Promise(() => {}), { ...task, signal: running.signal });
@@ -324,6 +330,7 @@ describe('the Web Worker pool', () => {
       expect(failed).toHaveLength(1);
       expect(failed[0]!.error?.code).toBe('E_UNEXPECTED_EXIT');
       expect(failed[0]!.error?.message).toMatch(/sandbox worker stopped unexpectedly: .*sandbox blew up/);
+      expect(failed[0]!.error?.details).toMatchObject({ reason: 'worker_crashed', worker_error: expect.stringMatching(/sandbox blew up/) });
       expect([a, b].filter((r) => r.ok).map((r) => r.output)).toHaveLength(1);
       const after = await Promise.all([3, 4, 5].map((n) => flaky.invoke('echo', { n })));
       expect(after.map((r) => r.output)).toEqual([{ n: 3 }, { n: 4 }, { n: 5 }]);
@@ -331,6 +338,23 @@ describe('the Web Worker pool', () => {
     } finally {
       await flaky.close();
     }
+  });
+});
+
+describe('closing', () => {
+  // Regression: a terminated Web Worker never answers, and close() sets the worker dead before
+  // terminating it, so no crash was reported either: the running call never settled.
+  it('close() while a call runs answers it with E_CLOSED (running: true); later calls and decisions get E_CLOSED too', async () => {
+    const closing = await BrowserCorral.create({ size: 1, store: false });
+    await registerFolder(closing, '/test/fixtures/preview1/echo');
+    await registerFolder(closing, '/test/fixtures/preview1/spin');
+    expect((await closing.invoke('p1-echo', { warm: true })).ok).toBe(true);
+    const running = closing.invoke('p1-spin', {}, { timeoutMs: 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await closing.close();
+    expect((await running).error).toMatchObject({ code: 'E_CLOSED', details: { running: true } });
+    expect((await closing.invoke('p1-echo', {})).error).toMatchObject({ code: 'E_CLOSED', details: { running: false } });
+    await expect(closing.recordDecision({ prompt: 'p', output: 'o' })).rejects.toMatchObject({ code: 'E_CLOSED' });
   });
 });
 

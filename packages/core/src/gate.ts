@@ -220,7 +220,10 @@ export function refusedEnvelope(tool: string, version: string | null, error: Cor
 }
 
 function cancelled(): CorralError {
-  return new CorralError(ErrorCodes.CANCELLED, 'Stopped waiting for approval: the caller cancelled.', { reason: 'cancelled' });
+  return new CorralError(ErrorCodes.CANCELLED, 'Stopped waiting for approval: the caller cancelled.', {
+    cancelled: true,
+    reason: 'stopped waiting for approval',
+  });
 }
 
 export class PolicyGate {

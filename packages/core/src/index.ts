@@ -7,7 +7,19 @@
  * `@corral/core/wasm` (the same names as here, without ajv, for sandbox
  * workers that must start fast).
  */
-export { ErrorCodes, CorralError, isCorralErrorJSON, type ErrorCode, type CorralErrorJSON } from './errors.js';
+export {
+  ErrorCodes,
+  CorralError,
+  isCorralErrorJSON,
+  type ErrorCode,
+  type CorralErrorJSON,
+  type ErrorDetails,
+  type ErrorDetailsOf,
+  type ErrorDetailsByCode,
+  type ErrorProblem,
+  type ResourceExhaustedDetails,
+  type UnexpectedExitDetails,
+} from './errors.js';
 export type {
   ToolSpec,
   JsonSchema,

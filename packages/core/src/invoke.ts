@@ -4,7 +4,7 @@
  * the result envelope with a stable code; `invoke` itself does not throw.
  */
 import type { ValidateFunction } from 'ajv';
-import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON } from './errors.js';
+import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON, type ErrorDetails } from './errors.js';
 import { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
 import { parseToolRef, type Registry } from './registry.js';
 import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
@@ -101,12 +101,14 @@ export class Runtime {
 
   /** Run a tool by reference ('name' or 'name@range'). */
   invoke(ref: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
-    return this.#run(() => this.registry.resolve(ref), parseToolRef(ref).name, input, opts);
+    const name = typeof ref === 'string' ? parseToolRef(ref).name : `(a ${typeof ref})`;
+    return this.#run(() => this.registry.resolve(ref), name, input, opts);
   }
 
   /** Run a tool the caller already holds (skips resolution). */
   invokeTool(tool: Tool, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
-    return this.#run(() => tool, tool.spec.name, input, opts);
+    const name: unknown = (tool as Partial<Tool> | null)?.spec?.name;
+    return this.#run(() => checkTool(tool), typeof name === 'string' ? name : '(not a tool)', input, opts);
   }
 
   /**
@@ -137,6 +139,7 @@ export class Runtime {
       if (err instanceof CorralError) throw err;
       // A store adapter that threw something else: still E_STORE, as documented.
       throw new CorralError(ErrorCodes.STORE, `The decision could not be recorded: ${err instanceof Error ? err.message : String(err)}`, {
+        store: this.store!.location,
         decision_id: snapshot.id,
       });
     }
@@ -147,14 +150,25 @@ export class Runtime {
     await this.executor.close?.();
   }
 
-  async #run(resolve: () => Tool, name: string, input: unknown, opts: InvokeOptions): Promise<InvokeResult> {
+  async #run(resolve: () => Tool, name: string, input: unknown, callerOpts: InvokeOptions): Promise<InvokeResult> {
     const started = performance.now();
-    const recorder = this.store ? new Recorder(this.store, name, input, opts, opts.recordInput ?? this.#recordInputs) : undefined;
+    // Options that fail their check still leave an audit record, without their decisionId.
+    const sane = isRecord(callerOpts) ? callerOpts : {};
+    const recorder = this.store
+      ? new Recorder(
+          this.store,
+          name,
+          input,
+          typeof sane.decisionId === 'string' ? sane.decisionId : null,
+          typeof sane.recordInput === 'boolean' ? sane.recordInput : this.#recordInputs,
+        )
+      : undefined;
     let tool: Tool | undefined;
     let result: ExecutionResult | undefined;
     let output: unknown = null;
     let error: CorralErrorJSON | null = null;
     try {
+      const opts = checkOptions(callerOpts);
       tool = resolve();
       const validators = this.#validatorsFor(tool);
       const request = this.#prepare(tool, validators, input, opts);
@@ -241,8 +255,12 @@ export class Runtime {
 
     const timeoutMs = opts.timeoutMs ?? spec.resources?.timeout_ms ?? specDefaults.resources.timeout_ms;
     const outputLimitBytes = opts.outputLimitBytes ?? this.#outputLimitBytes;
-    if (!(timeoutMs > 0)) throw inputError(`timeoutMs must be a positive number of milliseconds (got ${timeoutMs})`);
-    if (!(outputLimitBytes > 0)) throw inputError(`outputLimitBytes must be a positive number (got ${outputLimitBytes})`);
+    if (!(typeof timeoutMs === 'number' && timeoutMs > 0)) {
+      throw inputError(`timeoutMs must be a positive number of milliseconds (got ${String(timeoutMs)})`, { option: 'timeoutMs' });
+    }
+    if (!(typeof outputLimitBytes === 'number' && outputLimitBytes > 0)) {
+      throw inputError(`outputLimitBytes must be a positive number (got ${String(outputLimitBytes)})`, { option: 'outputLimitBytes' });
+    }
 
     const memoryMb = lowered(spec.name, 'memory_mb', spec.resources?.memory_mb ?? specDefaults.resources.memory_mb, opts.memoryMb, 1);
     const diskMb = lowered(spec.name, 'disk_mb', spec.resources?.disk_mb ?? specDefaults.resources.disk_mb, opts.diskMb, 0);
@@ -266,9 +284,8 @@ export class Runtime {
       return await this.executor.execute(request);
     } catch (err) {
       if (err instanceof CorralError || isCorralErrorJSON(err)) throw err;
-      throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The executor failed: ${errorText(err)}`, {
-        executor_error: errorText(err),
-      });
+      // Corral's executors answer every failure a caller or a tool can cause with a CorralError.
+      throw internalError(`The executor failed: ${errorText(err)}`, err);
     }
   }
 }
@@ -277,14 +294,93 @@ export class Runtime {
 function lowered(tool: string, field: 'memory_mb' | 'disk_mb', spec: number, asked: number | undefined, min: number): number {
   if (asked === undefined) return spec;
   const option = field === 'memory_mb' ? 'memoryMb' : 'diskMb';
-  if (!(Number.isInteger(asked) && asked >= min)) throw inputError(`${option} must be a whole number ≥ ${min} (got ${asked})`);
+  if (!(Number.isInteger(asked) && asked >= min)) throw inputError(`${option} must be a whole number ≥ ${min} (got ${asked})`, { option });
   if (asked > spec) {
     throw inputError(`${option} ${asked} is above ${tool}'s resources.${field} (${spec}); a call may only lower it`, {
-      [field]: spec,
+      option,
+      ...(field === 'memory_mb' ? { memory_mb: spec } : { disk_mb: spec }),
       requested: asked,
     });
   }
   return asked;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The shape of a call's options, checked before anything else: from
+ * JavaScript anything can arrive, and a wrong type must be the caller's
+ * E_INPUT_VALIDATION, not a TypeError deep inside the pipeline.
+ */
+function checkOptions(opts: unknown): InvokeOptions {
+  if (!isRecord(opts)) throw inputError(`The call's options must be an object (got ${describeValue(opts)})`, { option: 'options' });
+  const { mounts, env, args, decisionId, recordInput, signal } = opts;
+  if (mounts !== undefined) {
+    if (!Array.isArray(mounts))
+      throw inputError(`mounts must be an array of bindings (got ${describeValue(mounts)})`, { option: 'mounts' });
+    mounts.forEach((binding: unknown, i) => {
+      if (!isRecord(binding) || typeof binding.guest !== 'string') {
+        throw inputError(`mounts[${i}] must be a binding with a guest path, e.g. { guest: '/workspace', access: 'read' }`, {
+          option: `mounts[${i}]`,
+        });
+      }
+    });
+  }
+  if (env !== undefined && !isRecord(env)) {
+    throw inputError(`env must be an object of variable names to strings (got ${describeValue(env)})`, { option: 'env' });
+  }
+  if (args !== undefined && !(Array.isArray(args) && args.every((a) => typeof a === 'string'))) {
+    throw inputError('args must be an array of strings', { option: 'args' });
+  }
+  if (decisionId !== undefined && typeof decisionId !== 'string') {
+    throw inputError(`decisionId must be the string id recordDecision returned (got ${describeValue(decisionId)})`, {
+      option: 'decisionId',
+    });
+  }
+  if (recordInput !== undefined && typeof recordInput !== 'boolean') {
+    throw inputError(`recordInput must be true or false (got ${describeValue(recordInput)})`, { option: 'recordInput' });
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    throw inputError(`signal must be an AbortSignal (got ${describeValue(signal)})`, { option: 'signal' });
+  }
+  return opts as InvokeOptions;
+}
+
+/** An AbortSignal, from this realm or another. */
+function isAbortSignal(value: unknown): value is AbortSignal {
+  const v = value as Partial<AbortSignal> | null;
+  return typeof v === 'object' && v !== null && typeof v.aborted === 'boolean' && typeof v.addEventListener === 'function';
+}
+
+/** A tool object as Registry.register returns it, checked where invokeTool takes one from the caller. */
+function checkTool(tool: unknown): Tool {
+  const t = tool as Partial<Tool> | null;
+  if (
+    !isRecord(t) ||
+    !isRecord(t.spec) ||
+    typeof t.spec.name !== 'string' ||
+    typeof t.spec.version !== 'string' ||
+    !(t.wasm instanceof Uint8Array) ||
+    typeof t.wasmSha256 !== 'string'
+  ) {
+    throw inputError(`invokeTool needs a tool that Registry.register (or Corral.register) returned (got ${describeValue(tool)})`, {
+      option: 'tool',
+    });
+  }
+  return tool as Tool;
+}
+
+/** "null", "a string", "an array", "a Map": what a caller passed, for a message. */
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === 'string' && name !== 'Object' ? `a ${name}` : 'an object';
+  }
+  return /^[aeiou]/.test(typeof value) ? `an ${typeof value}` : `a ${typeof value}`;
 }
 
 /** A call may bind declared mounts, narrowing access but never widening it. */
@@ -299,18 +395,18 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
     const declaredList = declared.map((d) => d.guest);
     if (!decl) {
       throw inputError(`Mount ${guest} is not declared by tool ${name}; declared: ${declaredList.join(', ') || 'none'}`, {
-        mount: guest,
+        guest,
         declared: declaredList,
       });
     }
-    if (seen.has(guest)) throw inputError(`Mount ${guest} is bound more than once`, { mount: guest });
+    if (seen.has(guest)) throw inputError(`Mount ${guest} is bound more than once`, { guest });
     seen.add(guest);
     if (binding.access !== 'read' && binding.access !== 'read-write') {
-      throw inputError(`Mount ${guest} has access '${String(binding.access)}'; use 'read' or 'read-write'`, { mount: guest });
+      throw inputError(`Mount ${guest} has access '${String(binding.access)}'; use 'read' or 'read-write'`, { guest });
     }
     if (binding.access === 'read-write' && decl.access === 'read') {
       throw inputError(`Mount ${guest} is declared read-only by tool ${name}; bind it with access 'read'`, {
-        mount: guest,
+        guest,
         declared_access: decl.access,
         requested_access: binding.access,
       });
@@ -322,7 +418,7 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
       (typeof source !== 'object' || source === null || typeof (source as { kind?: unknown }).kind !== 'string')
     ) {
       throw inputError(`Mount ${guest} has a source that is not an object with a kind (a string), such as { kind: 'memory', tree: {} }`, {
-        mount: guest,
+        guest,
       });
     }
     return { ...binding, guest };
@@ -340,6 +436,7 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
     const lastStderr = stderr_tail.trimEnd().split('\n').pop()?.slice(0, 200);
     const why = typeof toolError?.message === 'string' ? `: ${toolError.message}` : lastStderr ? ` (stderr: ${lastStderr})` : '';
     throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${name} exited with code ${result.exitCode}${why}`, {
+      reason: 'exit',
       exit_code: result.exitCode,
       stderr_tail,
       tool_error: toolError,
@@ -352,7 +449,7 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
     throw new CorralError(
       ErrorCodes.RESOURCE_EXHAUSTED,
       `${name} printed more than ${request.outputLimitBytes} bytes on stdout (the output limit); raise outputLimitBytes or ask for less`,
-      { resource: 'output', output_limit_bytes: request.outputLimitBytes, stdout_head, stderr_tail },
+      { resource: 'output', limit_bytes: request.outputLimitBytes, stdout_head, stderr_tail },
     );
   }
 
@@ -373,12 +470,13 @@ function interpret(tool: Tool, validators: Validators, request: ExecutionRequest
       text.trim() === ''
         ? `${name} printed no output (it must print JSON on stdout)`
         : `${name} printed output that is not JSON: ${text.slice(0, 200)}`;
-    throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, message, { stdout_head, stderr_tail });
+    throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, message, { reason: 'output_not_json', stdout_head, stderr_tail });
   }
 
   if (validators.output && !validators.output(output)) {
     const problems = toProblems(validators.output.errors);
     throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${name}'s output does not match its output_schema: ${listed(problems)}`, {
+      reason: 'output_schema',
       problems,
       stdout_head,
       stderr_tail,
@@ -479,7 +577,7 @@ function jsonProblems(root: unknown): InputProblem[] {
   return out;
 }
 
-function inputError(message: string, details: Record<string, unknown> = {}): CorralError {
+function inputError(message: string, details: ErrorDetails<'E_INPUT_VALIDATION'> = {}): CorralError {
   return new CorralError(ErrorCodes.INPUT_VALIDATION, message, details);
 }
 
@@ -493,7 +591,15 @@ function toErrorJSON(err: unknown): CorralErrorJSON {
   if (err instanceof CorralError) return err.toJSON();
   // A CorralError rebuilt elsewhere (another bundle copy, or plain data from a worker).
   if (isCorralErrorJSON(err)) return CorralError.fromJSON(err).toJSON();
-  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `Corral failed: ${errorText(err)}`).toJSON();
+  return internalError(`Corral failed: ${errorText(err)}`, err).toJSON();
+}
+
+/** A failure no caller or tool input explains: a bug in Corral (or in a hand-written Executor or Store). */
+function internalError(message: string, err: unknown): CorralError<'E_UNEXPECTED_EXIT'> {
+  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${message} (an internal error, not the tool's; please report it)`, {
+    reason: 'internal',
+    cause: errorText(err),
+  });
 }
 
 /** First ENVELOPE_BYTES of a stream, not cutting a UTF-8 character in half. */
@@ -530,7 +636,7 @@ class Recorder {
     /** The name asked for: the only name an unresolved tool has. */
     readonly name: string,
     readonly input: unknown,
-    readonly opts: InvokeOptions,
+    readonly decisionId: string | null,
     readonly recordInput: boolean,
   ) {}
 
@@ -543,7 +649,7 @@ class Recorder {
     const keepText = this.recordInput && json !== null && (!refused || json.length <= REFUSED_INPUT_KEPT_CHARS);
     const intent: ExecutionIntent = {
       id: this.id,
-      decision_id: this.opts.decisionId ?? null,
+      decision_id: this.decisionId,
       tool: tool?.spec.name ?? this.name,
       version: tool?.spec.version ?? null,
       wasm_sha256: tool?.wasmSha256 ?? null,

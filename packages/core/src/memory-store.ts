@@ -4,7 +4,9 @@
  * Nothing survives the process; "durable" here means "acknowledged".
  */
 import {
+  checkExecutionFilter,
   checkPruneOptions,
+  checkRecord,
   decisionSnapshot,
   executionSnapshot,
   matchesFilter,
@@ -54,18 +56,21 @@ export class MemoryStore implements Store {
   }
 
   async recordDecision(decision: DecisionSnapshot): Promise<void> {
+    checkRecord('recordDecision', decision);
     this.#open();
     if (this.#decisions.has(decision.id)) throw storeError(this.location, `a decision with id ${decision.id} already exists`);
     this.#decisions.set(decision.id, decisionSnapshot(decision));
   }
 
   async beginExecution(intent: ExecutionIntent): Promise<void> {
+    checkRecord('beginExecution', intent);
     this.#open();
     if (this.#executions.has(intent.id)) throw storeError(this.location, `an execution with id ${intent.id} already exists`);
     this.#executions.set(intent.id, { ...intent, ...NO_OUTCOME });
   }
 
   async finishExecution(id: string, outcome: ExecutionOutcome): Promise<void> {
+    checkRecord('finishExecution', outcome, id);
     this.#open();
     const row = this.#executions.get(id);
     if (!row) throw storeError(this.location, `no execution with id ${id} to finish`);
@@ -86,6 +91,7 @@ export class MemoryStore implements Store {
   }
 
   async listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionSnapshot[]> {
+    checkExecutionFilter(filter);
     this.#open();
     const found = [...this.#executions.values()].map(snapshotOf).filter((e) => matchesFilter(e, filter));
     found.sort(newestFirst);

@@ -14,7 +14,7 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import semver from 'semver';
-import { CorralError, ErrorCodes } from './errors.js';
+import { CorralError, ErrorCodes, type PolicyDenialReason, type PolicyDeniedDetails } from './errors.js';
 import { MAX_BINDINGS, MAX_PATH_LENGTH, isGuestPath, isHostPath } from './policy-records.js';
 import { problemsText, toProblems, type Problem } from './schema.js';
 import type { ApprovalScope, FolderUse } from './snapshot.js';
@@ -225,38 +225,8 @@ export interface PolicyHost {
   mountSource?(folder: string): MountSource;
 }
 
-/** Why the policy refused: `details.reason` of E_POLICY_DENIED. */
-export type PolicyDenialReason =
-  | 'bad_request'
-  | 'policy_invalid'
-  | 'tool_denied'
-  | 'unlisted_tool'
-  | 'undeclared_mount'
-  | 'not_granted'
-  | 'access_not_granted'
-  | 'folder_missing'
-  | 'protected_folder'
-  | 'outside_roots'
-  | 'approval_rejected'
-  | 'approval_expired'
-  | 'approval_revoked'
-  | 'approval_timeout'
-  | 'approval_unavailable';
-
-/** `details` of E_POLICY_DENIED. */
-export interface PolicyDeniedDetails {
-  reason: PolicyDenialReason;
-  tool: string | null;
-  version?: string | null;
-  /** The guest mount the reason is about. */
-  mount?: string;
-  /** The host folder the reason is about (real path when it exists). */
-  folder?: string;
-  approval_id?: string;
-  /** Where the policy came from (a file path). */
-  policy?: string;
-  problems?: Problem[];
-}
+// Why the policy refused, and what it says about: the E_POLICY_DENIED details, with every code's in errors.ts.
+export type { PolicyDenialReason, PolicyDeniedDetails } from './errors.js';
 
 export function policyDenied(message: string, details: PolicyDeniedDetails): CorralError {
   return new CorralError(ErrorCodes.POLICY_DENIED, message, { ...details });
@@ -392,7 +362,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
         'not_granted',
         `${label} is not in the policy (${source}), so it gets no host folder (asked: ${guest} → ${b.folder}). ` +
           `Grant one with: corral policy grant ${toolName} --mount ${b.folder}:${guest}`,
-        { mount: guest, folder: b.folder },
+        { guest, folder: b.folder },
       );
     }
     return {
@@ -421,7 +391,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
         'undeclared_mount',
         `${label} declares no mount ${guest} (declared: ${declared.map((d) => d.guest).join(', ') || 'none'}).`,
         {
-          mount: guest,
+          guest,
         },
       );
     const grants = Object.hasOwn(entry.mounts ?? {}, guest) ? entry.mounts![guest]! : [];
@@ -430,7 +400,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
       real = await host.realpath(asked.folder);
     } catch {
       return deny('folder_missing', `The folder bound to ${guest}, ${asked.folder}, does not exist or cannot be resolved.`, {
-        mount: guest,
+        guest,
         folder: asked.folder,
       });
     }
@@ -440,12 +410,12 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
       return deny(
         'protected_folder',
         `${real} holds Corral's own state (${guarded}: the policy, the snapshot store or the cache); no tool may mount it.`,
-        { mount: guest, folder: real },
+        { guest, folder: real },
       );
     if (roots) {
       if (!roots.some((r) => isWithin(real, r)))
         return deny('outside_roots', `${real} is outside the folders the caller exposed (${roots.join(', ') || 'none'}).`, {
-          mount: guest,
+          guest,
           folder: real,
         });
     }
@@ -465,7 +435,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
       return deny(
         'not_granted',
         `The policy (${source}) does not let ${label} mount ${real} at ${guest}. Grant it with: corral policy grant ${toolName} --mount ${real}:${guest}`,
-        { mount: guest, folder: real },
+        { guest, folder: real },
       );
     allowed = minAccess(allowed, decl.access);
     if (asked.access !== undefined && ACCESS_RANK[asked.access] > ACCESS_RANK[allowed])
@@ -473,7 +443,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
         'access_not_granted',
         `The policy (${source}) lets ${label} mount ${real} at ${guest} ${allowed}-only, not ${asked.access}.`,
         {
-          mount: guest,
+          guest,
           folder: real,
         },
       );

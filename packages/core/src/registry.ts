@@ -7,6 +7,11 @@ import { detectWasmKind, sha256Hex } from './wasm.js';
 
 /** Split 'name@range' (names cannot contain '@'); a bare name means "any version". */
 export function parseToolRef(ref: string): { name: string; range: string | null } {
+  if (typeof ref !== 'string') {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `A tool reference is a string, 'name' or 'name@range' (got a ${typeof ref})`, {
+      option: 'ref',
+    });
+  }
   const at = ref.indexOf('@');
   if (at < 0) return { name: ref, range: null };
   const range = ref.slice(at + 1).trim();
@@ -25,6 +30,9 @@ export class Registry {
    */
   async register(rawSpec: unknown, wasm: Uint8Array, source = 'bytes'): Promise<Tool> {
     const spec = parseSpec(rawSpec, source);
+    if (!(wasm instanceof Uint8Array)) {
+      throw new CorralError(ErrorCodes.REGISTRATION, `The wasm of ${source} must be a Uint8Array (got ${describe(wasm)})`, { source });
+    }
     const label = source === 'bytes' ? `the wasm of ${spec.name}@${spec.version}` : `${spec.component} (from ${source})`;
     const kind = detectWasmKind(wasm, label);
     if (spec.kind && spec.kind !== kind) {
@@ -117,4 +125,12 @@ export class Registry {
       return false;
     }
   }
+}
+
+/** "null", "string", "ArrayBuffer": what was passed where bytes belong. */
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' ? name : 'object';
 }

@@ -7,7 +7,7 @@
  * Records use snake_case like the result envelope, because they are data
  * people read (`corral snapshots show`, JSONL exports), not API objects.
  */
-import { CorralError, ErrorCodes } from './errors.js';
+import { CorralError, ErrorCodes, type ErrorDetails } from './errors.js';
 
 /**
  * UTC nanoseconds since the Unix epoch, as a decimal string. A JS number
@@ -332,7 +332,11 @@ export const NO_OUTCOME: Nullable<ExecutionOutcome> = {
 };
 
 /** A CorralError E_STORE naming the store, for adapters. */
-export function storeError(location: string, message: string, details: Record<string, unknown> = {}): CorralError {
+export function storeError(
+  location: string,
+  message: string,
+  details: Omit<ErrorDetails<'E_STORE'>, 'store'> = {},
+): CorralError<'E_STORE'> {
   return new CorralError(ErrorCodes.STORE, `Snapshot store ${location}: ${message}`, { store: location, ...details });
 }
 
@@ -378,17 +382,71 @@ export function selectPruned(
   return { executions: goneExecutions, decisions: goneDecisions };
 }
 
+/**
+ * Throws E_INPUT_VALIDATION for a record no store can key or order: not an
+ * object, an id that is not a string, a time that is not Nanos. Adapters
+ * call it first, so a bad record from a caller is never a TypeError or an
+ * E_STORE (the store is fine).
+ */
+export function checkRecord(method: 'recordDecision' | 'beginExecution' | 'finishExecution', record: unknown, id?: unknown): void {
+  const bad = (option: string, problem: string): never => {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `${method}: ${option} ${problem}`, { option });
+  };
+  const what = method === 'recordDecision' ? 'decision' : method === 'beginExecution' ? 'intent' : 'outcome';
+  if (typeof record !== 'object' || record === null) bad(what, 'must be an object');
+  const r = record as Record<string, unknown>;
+  if (method === 'finishExecution') {
+    if (typeof id !== 'string') bad('id', `must be a string (got a ${typeof id})`);
+  } else if (typeof r.id !== 'string') {
+    bad('id', `must be a string (got a ${typeof r.id})`);
+  }
+  const time = method === 'recordDecision' ? 'time_ns' : method === 'beginExecution' ? 'intent_ns' : 'result_ns';
+  const ns = r[time];
+  if (typeof ns !== 'string' || !/^\d+$/.test(ns) || BigInt(ns) > MAX_RECORD_NS) {
+    bad(time, `must be nanoseconds since the epoch as a decimal string, at most 2^63-1 (got ${JSON.stringify(ns) ?? String(ns)})`);
+  }
+}
+
+/** The latest time a record may carry: SQLite's largest integer (in the year 2262), the same for every store. */
+const MAX_RECORD_NS = 2n ** 63n - 1n;
+
+/** Throws E_INPUT_VALIDATION for a filter no store can apply (every adapter checks it the same way). */
+export function checkExecutionFilter(filter: ExecutionFilter): void {
+  const bad = (option: string, problem: string): never => {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `listExecutions: ${option} ${problem}`, { option });
+  };
+  if (typeof filter !== 'object' || filter === null) bad('filter', 'must be an object');
+  const { since, limit, status } = filter;
+  if (since !== undefined && !(typeof since === 'bigint' ? since >= 0n : typeof since === 'string' && /^\d+$/.test(since))) {
+    bad(
+      'since',
+      `must be nanoseconds since the epoch, as a decimal string or a bigint (got ${typeof since === 'string' ? JSON.stringify(since) : String(since)})`,
+    );
+  }
+  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) bad('limit', `must be a whole number ≥ 0 (got ${String(limit)})`);
+  if (status !== undefined && !STATUSES.includes(status)) bad('status', `must be one of ${STATUSES.join(', ')} (got ${String(status)})`);
+  for (const key of ['tool', 'errorCode', 'decisionId'] as const) {
+    if (filter[key] !== undefined && typeof filter[key] !== 'string') bad(key, `must be a string (got a ${typeof filter[key]})`);
+  }
+}
+
+const STATUSES: readonly ExecutionStatus[] = ['ok', 'failed', 'interrupted'];
+
 /** Check prune options up front, so a typo cannot remove everything. */
 export function checkPruneOptions(options: PruneOptions): void {
   const { olderThan, keep } = options;
   if (olderThan === undefined && keep === undefined) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'prune needs olderThan or keep; refusing to guess what to remove');
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'prune needs olderThan or keep; refusing to guess what to remove', {
+      option: 'olderThan',
+    });
   }
   if (keep !== undefined && !(Number.isInteger(keep) && keep >= 0)) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: keep must be a whole number ≥ 0 (got ${keep})`);
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: keep must be a whole number ≥ 0 (got ${keep})`, { option: 'keep' });
   }
   if (olderThan !== undefined && !/^\d+$/.test(String(olderThan))) {
-    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: olderThan must be nanoseconds since the epoch (got ${String(olderThan)})`);
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `prune: olderThan must be nanoseconds since the epoch (got ${String(olderThan)})`, {
+      option: 'olderThan',
+    });
   }
 }
 

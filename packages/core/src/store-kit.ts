@@ -7,7 +7,9 @@
 export {
   NO_OUTCOME,
   UnavailableStore,
+  checkExecutionFilter,
   checkPruneOptions,
+  checkRecord,
   decisionSnapshot,
   executionSnapshot,
   matchesFilter,

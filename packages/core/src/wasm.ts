@@ -24,7 +24,7 @@ export function detectWasmKind(bytes: Uint8Array, source = 'bytes'): WasmKind {
       ErrorCodes.REGISTRATION,
       `${source} is a WebAssembly ${what} of binary version ${version}, which Corral does not run ` +
         `(it runs core modules of version 1 and components of version 13); rebuild it with current tools`,
-      { source, version, layer },
+      { source, binary_version: version, layer },
     );
   }
   throw new CorralError(ErrorCodes.REGISTRATION, `${source} is not a WebAssembly file (${describeStart(bytes)})`, {

@@ -210,6 +210,7 @@ describe('Runtime.invoke', () => {
       message: 'diff-summary exited with code 1: line 3 is not a hunk header',
       retryable: false,
       details: {
+        reason: 'exit',
         exit_code: 1,
         stderr_tail: 'parsing...\nfailed\n',
         tool_error: { code: 'bad_diff', message: 'line 3 is not a hunk header' },
@@ -253,7 +254,12 @@ describe('Runtime.invoke', () => {
     );
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result).toMatchObject({ ok: false, exit_code: null, tool: 'diff-summary', version: '1.0.0' });
-    expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', message: 'The executor failed: worker died' });
+    // Corral's own executors throw only CorralErrors: anything else is a bug, and says so.
+    expect(result.error).toMatchObject({
+      code: 'E_UNEXPECTED_EXIT',
+      message: "The executor failed: worker died (an internal error, not the tool's; please report it)",
+      details: { reason: 'internal', cause: 'worker died' },
+    });
   });
 
   it('passes a CorralError from the executor through', async () => {
@@ -270,7 +276,7 @@ describe('Runtime.invoke', () => {
     const error = {
       code: 'E_RESOURCE_EXHAUSTED',
       message: 'timed out after 5000 ms',
-      details: { limit: 'timeout' },
+      details: { resource: 'time', timeout_ms: 5000 },
       retryable: true,
     } as const;
     const runtime = await setup(printing('{"files":[', { exitCode: 1, error, stdoutTruncated: true }));

@@ -10,7 +10,7 @@
  * inside a root does not pass. Nothing else can be bound: a client without
  * roots, or a folder outside them, is refused with E_INPUT_VALIDATION.
  */
-import { CorralError, ErrorCodes, type MountBinding, type MountSource, type MountSpec, type Tool } from '@corral/core';
+import { CorralError, ErrorCodes, type ErrorDetails, type MountBinding, type MountSource, type MountSpec, type Tool } from '@corral/core';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import { META } from './tools.js';
 
@@ -161,7 +161,7 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
     } catch (err) {
       throw refusal(`Mount ${mount.guest} of ${name}: ${quote(uri)} is not a folder that can be mounted (${errorText(err)})`, {
         reason: 'not_a_folder',
-        mount: mount.guest,
+        guest: mount.guest,
         uri: clip(uri),
       });
     }
@@ -169,7 +169,7 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
       throw refusal(
         `Mount ${mount.guest} of ${name}: ${quote(uri)} is outside the client's roots (${rootUris.map(quote).join(', ')}); ` +
           'a tool can only see folders the client shares as roots',
-        { reason: 'outside_roots', mount: mount.guest, uri: clip(uri), roots: rootUris.map(clip) },
+        { reason: 'outside_roots', guest: mount.guest, uri: clip(uri), roots: rootUris.map(clip) },
       );
     }
     bindings.push(mountBinding(mount, folderSource(path)));
@@ -215,14 +215,14 @@ function requestedMounts(tool: Tool, meta: Record<string, unknown> | undefined):
     if (!declaredList.includes(guest)) {
       throw refusal(`${key}: mount ${quote(guest)} is not declared by ${tool.spec.name}; declared: ${declaredList.join(', ') || 'none'}`, {
         reason: 'undeclared_mount',
-        mount: clip(guest),
+        guest: clip(guest),
         declared: declaredList,
       });
     }
     if (typeof uri !== 'string' || !uri.startsWith('file://') || uri.length > ROOTS_LIMITS.maxUriLength) {
       throw refusal(`${key}: mount ${guest} must be a file:// URI of at most ${ROOTS_LIMITS.maxUriLength} characters`, {
         reason: 'bad_mounts_meta',
-        mount: guest,
+        guest,
       });
     }
     requested.set(guest, uri);
@@ -230,7 +230,7 @@ function requestedMounts(tool: Tool, meta: Record<string, unknown> | undefined):
   return requested;
 }
 
-function refusal(message: string, details: Record<string, unknown>): CorralError {
+function refusal(message: string, details: ErrorDetails<'E_INPUT_VALIDATION'>): CorralError {
   return new CorralError(ErrorCodes.INPUT_VALIDATION, message, details);
 }
 

@@ -106,7 +106,13 @@ export function toCallToolResult(result: InvokeResult): CallToolResult {
   if (result.version !== null) meta[META.version] = result.version;
   if (result.snapshot) meta[META.snapshot] = result.snapshot;
   if (!result.ok || result.error) {
-    const error: CorralErrorJSON = result.error ?? { code: 'E_UNEXPECTED_EXIT', message: 'The call failed', details: {}, retryable: false };
+    // invoke gives every failed result its error; a result without one is a broken invariant.
+    const error: CorralErrorJSON = result.error ?? {
+      code: 'E_UNEXPECTED_EXIT',
+      message: "The call failed without an error (an internal error, not the tool's; please report it)",
+      details: { reason: 'internal', cause: 'a failed result had no error' },
+      retryable: false,
+    };
     return errorResult(error, meta);
   }
   const output = result.output;

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { Registry, type CorralError, type Store } from '@corral/core';
-import { CorralHost, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
+import { CorralHost, checkHostOptions, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
 import { SqliteStore, defaultStorePath } from './store-sqlite.js';
@@ -41,6 +41,17 @@ export class Corral extends CorralHost<WorkerExecutor> {
   }
 
   static async create(options: CorralOptions = {}): Promise<Corral> {
+    checkHostOptions('Corral.create', options, {
+      bundled: 'boolean',
+      toolDirs: 'string[]',
+      store: 'store|path|false',
+      recordInputs: 'boolean',
+      size: 'size',
+      maxQueue: 'count',
+      resourceLimits: 'object|false',
+      cache: 'object|false',
+      prepareTimeoutMs: 'ms',
+    });
     const registry = new Registry();
     const dirs = [...(options.bundled === false ? [] : [BUNDLED_TOOLS_DIR]), ...(options.toolDirs ?? [])];
     const loadErrors: CorralError[] = [];

@@ -51,41 +51,19 @@ import {
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import type { ClosableBackend, DirectoryListing, EntryStat, EntryType, NewTime, OpenMode } from '@corral/wasi/fs';
+import {
+  fsErrorOfErrno,
+  type ClosableBackend,
+  type DirectoryListing,
+  type EntryStat,
+  type EntryType,
+  type NewTime,
+  type OpenMode,
+} from '@corral/wasi/fs';
 
 /** open(2)'s O_PATH on Linux (every architecture Node runs on); Node does not export it. */
 const O_PATH = 0o10000000;
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants;
-
-const NODE_TO_WASI: Record<string, string> = {
-  ENOENT: 'no-entry',
-  EEXIST: 'exist',
-  ENOTDIR: 'not-directory',
-  EISDIR: 'is-directory',
-  ENOTEMPTY: 'not-empty',
-  EACCES: 'access',
-  EPERM: 'not-permitted',
-  ENOSPC: 'insufficient-space',
-  EDQUOT: 'quota',
-  EROFS: 'read-only',
-  EINVAL: 'invalid',
-  ELOOP: 'loop',
-  ENAMETOOLONG: 'name-too-long',
-  EBADF: 'bad-descriptor',
-  EBUSY: 'busy',
-  EXDEV: 'cross-device',
-  EFBIG: 'file-too-large',
-  EMLINK: 'too-many-links',
-  EIO: 'io',
-  ENXIO: 'no-such-device',
-  ENOMEM: 'insufficient-memory',
-  EMFILE: 'insufficient-memory',
-  ENFILE: 'insufficient-memory',
-  ETXTBSY: 'text-file-busy',
-  EOVERFLOW: 'overflow',
-  ENOTSUP: 'unsupported',
-  EOPNOTSUPP: 'unsupported',
-};
 
 /** Run a node:fs call, turning its error into a wasi:filesystem error code. */
 function fs<T>(call: () => T): T {
@@ -94,7 +72,7 @@ function fs<T>(call: () => T): T {
   } catch (err) {
     if (typeof err === 'string') throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    throw (code && NODE_TO_WASI[code]) || 'io';
+    throw code ? fsErrorOfErrno(code) : 'io';
   }
 }
 
@@ -489,7 +467,7 @@ function exactCall(call: () => number): void {
   const errno = call();
   if (errno === 0) return;
   const name = Object.entries(osConstants.errno).find(([, n]) => n === errno)?.[0];
-  throw (name && NODE_TO_WASI[name]) || 'io';
+  throw name ? fsErrorOfErrno(name) : 'io';
 }
 
 /** New access and modification times for utimes, in seconds (Node takes no "leave it" or "now" marker). */

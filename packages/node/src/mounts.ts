@@ -60,6 +60,15 @@ export const hostMountChecks: MountSourceChecks = {
  */
 export function hostMountOpeners(confinement?: Confinement, options?: { exactTimes?: boolean }): MountOpeners {
   return {
-    [HOST_KIND]: (source, guest) => openHostDirectory(sourceString(source, 'path', guest), confinement, options),
+    [HOST_KIND]: (source, guest) => {
+      const path = sourceString(source, 'path', guest);
+      try {
+        return openHostDirectory(path, confinement, options);
+      } catch (err) {
+        // Gone, or no longer a folder, since hostMountChecks saw it: the caller's, as it would have been then.
+        if (typeof err !== 'string') throw err;
+        throw badMountSource(guest, HOST_KIND, `names ${path}, which is not a directory Corral can open (${err})`, { path, cause: err });
+      }
+    },
   };
 }

@@ -101,6 +101,7 @@ export class SandboxWorker implements PoolWorker {
             { resource: 'memory', worker_heap_limit_mb: resourceLimits.maxOldGenerationSizeMb, worker_exit_code: code },
           )
         : new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly (exit code ${code}).`, {
+            reason: 'worker_crashed',
             worker_exit_code: code,
           }),
     );

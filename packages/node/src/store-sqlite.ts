@@ -22,7 +22,9 @@ import {
   auditEvent,
   checkApprovalFilter,
   checkAuditFilter,
+  checkExecutionFilter,
   checkPruneOptions,
+  checkRecord,
   decisionSnapshot,
   executionSnapshot,
   storeError,
@@ -255,6 +257,7 @@ export class SqliteStore implements Store {
   }
 
   async recordDecision(d: DecisionSnapshot): Promise<void> {
+    checkRecord('recordDecision', d);
     const sql = 'INSERT INTO decisions (id, time_ns, prompt_sha256, output, model, run_id) VALUES (?, ?, ?, ?, ?, ?)';
     const result = await this.#write([
       { sql, params: [d.id, nanos(d.time_ns), d.prompt_sha256, d.output, d.model ?? null, d.run_id ?? null] },
@@ -263,6 +266,7 @@ export class SqliteStore implements Store {
   }
 
   async beginExecution(i: ExecutionIntent): Promise<void> {
+    checkRecord('beginExecution', i);
     const sql = `INSERT INTO executions (id, decision_id, tool, version, wasm_sha256, input_sha256, input_json, intent_ns)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
     const params = [
@@ -280,6 +284,7 @@ export class SqliteStore implements Store {
   }
 
   async finishExecution(id: string, o: ExecutionOutcome): Promise<void> {
+    checkRecord('finishExecution', o, id);
     const sql = `UPDATE executions SET result_ns = ?, exit_code = ?, error_code = ?, error_message = ?, stdout_sha256 = ?,
                    stdout_head = ?, stdout_tail = ?, stderr_head = ?, stderr_tail = ?, duration_ms = ?, peak_memory_bytes = ?
                  WHERE id = ? AND result_ns IS NULL`;
@@ -315,6 +320,7 @@ export class SqliteStore implements Store {
   }
 
   async listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionSnapshot[]> {
+    checkExecutionFilter(filter);
     const where: string[] = [];
     const params: unknown[] = [];
     const add = (sql: string, value: unknown) => (where.push(sql), params.push(value));

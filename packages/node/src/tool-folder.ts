@@ -4,7 +4,7 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { CorralError, ErrorCodes, detectWasmKind, parseSpec, type Registry, type Tool } from '@corral/core';
+import { CorralError, ErrorCodes, detectWasmKind, parseSpec, type ErrorDetails, type Registry, type Tool } from '@corral/core';
 
 const SPEC_FILE = 'tool-spec.json';
 
@@ -99,7 +99,7 @@ async function readSpecJson(specPath: string): Promise<unknown> {
   }
 }
 
-function registrationError(message: string, details: Record<string, unknown>): CorralError {
+function registrationError(message: string, details: ErrorDetails<'E_REGISTRATION'>): CorralError {
   return new CorralError(ErrorCodes.REGISTRATION, message, details);
 }
 

@@ -100,6 +100,9 @@ export function execRequest(options: ExecOptions = {}): ExecRequest {
   const timeoutMs = whole(options.timeoutMs ?? EXEC_DEFAULTS.timeoutMs, 'timeoutMs', 0, Number.MAX_SAFE_INTEGER);
   const outputLimitBytes = whole(options.outputLimitBytes ?? EXEC_DEFAULTS.outputLimitBytes, 'outputLimitBytes', 0, 2 ** 31);
   const signal = options.signal;
+  if (signal !== undefined && !(typeof signal === 'object' && signal !== null && typeof signal.addEventListener === 'function')) {
+    bad('signal', 'must be an AbortSignal');
+  }
   return {
     name: argv0,
     args: args as string[],

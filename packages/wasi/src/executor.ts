@@ -219,6 +219,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
         onTimeout: () =>
           new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `Preparing ${name} took longer than ${timeoutMs} ms.`, {
             resource: 'time',
+            timeout_ms: timeoutMs,
           }),
       },
     );

@@ -15,4 +15,4 @@ export {
   type PoolExecutorOptions,
 } from './executor.js';
 export type { SandboxWorkerApi, RunJob } from './worker-api.js';
-export { CorralHost, openHostStore, type CorralHostParts, type HostExecutor } from './host.js';
+export { CorralHost, checkHostOptions, openHostStore, type CorralHostParts, type HostExecutor, type HostOptionKind } from './host.js';

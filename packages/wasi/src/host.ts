@@ -49,6 +49,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   readonly store: Store | undefined;
   /** A store this object opened and so must close. */
   readonly #ownedStore: Store | undefined;
+  #closed = false;
 
   protected constructor(parts: CorralHostParts<E>) {
     this.registry = parts.registry ?? new Registry();
@@ -78,9 +79,6 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
         throw new CorralError(ErrorCodes.REGISTRATION, `Invalid tool spec ${source}: it is not JSON (${reason})`, { source, reason });
       }
     }
-    if (!(wasm instanceof Uint8Array)) {
-      throw new CorralError(ErrorCodes.REGISTRATION, `The wasm of ${source} must be a Uint8Array (got ${describe(wasm)})`, { source });
-    }
     return this.registry.register(raw, wasm, source);
   }
 
@@ -106,15 +104,91 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
 
   /** Record a model decision; pass its id as `decisionId` to the calls it causes. See Runtime.recordDecision. */
   recordDecision(decision: DecisionInput): Promise<DecisionSnapshot> {
+    if (this.#closed) {
+      // Not the store's "is closed" (E_STORE): what the caller did was close this runtime.
+      return Promise.reject(
+        new CorralError(ErrorCodes.CLOSED, 'Corral was closed, so it records no more decisions. Create a new instance.', {
+          running: false,
+        }),
+      );
+    }
     return this.runtime.recordDecision(decision);
   }
 
   /** Stop the workers (calls still queued are refused) and close a store this object opened. */
   async close(): Promise<void> {
+    this.#closed = true;
     try {
       await this.executor.close();
     } finally {
       await this.#ownedStore?.close();
+    }
+  }
+}
+
+/** What a host's `create` option may be; each is also allowed to be undefined. */
+export type HostOptionKind =
+  | 'boolean'
+  | 'function'
+  /** A whole number ≥ 1 (a pool's size). */
+  | 'size'
+  /** A whole number ≥ 0. */
+  | 'count'
+  /** A number of milliseconds > 0. */
+  | 'ms'
+  | 'string[]'
+  /** An object (a cache, resource limits) or false. */
+  | 'object|false'
+  /** A Store, a path (Node) or false. */
+  | 'store|path|false'
+  | 'store|false';
+
+/**
+ * Check the options a host's `create` was given against their kinds, so a
+ * wrong type is E_INPUT_VALIDATION naming the option, not a TypeError from
+ * deep inside (or, for a size of NaN, a pool that never starts a worker).
+ */
+export function checkHostOptions(where: string, options: unknown, kinds: Record<string, HostOptionKind>): void {
+  const bad = (option: string, problem: string): never => {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `${where}: ${option} ${problem}`, { option });
+  };
+  if (typeof options !== 'object' || options === null)
+    bad('options', `must be an object (got ${options === null ? 'null' : typeof options})`);
+  const given = options as Record<string, unknown>;
+  for (const [option, kind] of Object.entries(kinds)) {
+    const value = given[option];
+    if (value === undefined) continue;
+    const got = `(got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'number' ? String(value) : `a ${typeof value}`})`;
+    const isStore = typeof value === 'object' && value !== null && typeof (value as Store).recordDecision === 'function';
+    switch (kind) {
+      case 'boolean':
+        if (typeof value !== 'boolean') bad(option, `must be true or false ${got}`);
+        break;
+      case 'function':
+        if (typeof value !== 'function') bad(option, `must be a function ${got}`);
+        break;
+      case 'size':
+      case 'count':
+        if (!(Number.isInteger(value) && (value as number) >= (kind === 'size' ? 1 : 0))) {
+          bad(option, `must be a whole number ≥ ${kind === 'size' ? 1 : 0} ${got}`);
+        }
+        break;
+      case 'ms':
+        if (!(typeof value === 'number' && value > 0)) bad(option, `must be a positive number of milliseconds ${got}`);
+        break;
+      case 'string[]':
+        if (!(Array.isArray(value) && value.every((v) => typeof v === 'string'))) bad(option, `must be an array of strings ${got}`);
+        break;
+      case 'object|false':
+        if (value !== false && (typeof value !== 'object' || value === null)) bad(option, `must be an object or false ${got}`);
+        break;
+      case 'store|path|false':
+        if (value !== false && typeof value !== 'string' && !isStore)
+          bad(option, `must be a Store, the path of a store file, or false ${got}`);
+        break;
+      case 'store|false':
+        if (value !== false && !isStore) bad(option, `must be a Store or false ${got}`);
+        break;
     }
   }
 }
@@ -132,10 +206,4 @@ export async function openHostStore(location: string, open: () => Promise<Store>
     if (CorralError.is(err, ErrorCodes.STORE) && err.details.unwritable === true) return new UnavailableStore(location, err);
     throw err;
   }
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value !== 'object') return typeof value;
-  return (value as { constructor?: { name?: string } }).constructor?.name ?? 'object';
 }

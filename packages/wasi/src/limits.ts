@@ -32,7 +32,7 @@
  * custom-page-sizes proposals for what is refused). Every length is checked
  * against the bytes that remain; malformed input is E_REGISTRATION.
  */
-import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { CorralError, ErrorCodes, type ErrorDetails } from '@corral/core/errors';
 
 export const WASM_PAGE_BYTES = 65536;
 
@@ -58,7 +58,7 @@ const SECTION_MEMORY = 5;
 class Malformed extends Error {}
 
 /** Refused at load: something this rewrite cannot bound. */
-function refuse(toolName: string, what: string, details: Record<string, unknown> = {}): CorralError {
+function refuse(toolName: string, what: string, details: ErrorDetails<'E_REGISTRATION'> = {}): CorralError {
   return new CorralError(
     ErrorCodes.REGISTRATION,
     `${toolName} ${what}, which Corral does not run: it could allocate outside the tool's memory cap.`,

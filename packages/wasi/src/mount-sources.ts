@@ -14,7 +14,7 @@
  * A source is the caller's data, untrusted: its kind is read once, and
  * what goes on is a fresh object built from what was checked.
  */
-import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { CorralError, ErrorCodes, type ErrorDetails } from '@corral/core/errors';
 import type { MemoryMountSource, MountBinding, MountSource } from '@corral/core';
 import type { FsBackend } from './fs/backend.js';
 
@@ -49,7 +49,12 @@ export type MountSourceCheck = (source: MountSource, guest: string) => MountSour
 export type MountSourceChecks = Readonly<Record<string, MountSourceCheck>>;
 
 /** E_INPUT_VALIDATION for a source of kind `kind` bound to `guest` that cannot be used: `problem` says why. */
-export function badMountSource(guest: string, kind: string, problem: string, details: Record<string, unknown> = {}): CorralError {
+export function badMountSource(
+  guest: string,
+  kind: string,
+  problem: string,
+  details: ErrorDetails<'E_INPUT_VALIDATION'> = {},
+): CorralError {
   return new CorralError(ErrorCodes.INPUT_VALIDATION, `Mount ${guest}: the ${JSON.stringify(kind)} source ${problem}.`, {
     guest,
     kind,

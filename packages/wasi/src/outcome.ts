@@ -11,7 +11,14 @@ import type { DiskQuota } from './fs/quota.js';
 import type { RunRequest } from './request.js';
 
 /** Thrown from a stdio sink to unwind the guest when stdout passes its cap. */
-export class OutputLimitExceeded extends Error {}
+export class OutputLimitExceeded extends Error {
+  readonly limitBytes: number;
+
+  constructor(limitBytes: number) {
+    super(`${limitBytes}-byte`);
+    this.limitBytes = limitBytes;
+  }
+}
 
 /**
  * Thrown by a host's `proc_exit` to unwind the guest. Shaped like
@@ -45,19 +52,17 @@ export function classify(err: unknown, toolName: string, stderr: CappedSink): Ru
       exitCode: 1,
       error: new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `${toolName} wrote more output than the ${limit.message} limit.`, {
         resource: 'output',
+        limit_bytes: limit.limitBytes,
       }).toJSON(),
     };
   }
-  const message = err instanceof Error ? err.message : String(err);
-  const trap = err instanceof WebAssembly.RuntimeError || err instanceof RangeError;
-  return {
-    exitCode: 1,
-    error: new CorralError(ErrorCodes.UNEXPECTED_EXIT, trap ? `${toolName} trapped: ${message}` : `${toolName} failed: ${message}`, {
-      trap,
-      reason: message,
-      stderr_tail: new TextDecoder().decode(stderr.bytes().slice(-1024)),
-    }).toJSON(),
-  };
+  const cause = err instanceof Error ? err.message : String(err);
+  const stderr_tail = new TextDecoder().decode(stderr.bytes().slice(-1024));
+  const error =
+    err instanceof WebAssembly.RuntimeError || err instanceof RangeError
+      ? new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${toolName} trapped: ${cause}`, { reason: 'trap', trap: true, cause, stderr_tail })
+      : new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${toolName} failed: ${cause}`, { reason: 'failed', trap: false, cause, stderr_tail });
+  return { exitCode: 1, error: error.toJSON() };
 }
 
 /** preview2-shim's ComponentExit, or a preview1 host's ProcExit. */
@@ -156,7 +161,7 @@ export class CappedSink {
       this.#append(bytes.subarray(0, room));
       if (bytes.length > room) {
         this.truncated = true;
-        throw new OutputLimitExceeded(`${this.#limit}-byte`);
+        throw new OutputLimitExceeded(this.#limit);
       }
       return;
     }

@@ -56,6 +56,8 @@ export class SandboxPool<W extends PoolWorker> {
   readonly #idle: W[] = [];
   readonly #all = new Set<W>();
   readonly #queue: Job<W>[] = [];
+  /** Stops each running task with E_CLOSED (its worker is about to be terminated under it). */
+  readonly #stopOnClose = new Set<() => void>();
   #closed = false;
   #running = 0;
   #replaced = 0;
@@ -104,7 +106,7 @@ export class SandboxPool<W extends PoolWorker> {
   }
 
   run<T>(task: (worker: W) => Promise<T>, options: TaskOptions): Promise<T> {
-    if (this.#closed) return Promise.reject(closedError());
+    if (this.#closed) return Promise.reject(closedError(false));
     if (this.#queue.length >= this.maxQueue) {
       return Promise.reject(
         new CorralError(
@@ -136,7 +138,9 @@ export class SandboxPool<W extends PoolWorker> {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const job of this.#queue.splice(0)) job.reject(closedError());
+    for (const job of this.#queue.splice(0)) job.reject(closedError(false));
+    // Before the workers go: a terminated worker may never answer (a Web Worker does not), and must not read as a crash.
+    for (const stop of [...this.#stopOnClose]) stop();
     await Promise.all([...this.#all].map((w) => w.terminate()));
     this.#all.clear();
     this.#idle.length = 0;
@@ -165,7 +169,13 @@ export class SandboxPool<W extends PoolWorker> {
     let faulted = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
+    let onClose: (() => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
+      onClose = () => {
+        faulted = true;
+        reject(closedError(true));
+      };
+      this.#stopOnClose.add(onClose);
       // Timers take at most 2^31-1 ms; anything longer (or Infinity) would fire at once.
       if (timeoutMs <= MAX_TIMER_MS) {
         timer = setTimeout(() => {
@@ -195,6 +205,7 @@ export class SandboxPool<W extends PoolWorker> {
       this.#running--;
       clearTimeout(timer);
       if (onAbort) signal?.removeEventListener('abort', onAbort);
+      this.#stopOnClose.delete(onClose!);
     }
     if (!faulted && worker.alive && !this.#closed) {
       this.#idle.push(worker);
@@ -223,9 +234,12 @@ function abortError(signal: AbortSignal): CorralError {
   });
 }
 
-function closedError(): CorralError {
+function closedError(running: boolean): CorralError {
   return new CorralError(
     ErrorCodes.CLOSED,
-    'Corral was closed: its sandbox workers are stopped, so the call cannot run. Create a new instance.',
+    running
+      ? 'Corral was closed while the call ran: its sandbox worker was stopped. Create a new instance.'
+      : 'Corral was closed: its sandbox workers are stopped, so the call cannot run. Create a new instance.',
+    { running },
   );
 }

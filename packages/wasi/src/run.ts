@@ -64,7 +64,14 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
         const exports = await component.instantiate(
           (name) => {
             const module = component.modules.get(name);
-            if (!module) throw new Error(`glue asked for unknown core module ${name}`);
+            // Glue and modules come from one transpile, but a cache on disk can lose files.
+            if (!module) {
+              throw new CorralError(
+                ErrorCodes.REGISTRATION,
+                `${request.toolName}: the prepared component is damaged (its glue asks for a core module ${name} it does not have); clear the cache.`,
+                { reason: `no core module ${name}` },
+              );
+            }
             return module;
           },
           imports,
@@ -85,7 +92,17 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const capped = capComponentModules(prepared.modules, maxPages, toolName);
   await Promise.all(
     Object.entries(capped).map(async ([name, bytes]) => {
-      const module = await WebAssembly.compile(bytes as BufferSource);
+      let module: WebAssembly.Module;
+      try {
+        module = await WebAssembly.compile(bytes as BufferSource);
+      } catch (err) {
+        // jco parses a component's structure, not the code of its core modules.
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} has a core module ${name} that is not valid WebAssembly: ${reason}`, {
+          reason,
+          module: name,
+        });
+      }
       modules.set(name, module);
       if (definesMemoryOrTable(bytes)) withCaps.set(module, name);
     }),
@@ -104,7 +121,7 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
   throw new CorralError(
     ErrorCodes.UNEXPECTED_EXIT,
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
-    { exports: Object.keys(exports) },
+    { reason: 'not_a_command', exports: Object.keys(exports) },
   );
 }
 

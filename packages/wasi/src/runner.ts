@@ -5,6 +5,7 @@
  * and one run from start to classified end. Each runner says only how to
  * compile its kind of code and how to start and run one instance of it.
  */
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import type { RunRequest, RunnerOptions } from './request.js';
 import { WASM_PAGE_BYTES } from './limits.js';
@@ -69,7 +70,14 @@ export abstract class Runner<Source, Compiled> {
   async run(key: string, source: Source | undefined, request: RunRequest): Promise<ExecutionResult> {
     const started = performance.now();
     if (source) this.#sources.set(key, source);
-    else if (!this.#sources.has(key)) throw new Error(`${this.kind} ${key} is not loaded`);
+    else if (!this.#sources.has(key)) {
+      // The host sends a key alone only to a worker it saw compile it (ExecutorWorker.loaded).
+      throw new CorralError(
+        ErrorCodes.UNEXPECTED_EXIT,
+        `The sandbox worker was sent ${this.kind} ${key} by its key alone, but it has not loaded it (an internal error, not the tool's; please report it)`,
+        { reason: 'internal', cause: `${this.kind} ${key} is not loaded` },
+      );
+    }
     const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
     const compiled = await this.#load(key, maxPages, request.toolName);
 

@@ -163,7 +163,7 @@ export function workerStdio(
             Atomics.wait(control, ACKED, acked);
           }
         } else if ((unpaced += piece.length) > outputLimitBytes) {
-          throw new OutputLimitExceeded(`${outputLimitBytes}-byte`);
+          throw new OutputLimitExceeded(outputLimitBytes);
         }
         port.postMessage({ kind: 'out', fd, bytes: piece } satisfies WorkerMessage, [piece.buffer]);
         posted = (posted + 1) | 0;

@@ -21,8 +21,14 @@ export async function outcomeOf<T>(work: () => Promise<T>): Promise<Outcome<T>> 
     return { ok: true, value: await work() };
   } catch (err) {
     if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
-    const message = err instanceof Error ? err.message : String(err);
-    return { ok: false, error: new CorralError(ErrorCodes.UNEXPECTED_EXIT, `sandbox worker failed: ${message}`).toJSON() };
+    // What a caller or a tool can cause is a CorralError by now; anything else is Corral's own bug.
+    const cause = err instanceof Error ? err.message : String(err);
+    const error = new CorralError(
+      ErrorCodes.UNEXPECTED_EXIT,
+      `The sandbox worker failed: ${cause} (an internal error, not the tool's; please report it)`,
+      { reason: 'internal', cause },
+    );
+    return { ok: false, error: error.toJSON() };
   }
 }
 

@@ -25,7 +25,10 @@ class FakeWorker implements PoolWorker {
   }
 }
 
-const task = { timeoutMs: 5_000, onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'too slow', { resource: 'time' }) };
+const task = {
+  timeoutMs: 5_000,
+  onTimeout: () => new CorralError('E_RESOURCE_EXHAUSTED', 'too slow', { resource: 'time', timeout_ms: 5_000 }),
+};
 
 describe('SandboxPool', () => {
   it('a worker that crashes fails only its own task; a replacement starts at once', async () => {
@@ -39,7 +42,7 @@ describe('SandboxPool', () => {
       { size: 2 },
     );
     const doomed = pool.run((w) => {
-      setTimeout(() => w.crash(new CorralError('E_UNEXPECTED_EXIT', 'the worker died')), 20);
+      setTimeout(() => w.crash(new CorralError('E_UNEXPECTED_EXIT', 'the worker died', { reason: 'worker_crashed' })), 20);
       return new Promise(() => {});
     }, task);
     const fine = pool.run((w) => new Promise((resolve) => setTimeout(() => resolve(`ok from ${w.id}`), 50)), task);

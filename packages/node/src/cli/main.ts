@@ -76,7 +76,8 @@ export async function main(
       cli.fail(`${err.message} (${err.code})`);
       return EXIT_TOOL_FAILED;
     }
-    cli.fail(err instanceof Error ? err.message : String(err));
+    // Every failure a user can cause is a UsageError or a CorralError by now.
+    cli.fail(`${err instanceof Error ? err.message : String(err)} (an internal error; please report it)`);
     return EXIT_TOOL_FAILED;
   }
 }

@@ -7,6 +7,7 @@ import {
   CorralError,
   ErrorCodes,
   Registry,
+  type ErrorDetails,
   isWithin,
   nowNs,
   type ApprovalRecord,
@@ -128,7 +129,7 @@ async function guardedPaths(policyPath: string, storePath: string): Promise<{ pa
   ]).then((list) => Promise.all(list.map(async (g) => ({ ...g, path: await plannedRealpath(g.path) }))));
 }
 
-function refuse(message: string, details: Record<string, unknown> = {}): never {
+function refuse(message: string, details: ErrorDetails<'E_INPUT_VALIDATION'> = {}): never {
   throw new CorralError(ErrorCodes.INPUT_VALIDATION, message, details);
 }
 
@@ -232,7 +233,7 @@ async function grant(args: string[], print: Print): Promise<number> {
           `${name}@${tool.spec.version} declares no mount ${m.guest} (declared: ${tool.spec.mounts?.map((d) => d.guest).join(', ') || 'none'}).`,
         );
       if (m.access === 'read-write' && decl.access === 'read')
-        refuse(`${name}@${tool.spec.version} declares ${m.guest} read-only; grant it with :ro.`, { mount: m.guest });
+        refuse(`${name}@${tool.spec.version} declares ${m.guest} read-only; grant it with :ro.`, { guest: m.guest });
     }
     folders.push({ guest: m.guest, folder: real, access: m.access });
   }
@@ -326,9 +327,19 @@ async function record(
       detail: { policy: policyPath, changes, ...(folders.length > 0 ? { folders } : {}) },
     });
   } catch (err) {
+    if (CorralError.is(err, ErrorCodes.STORE)) {
+      throw new CorralError(
+        ErrorCodes.STORE,
+        `The policy was changed, but the change could not be recorded in the audit trail: ${err.message}`,
+        {
+          ...err.details,
+        },
+      );
+    }
     throw new CorralError(
       ErrorCodes.STORE,
       `The policy was changed, but the change could not be recorded in the audit trail: ${err instanceof Error ? err.message : String(err)}`,
+      { store: store.location },
     );
   }
 }

@@ -46,7 +46,11 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   } finally {
     await store.close();
   }
-  if (!recorded) throw new CorralError(ErrorCodes.STORE, `No execution snapshot with id ${id} in ${store.location}`, { id });
+  if (!recorded)
+    throw new CorralError(ErrorCodes.STORE, `No execution snapshot with id ${id} in ${store.location}`, {
+      store: store.location,
+      id,
+    });
   if (recorded.input_json === null) {
     throw new CorralError(
       ErrorCodes.INPUT_VALIDATION,

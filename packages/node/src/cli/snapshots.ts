@@ -139,7 +139,11 @@ async function showCommand(args: string[], print: Print): Promise<number> {
   try {
     const execution = await store.getExecution(id);
     const decision = execution ? null : await store.getDecision(id);
-    if (!execution && !decision) throw new CorralError(ErrorCodes.STORE, `No snapshot with id ${id} in ${store.location}`, { id });
+    if (!execution && !decision)
+      throw new CorralError(ErrorCodes.STORE, `No snapshot with id ${id} in ${store.location}`, {
+        store: store.location,
+        id,
+      });
     if (execution) {
       const linked = execution.decision_id ? await store.getDecision(execution.decision_id) : null;
       if (values.json) print(JSON.stringify({ kind: 'execution', ...execution }, null, 2));
@@ -208,7 +212,7 @@ async function exportCommand(args: string[], print: Print): Promise<number> {
   if (!store) throw noStore(values.store);
   try {
     if (values.output !== undefined) {
-      const n = await writeJsonl(values.output, store.export());
+      const n = await writeJsonl(values.output, store.export(), '--output');
       process.stderr.write(`corral: exported ${n} record${n === 1 ? '' : 's'} to ${cell(values.output)}\n`);
     } else {
       for await (const record of store.export()) print(JSON.stringify(record));
@@ -247,7 +251,7 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
       ...(olderThan !== undefined ? { olderThan } : {}),
       ...(keep !== undefined ? { keep } : {}),
       // Durable on disk before the store deletes anything.
-      archive: async (records) => void (await writeJsonl(archivePath, records)),
+      archive: async (records) => void (await writeJsonl(archivePath, records, '--archive')),
     });
     if (removed.length === 0) return (print('Nothing to prune.'), EXIT_OK);
     const executions = removed.filter((r) => r.kind === 'execution').length;
@@ -262,7 +266,23 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
 }
 
 /** Write records as JSONL to a new file and fsync it (and its folder) before returning. */
-async function writeJsonl(path: string, records: Iterable<SnapshotRecord> | AsyncIterable<SnapshotRecord>): Promise<number> {
+async function writeJsonl(
+  path: string,
+  records: Iterable<SnapshotRecord> | AsyncIterable<SnapshotRecord>,
+  flag: '--output' | '--archive',
+): Promise<number> {
+  try {
+    return await writeJsonlFile(path, records);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    // The store's own failures (E_STORE) pass; a file the user named that cannot be written is theirs to change.
+    if (err instanceof CorralError || typeof code !== 'string') throw err;
+    const why = code === 'EEXIST' ? 'it exists, and Corral never overwrites an export or an archive' : (err as Error).message;
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Cannot write ${path} (${flag}): ${why}`, { option: flag, cause: code });
+  }
+}
+
+async function writeJsonlFile(path: string, records: Iterable<SnapshotRecord> | AsyncIterable<SnapshotRecord>): Promise<number> {
   await mkdir(dirname(resolve(path)), { recursive: true });
   const file = await open(path, 'wx'); // never overwrite an earlier archive
   let n = 0;

@@ -20,12 +20,12 @@ import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { ErrorCodes, specDefaults, type Tool } from '@corral/core';
+import { ErrorCodes, specDefaults, type ErrorCode, type Tool } from '@corral/core';
 import type { Corral } from '../corral.js';
 import { forTerminal } from '../terminal.js';
 import type { HttpMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
-import { HttpErrorCodes, statusForResult } from './status.js';
+import { HttpErrorCodes, statusForResult, type HttpErrorCode, type WireErrorDetails } from './status.js';
 
 export const DEFAULT_HTTP_PORT = 8787;
 export const DEFAULT_HTTP_HOST = '127.0.0.1';
@@ -283,7 +283,7 @@ export class CorralHttpServer {
       // A bug: say nothing about it on the wire, everything in the log.
       this.#emit({ event: 'internal_error', request_id: id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
       if (!res.headersSent && !res.destroyed) {
-        this.#fail(res, ctx, 500, HttpErrorCodes.INTERNAL, 'The server failed to answer this request; its log has the reason.');
+        this.#fail(res, ctx, 500, HttpErrorCodes.INTERNAL, 'The server failed to answer this request; its log has the reason.', {});
       } else {
         res.destroy();
       }
@@ -547,13 +547,13 @@ export class CorralHttpServer {
   }
 
   /** An error answer once the body was read (or needs no reading). */
-  #fail(
+  #fail<C extends ErrorCode | HttpErrorCode>(
     res: ServerResponse,
     ctx: RequestContext,
     status: number,
-    code: string,
+    code: C,
     message: string,
-    details: Record<string, unknown> = {},
+    details: WireErrorDetails<C>,
     retryable = false,
   ): void {
     ctx.errorCode = code;
@@ -567,14 +567,14 @@ export class CorralHttpServer {
    * moment first (up to LINGER_BYTES or LINGER_MS), so it sees the answer
    * rather than a reset.
    */
-  #refuse(
+  #refuse<C extends ErrorCode | HttpErrorCode>(
     req: IncomingMessage,
     res: ServerResponse,
     ctx: RequestContext,
     status: number,
-    code: string,
+    code: C,
     message: string,
-    details: Record<string, unknown>,
+    details: WireErrorDetails<C>,
     retryable = false,
   ): void {
     const unread = !req.complete && hasBody(req);

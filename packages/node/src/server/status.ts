@@ -10,7 +10,7 @@
  * have it in their `error`, and so does `{ error }` for requests refused
  * before they reached a tool.
  */
-import { ErrorCodes, type InvokeResult } from '@corral/core';
+import { ErrorCodes, type ErrorCode, type ErrorDetails, type InvokeResult } from '@corral/core';
 
 /**
  * Error codes for problems of the HTTP request itself, which Corral's own
@@ -31,6 +31,17 @@ export const HttpErrorCodes = {
 } as const;
 
 export type HttpErrorCode = (typeof HttpErrorCodes)[keyof typeof HttpErrorCodes];
+
+/** What the HTTP codes' answers carry in `details`. */
+export interface HttpErrorDetails {
+  /** E_FORBIDDEN: why. */
+  reason?: 'host_not_allowed';
+  /** E_METHOD_NOT_ALLOWED: the methods the endpoint takes. */
+  allow?: string[];
+}
+
+/** The `details` of an error answer with `code`: Corral's, typed per code (ERRORS.md), or the HTTP codes' own. */
+export type WireErrorDetails<C extends ErrorCode | HttpErrorCode> = C extends ErrorCode ? ErrorDetails<C> : HttpErrorDetails;
 
 /** The HTTP status of a call's result envelope. */
 export function statusForResult(result: Pick<InvokeResult, 'error'>): number {

@@ -1,136 +1,15 @@
 /**
- * The wasi_snapshot_preview1 ABI as numbers: errnos, file types, rights,
- * flags and record sizes, and the one table from wasi:filesystem
- * `error-code` to preview1 `errno`. Layouts and numbers are from the
+ * The wasi_snapshot_preview1 ABI as numbers: errnos (from fs/errno.ts,
+ * with the one table from wasi:filesystem `error-code` to `errno`), file
+ * types, rights, flags and record sizes. Layouts and numbers are from the
  * preview1 witx (WebAssembly/WASI legacy/preview1/docs.md); comments quote it.
  */
 import { MAX_OPEN_FILES } from '../fs/filesystem.js';
+import { E, FS_ERRNO, type FsErrorCode } from '../fs/errno.js';
 
 // --- errno ---------------------------------------------------------------------
-/** `errno`, every value preview1 defines, by its witx name (`2big` is TOOBIG). */
-export const E = {
-  SUCCESS: 0,
-  TOOBIG: 1,
-  ACCES: 2,
-  ADDRINUSE: 3,
-  ADDRNOTAVAIL: 4,
-  AFNOSUPPORT: 5,
-  AGAIN: 6,
-  ALREADY: 7,
-  BADF: 8,
-  BADMSG: 9,
-  BUSY: 10,
-  CANCELED: 11,
-  CHILD: 12,
-  CONNABORTED: 13,
-  CONNREFUSED: 14,
-  CONNRESET: 15,
-  DEADLK: 16,
-  DESTADDRREQ: 17,
-  DOM: 18,
-  DQUOT: 19,
-  EXIST: 20,
-  FAULT: 21,
-  FBIG: 22,
-  HOSTUNREACH: 23,
-  IDRM: 24,
-  ILSEQ: 25,
-  INPROGRESS: 26,
-  INTR: 27,
-  INVAL: 28,
-  IO: 29,
-  ISCONN: 30,
-  ISDIR: 31,
-  LOOP: 32,
-  MFILE: 33,
-  MLINK: 34,
-  MSGSIZE: 35,
-  MULTIHOP: 36,
-  NAMETOOLONG: 37,
-  NETDOWN: 38,
-  NETRESET: 39,
-  NETUNREACH: 40,
-  NFILE: 41,
-  NOBUFS: 42,
-  NODEV: 43,
-  NOENT: 44,
-  NOEXEC: 45,
-  NOLCK: 46,
-  NOLINK: 47,
-  NOMEM: 48,
-  NOMSG: 49,
-  NOPROTOOPT: 50,
-  NOSPC: 51,
-  NOSYS: 52,
-  NOTCONN: 53,
-  NOTDIR: 54,
-  NOTEMPTY: 55,
-  NOTRECOVERABLE: 56,
-  NOTSOCK: 57,
-  NOTSUP: 58,
-  NOTTY: 59,
-  NXIO: 60,
-  OVERFLOW: 61,
-  OWNERDEAD: 62,
-  PERM: 63,
-  PIPE: 64,
-  PROTO: 65,
-  PROTONOSUPPORT: 66,
-  PROTOTYPE: 67,
-  RANGE: 68,
-  ROFS: 69,
-  SPIPE: 70,
-  SRCH: 71,
-  STALE: 72,
-  TIMEDOUT: 73,
-  TXTBSY: 74,
-  XDEV: 75,
-  NOTCAPABLE: 76,
-} as const;
-
-/**
- * wasi:filesystem `error-code` → preview1 `errno`: the one place the two
- * are paired.
- */
-export const FS_ERRNO: Readonly<Record<string, number>> = {
-  access: E.ACCES,
-  'would-block': E.AGAIN,
-  already: E.ALREADY,
-  'bad-descriptor': E.BADF,
-  busy: E.BUSY,
-  deadlock: E.DEADLK,
-  quota: E.DQUOT,
-  exist: E.EXIST,
-  'file-too-large': E.FBIG,
-  'illegal-byte-sequence': E.ILSEQ,
-  'in-progress': E.INPROGRESS,
-  interrupted: E.INTR,
-  invalid: E.INVAL,
-  io: E.IO,
-  'is-directory': E.ISDIR,
-  loop: E.LOOP,
-  'too-many-links': E.MLINK,
-  'message-size': E.MSGSIZE,
-  'name-too-long': E.NAMETOOLONG,
-  'no-device': E.NODEV,
-  'no-entry': E.NOENT,
-  'no-lock': E.NOLCK,
-  'insufficient-memory': E.NOMEM,
-  'insufficient-space': E.NOSPC,
-  'not-directory': E.NOTDIR,
-  'not-empty': E.NOTEMPTY,
-  'not-recoverable': E.NOTRECOVERABLE,
-  unsupported: E.NOTSUP,
-  'no-tty': E.NOTTY,
-  'no-such-device': E.NXIO,
-  overflow: E.OVERFLOW,
-  'not-permitted': E.PERM,
-  pipe: E.PIPE,
-  'read-only': E.ROFS,
-  'invalid-seek': E.SPIPE,
-  'text-file-busy': E.TXTBSY,
-  'cross-device': E.XDEV,
-};
+// The errno numbers, and their pairing with wasi:filesystem error-codes, live with the filesystem layer (fs/errno.ts).
+export { E, FS_ERRNO };
 
 /** Thrown inside a syscall to return an errno to the guest. */
 export class Errno {
@@ -140,7 +19,7 @@ export class Errno {
 /** The errno a failed syscall returns; anything that is not a syscall error unwinds the guest. */
 export function errnoOf(err: unknown): number {
   if (err instanceof Errno) return err.code;
-  if (typeof err === 'string') return FS_ERRNO[err] ?? E.IO;
+  if (typeof err === 'string') return FS_ERRNO[err as FsErrorCode] ?? E.IO;
   // DataView/TypedArray access outside guest memory.
   if (err instanceof RangeError && !/call stack/i.test(err.message)) return E.FAULT;
   throw err;
