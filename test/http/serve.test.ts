@@ -108,7 +108,10 @@ describe('corral serve', () => {
       expect(answer.json).toMatchObject({ ok: false, error: { code: 'E_CANCELLED' } });
       expect(answer.json.error.message).toMatch(/shutting down/);
       expect(await s.exited).toBe(0);
-      expect(s.stderr()).toBe('');
+      // --quiet: no request log; what stays is the one notice --no-store earns (approvals live in memory).
+      expect(s.stderr().trim().split('\n')).toEqual([
+        expect.stringMatching(/"event":"notice".*--no-store: approvals and the audit trail are kept in memory/),
+      ]);
     } finally {
       s.child.kill('SIGKILL');
     }
