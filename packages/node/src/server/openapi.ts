@@ -40,6 +40,7 @@ export interface OpenApiOptions {
 type Json = Record<string, unknown>;
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+// Bodies that are a result envelope or `{ error }` use anyOf, not oneOf: an envelope has an `error` too, so it matches both.
 const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: Json) => ({ 'application/json': { schema } });
 
@@ -408,7 +409,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       description:
         'Busy or shutting down; retry after Retry-After seconds. E_RESOURCE_EXHAUSTED (details.resource "http_concurrency", or "queue" as a call result), E_CLOSED, or E_CANCELLED for a call stopped by shutdown.',
       headers: { 'Retry-After': { schema: { type: 'integer' } } },
-      content: json({ oneOf: [ref('ErrorResponse'), ref('ExecuteResult')] }),
+      content: json({ anyOf: [ref('ErrorResponse'), ref('ExecuteResult')] }),
     },
   };
 
@@ -439,7 +440,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       description:
         "The policy refused the call before it ran: the envelope's error is E_POLICY_DENIED with details.reason (not_granted, undeclared_mount, access_not_granted, folder_missing, protected_folder, tool_denied, unlisted_tool, policy_invalid, approval_rejected, approval_expired, approval_revoked, approval_unavailable, bad_request), recorded in the audit trail." +
         (forbidden ? ' Or the request itself was refused ({ error } with E_FORBIDDEN: see Forbidden).' : ''),
-      content: json(forbidden ? { oneOf: [ref(result), ref('ErrorResponse')] } : ref(result)),
+      content: json(forbidden ? { anyOf: [ref(result), ref('ErrorResponse')] } : ref(result)),
     },
     404: { description: 'No tool with that name, or no version in the range: E_TOOL_NOT_FOUND (recorded).', content: json(ref(result)) },
     413: responseRef('PayloadTooLarge'),
@@ -447,7 +448,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     422: { description: "The input does not match the tool's input_schema: E_INPUT_VALIDATION (recorded).", content: json(ref(result)) },
     500: {
       description: 'The server could not run the tool (a tool whose schema cannot be compiled, an internal error).',
-      content: json({ oneOf: [ref('ErrorResponse'), ref(result)] }),
+      content: json({ anyOf: [ref('ErrorResponse'), ref(result)] }),
     },
     503: responseRef('ServiceUnavailable'),
   });
