@@ -108,7 +108,25 @@ describe('POST /execute', () => {
       [{ tool: 'diff-summary', input: {}, timeout_ms: 1e300 }, ['/timeout_ms']],
       // diff-summary's own limit is 10 s: a call may shorten it, not lengthen it.
       [{ tool: 'diff-summary', input: { diff: '' }, timeout_ms: 10_001 }, ['/timeout_ms']],
-      [{ tool: 'diff-summary', input: {}, mounts: [{ guest: '/', hostPath: '/' }], env: {} }, ['/', '/']],
+      // HTTP passes no env; mounts map guest mounts to host folders (the policy then decides), strictly shaped.
+      [{ tool: 'diff-summary', input: {}, mounts: [{ guest: '/', hostPath: '/' }], env: {} }, ['/', '/mounts']],
+      [{ tool: 'file-stats', input: {}, mounts: null }, ['/mounts']],
+      [{ tool: 'file-stats', input: {}, mounts: { workspace: '/tmp' } }, ['/mounts/workspace']],
+      [{ tool: 'file-stats', input: {}, mounts: { '/workspace/../etc': '/tmp' } }, ['/mounts/~1workspace~1..~1etc']],
+      [{ tool: 'file-stats', input: {}, mounts: { '/workspace': 'tmp' } }, ['/mounts/~1workspace']],
+      [{ tool: 'file-stats', input: {}, mounts: { '/workspace': '/tmp\u0000x' } }, ['/mounts/~1workspace']],
+      [{ tool: 'file-stats', input: {}, mounts: { '/workspace': `/${'x'.repeat(5000)}` } }, ['/mounts/~1workspace']],
+      [{ tool: 'file-stats', input: {}, mounts: { '/workspace': 7 } }, ['/mounts/~1workspace']],
+      [{ tool: 'file-stats', input: {}, mounts: { '/workspace': { folder: '/tmp', access: 'write' } } }, ['/mounts/~1workspace/access']],
+      [
+        { tool: 'file-stats', input: {}, mounts: { '/workspace': { path: '/tmp' } } },
+        ['/mounts/~1workspace', '/mounts/~1workspace/folder'],
+      ],
+      [
+        { tool: 'file-stats', input: {}, mounts: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`/m${i}`, '/tmp'])) },
+        ['/mounts'],
+      ],
+      [JSON.parse('{"tool": "file-stats", "input": {}, "mounts": {"__proto__": "/tmp"}}'), ['/mounts/__proto__']],
       [JSON.parse('{"tool": "diff-summary", "input": {}, "__proto__": {"x": 1}}'), ['/']],
     ];
     for (const [body, paths] of cases) {

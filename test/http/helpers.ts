@@ -4,12 +4,13 @@
  * server on 127.0.0.1:0 with a temp SQLite store, and a raw HTTP client
  * (node:http, so a test controls every header and byte, Host included).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from '@bytecodealliance/jco';
-import { Corral, startHttpServer, type CorralHttpServer, type HttpLogEntry, type HttpServerOptions } from '@corral/node';
+import { Corral, openPolicyGate, startHttpServer, type CorralHttpServer, type HttpLogEntry, type HttpServerOptions } from '@corral/node';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -66,16 +67,25 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-/** A Corral (bundled tools, slow, spin, echo) recording in a fresh SQLite file, served on 127.0.0.1:0. */
-export async function startTestServer(options: HttpServerOptions = {}, extraToolDirs: string[] = []): Promise<TestServer> {
-  const storePath = join(mkdtempSync(join(tmpdir(), 'corral-http-store-')), 'snapshots.db');
+/**
+ * A Corral (bundled tools, slow, spin, echo) recording in a fresh SQLite file (or `state.storePath`),
+ * served on 127.0.0.1:0. With `state.policyPath`, its gate reads that policy file; else the test
+ * run's own (CORRAL_POLICY, see vite.config.ts).
+ */
+export async function startTestServer(
+  options: HttpServerOptions = {},
+  extraToolDirs: string[] = [],
+  state: { storePath?: string; policyPath?: string } = {},
+): Promise<TestServer> {
+  const storePath = state.storePath ?? join(mkdtempSync(join(tmpdir(), 'corral-http-store-')), 'snapshots.db');
   const corral = await Corral.create({
     size: 2,
     store: storePath,
     toolDirs: [await slowToolDir(), join(FIXTURES, 'spin'), join(FIXTURES, 'echo'), ...extraToolDirs],
   });
   const logs: HttpLogEntry[] = [];
-  const server = await startHttpServer(corral, { port: 0, log: (entry) => logs.push(entry), ...options });
+  const gate = state.policyPath !== undefined ? openPolicyGate({ store: corral.store!, policyPath: state.policyPath }) : undefined;
+  const server = await startHttpServer(corral, { port: 0, log: (entry) => logs.push(entry), ...(gate ? { gate } : {}), ...options });
   return {
     corral,
     server,
@@ -87,6 +97,48 @@ export async function startTestServer(options: HttpServerOptions = {}, extraTool
       await corral.close();
     },
   };
+}
+
+/** A `corral serve` subprocess started by `serve`. */
+export interface Served {
+  child: ChildProcess;
+  url: string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Start `corral serve ARGS`; resolves once it printed its URL (rejects if it exits first). */
+export function serve(args: string[], env: Record<string, string | undefined> = {}): Promise<Served> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, CORRAL_TOKEN: undefined, CORRAL_APPROVER_TOKEN: undefined, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      stdout += c;
+      const url = /on (http:\/\/\S+) /.exec(stdout)?.[1];
+      if (url) resolve({ child, url, stderr: () => stderr, exited });
+    });
+    void exited.then((code) => reject(Object.assign(new Error(`corral serve exited ${code}: ${stderr}`), { code, stderr })));
+  });
+}
+
+/** Run `corral serve ARGS` expecting it to stop by itself; its exit code and stderr. */
+export async function serveFails(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; stderr: string }> {
+  try {
+    const s = await serve(args, env);
+    s.child.kill('SIGKILL');
+    throw new Error(`corral serve ${args.join(' ')} started on ${s.url}`);
+  } catch (err) {
+    const { code, stderr } = err as { code?: number; stderr?: string };
+    if (code === undefined) throw err;
+    return { code, stderr: stderr! };
+  }
 }
 
 export interface Reply {

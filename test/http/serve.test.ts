@@ -1,54 +1,12 @@
 // `corral serve` as a real subprocess: graceful shutdown with a call in
 // flight, refusing to listen beyond loopback without a token, the token
 // file, and misuse.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '@corral/node';
-import { CLI, ROOT, SLOW_MS, execute, metric, parsePrometheus, send, slowToolDir } from './helpers.js';
-
-interface Served {
-  child: ChildProcess;
-  url: string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-/** Start `corral serve ARGS`; resolves once it printed its URL (rejects if it exits first). */
-function serve(args: string[], env: Record<string, string | undefined> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, CORRAL_TOKEN: undefined, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      stdout += c;
-      const url = /on (http:\/\/\S+) /.exec(stdout)?.[1];
-      if (url) resolve({ child, url, stderr: () => stderr, exited });
-    });
-    void exited.then((code) => reject(Object.assign(new Error(`corral serve exited ${code}: ${stderr}`), { code, stderr })));
-  });
-}
-
-/** Run `corral serve ARGS` expecting it to stop by itself; its exit code and stderr. */
-async function serveFails(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; stderr: string }> {
-  try {
-    const s = await serve(args, env);
-    s.child.kill('SIGKILL');
-    throw new Error(`corral serve ${args.join(' ')} started on ${s.url}`);
-  } catch (err) {
-    const { code, stderr } = err as { code?: number; stderr?: string };
-    if (code === undefined) throw err;
-    return { code, stderr: stderr! };
-  }
-}
+import { SLOW_MS, execute, metric, parsePrometheus, send, serve, serveFails, slowToolDir } from './helpers.js';
 
 describe('corral serve', () => {
   it('SIGTERM: stops accepting, finishes the call in flight, closes the store, exits 0', async () => {
@@ -108,7 +66,10 @@ describe('corral serve', () => {
       expect(answer.json).toMatchObject({ ok: false, error: { code: 'E_CANCELLED' } });
       expect(answer.json.error.message).toMatch(/shutting down/);
       expect(await s.exited).toBe(0);
-      expect(s.stderr()).toBe('');
+      // --quiet: no request log; what stays is the one notice --no-store earns (approvals live in memory).
+      expect(s.stderr().trim().split('\n')).toEqual([
+        expect.stringMatching(/"event":"notice".*--no-store: approvals and the audit trail are kept in memory/),
+      ]);
     } finally {
       s.child.kill('SIGKILL');
     }

@@ -230,7 +230,8 @@ export interface ErrorDetailsByCode {
     /**
      * Which refusal, where one code covers several: the input nests deeper
      * than `max_depth`; (MCP) a mount could not be bound from the client's
-     * roots; (HTTP) the request body is not one `corral serve` takes.
+     * roots; (HTTP) the request body is not one `corral serve` takes, or an
+     * approval decision the policy does not allow.
      */
     reason?:
       | 'input_too_deep'
@@ -245,7 +246,8 @@ export interface ErrorDetailsByCode {
       | 'not_a_folder'
       | 'outside_roots'
       | 'bad_mounts_meta'
-      | 'undeclared_mount';
+      | 'undeclared_mount'
+      | 'bad_decision';
     max_depth?: number;
     /** The input's size as JSON, and the limit (maxInputBytes). */
     input_bytes?: number;

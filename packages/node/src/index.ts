@@ -44,6 +44,7 @@ export {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_HTTP_CONCURRENCY,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  DEFAULT_APPROVAL_WAIT_MS,
   type HttpServerOptions,
   type HttpMount,
   type HttpLogEntry,

@@ -1,16 +1,26 @@
 /** `corral serve`: the HTTP API (server/http.ts) until SIGTERM or SIGINT, then a graceful shutdown. */
 import { readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { HttpServerOptions } from '../server/http.js';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 
 export const help = `corral serve [options]
 
 Serve Corral's tools over HTTP until SIGTERM or SIGINT:
-  POST /execute {tool, input, timeout_ms?}   run a tool; answers the result envelope
-  POST /execute/NAME {input, timeout_ms?}    the same, one typed operation per tool
+  POST /execute {tool, input, mounts?, timeout_ms?}
+                                run a tool; answers the result envelope
+  POST /execute/NAME {input, mounts?, timeout_ms?}
+                                the same, one typed operation per tool
+  GET  /approvals, /approvals/ID
+                                calls waiting for approval; one, with its result once run
+  POST /approvals/ID {decision: approve|reject, comment?, scope?}
+                                decide one (the approver token only)
   GET  /tools, /openapi.json, /healthz, /metrics
-  /mcp                                      MCP over Streamable HTTP (with --mcp)
-Every call is recorded in the snapshot store. One JSON log line per request on stderr.
+  /mcp                          MCP over Streamable HTTP (with --mcp)
+Every call goes through the policy (corral policy): what it refuses is 403; a call
+that waits for approval longer than --approval-wait is answered 202 with the
+approval's id, and runs once approved (also after a restart). Every call is
+recorded in the snapshot store. One JSON log line per request on stderr.
 Tools added to or removed from a --tools DIR while the server runs are picked up.
 
   --host HOST           address to listen on (default 127.0.0.1); an address beyond
@@ -18,11 +28,22 @@ Tools added to or removed from a --tools DIR while the server runs are picked up
   --port PORT           default 8787; 0 picks a free port (the URL is printed)
   --token-file FILE     require "Authorization: Bearer TOKEN" on every endpoint but
                         /healthz, with TOKEN read from FILE (default: $CORRAL_TOKEN)
+  --approver-token-file FILE
+                        a second token, read from FILE (default: $CORRAL_APPROVER_TOKEN),
+                        the only one that can decide approvals (POST /approvals/ID);
+                        it must differ from the API token, which the agent holds.
+                        Without it, decide with corral approve ID
+  --policy FILE         the policy (default: $CORRAL_POLICY, else
+                        $XDG_CONFIG_HOME/corral/policy.yaml, else ~/.config/corral/policy.yaml)
+  --approval-wait MS    how long POST /execute holds a call that waits for approval
+                        before answering 202 (default 10000; a client's "Prefer: wait=N"
+                        or "Prefer: respond-async" may shorten it)
   --tools DIR           also serve the tools in DIR, and watch it (repeatable)
   --no-bundled          do not serve the bundled tools
   --store PATH          record calls in this SQLite file (default: $CORRAL_STORE, else
                         $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db)
-  --no-store            record nothing
+  --no-store            record no calls; approvals and the audit trail are then kept
+                        in memory until the server stops (corral approve cannot reach them)
   --max-body-mb N       largest request body, in MiB (default 4)
   --concurrency N       most /execute calls in flight; one more gets 503 (default 256)
   --workers N           sandbox workers (default: one per core)
@@ -54,6 +75,9 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
       'allow-host': { type: 'string', multiple: true },
       quiet: { type: 'boolean' },
       mcp: { type: 'boolean' },
+      'approver-token-file': { type: 'string' },
+      policy: { type: 'string' },
+      'approval-wait': { type: 'string' },
     },
     false,
   );
@@ -63,19 +87,23 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   const concurrency = integerFlag('--concurrency', values.concurrency, 1, 1_000_000);
   const workers = integerFlag('--workers', values.workers, 1, 1024);
   const shutdownTimeoutMs = integerFlag('--shutdown-timeout', values['shutdown-timeout'], 0, 24 * 3600 * 1000);
+  const approvalWaitMs = integerFlag('--approval-wait', values['approval-wait'], 0, 10 * 60_000);
   let maxBodyBytes: number | undefined;
   if (values['max-body-mb'] !== undefined) {
     const mb = Number(values['max-body-mb']);
     if (!(mb > 0 && mb <= 1024)) throw new UsageError(`bad --max-body-mb ${values['max-body-mb']}: expected MiB from 0 to 1024, e.g. 4.`);
     maxBodyBytes = Math.max(1, Math.floor(mb * 2 ** 20));
   }
-  const token = readToken(values['token-file'], fail);
+  const token = readToken('--token-file', values['token-file'], 'CORRAL_TOKEN', fail);
+  const approverToken = readToken('--approver-token-file', values['approver-token-file'], 'CORRAL_APPROVER_TOKEN', fail);
 
   const { startHttpServer, checkHttpServerOptions, DEFAULT_HTTP_CONCURRENCY } = await import('../server/http.js');
   const options: HttpServerOptions = {
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(port !== undefined ? { port } : {}),
     ...(token !== undefined ? { token } : {}),
+    ...(approverToken !== undefined ? { approverToken } : {}),
+    ...(approvalWaitMs !== undefined ? { approvalWaitMs } : {}),
     ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs } : {}),
@@ -106,9 +134,34 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   const log = (message: string) => writeLogLine({ time: new Date().toISOString(), event: 'notice', message });
   for (const err of corral.loadErrors) log(`skipped: ${err.message} (${err.code})`);
 
+  // One gate for every caller, HTTP and MCP alike: approvals and the audit trail go to the Corral's store,
+  // where corral approve and corral audit find them. With --no-store they live in memory until the server stops.
+  const [{ openPolicyGate }, { MemoryStore }] = await Promise.all([import('../policy-gate.js'), import('@corral/core')]);
+  if (!corral.store)
+    log(
+      '--no-store: approvals and the audit trail are kept in memory until the server stops; corral approve and corral audit cannot see them (decide with POST /approvals/ID and --approver-token-file).',
+    );
+  const gate = openPolicyGate({
+    store: corral.store ?? new MemoryStore('memory (corral serve --no-store)'),
+    ...(values.policy !== undefined ? { policyPath: resolve(values.policy) } : {}),
+  });
+  try {
+    const policy = await gate.policy.load();
+    const listed = Object.keys(policy.tools ?? {}).length;
+    // What the server will enforce, unless --quiet (a broken policy is said either way).
+    if (!values.quiet)
+      log(
+        `policy ${gate.policy.location}: ${listed} tool${listed === 1 ? '' : 's'} listed, unlisted tools ${policy.unlisted_tools ?? 'allow'}`,
+      );
+  } catch (err) {
+    // Not fatal: the gate refuses every call until the file is fixed, and sees the fix without a restart.
+    log(`every call is refused until the policy is fixed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+
   // The server checks Host itself (loopback) or requires a token (beyond), so the MCP handler need not.
   const mcp = values.mcp
     ? (await import('../server/mcp-http.js')).createMcpHttpHandler(corral, {
+        // GATE-MCP: pass the same gate once createMcpHttpHandler takes one (wt-gate-mcp adds the option): `gate,`
         allowedHosts: false,
         ...(maxBodyBytes ? { maxBodyBytes } : {}),
         log,
@@ -130,7 +183,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
 
   let server: Awaited<ReturnType<typeof startHttpServer>>;
   try {
-    server = await startHttpServer(corral, { ...options, ...(mcp ? { mcp } : {}) });
+    server = await startHttpServer(corral, { ...options, gate, ...(mcp ? { mcp } : {}) });
   } catch (err) {
     watcher.close();
     await mcp?.close();
@@ -143,7 +196,10 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   // Workers start now rather than on the first call.
   corral.executor.pool.prestart(corral.executor.pool.size);
   const count = corral.registry.list().length;
-  print(`corral: serving ${count} tool${count === 1 ? '' : 's'} on ${server.url} (${token ? 'bearer token required' : 'no token'})`);
+  print(
+    `corral: serving ${count} tool${count === 1 ? '' : 's'} on ${server.url} (${token ? 'bearer token required' : 'no token'}` +
+      `${approverToken ? ', approvals over HTTP with the approver token' : ''})`,
+  );
 
   // The first signal drains; a second one stops the calls still running.
   let signals = 0;
@@ -177,26 +233,26 @@ function integerFlag(flag: string, value: string | undefined, min: number, max: 
   return n;
 }
 
-/** The bearer token from --token-file, else $CORRAL_TOKEN, else none. */
-function readToken(file: string | undefined, warn: (message: string) => void): string | undefined {
+/** A bearer token from its file flag, else its environment variable, else none. */
+function readToken(flag: string, file: string | undefined, variable: string, warn: (message: string) => void): string | undefined {
   let token: string;
   if (file !== undefined) {
     try {
       const stat = statSync(file);
-      if (!stat.isFile()) throw new UsageError(`--token-file ${file} is not a regular file.`);
-      if (stat.size > 4096) throw new UsageError(`--token-file ${file} is larger than 4 KiB; it should hold only the token.`);
-      if ((stat.mode & 0o077) !== 0) warn(`warning: --token-file ${file} can be read by other users (chmod 600 it).`);
+      if (!stat.isFile()) throw new UsageError(`${flag} ${file} is not a regular file.`);
+      if (stat.size > 4096) throw new UsageError(`${flag} ${file} is larger than 4 KiB; it should hold only the token.`);
+      if ((stat.mode & 0o077) !== 0) warn(`warning: ${flag} ${file} can be read by other users (chmod 600 it).`);
       token = readFileSync(file, 'utf8');
     } catch (err) {
       if (err instanceof UsageError) throw err;
-      throw new UsageError(`cannot read --token-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new UsageError(`cannot read ${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
-  } else if (process.env.CORRAL_TOKEN !== undefined && process.env.CORRAL_TOKEN !== '') {
-    token = process.env.CORRAL_TOKEN;
+  } else if (process.env[variable] !== undefined && process.env[variable] !== '') {
+    token = process.env[variable]!;
   } else {
     return undefined;
   }
   token = token.trim();
-  if (token === '') throw new UsageError(`the token ${file !== undefined ? `in ${file}` : 'in CORRAL_TOKEN'} is empty.`);
+  if (token === '') throw new UsageError(`the token ${file !== undefined ? `in ${file}` : `in ${variable}`} is empty.`);
   return token;
 }

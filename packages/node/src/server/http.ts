@@ -1,13 +1,20 @@
 /**
  * Corral's HTTP API (`corral serve`), on node:http alone.
  *
- *   POST /execute          {tool, input, timeout_ms?} → the result envelope
- *   POST /execute/{name}   {input, timeout_ms?}       → the same, one typed operation per tool
+ *   POST /execute          {tool, input, mounts?, timeout_ms?} → the result envelope
+ *   POST /execute/{name}   {input, mounts?, timeout_ms?}       → the same, one typed operation per tool
+ *   GET  /approvals        calls waiting for a person's approval
+ *   GET  /approvals/{id}   one approval, and its call's result once it ran
+ *   POST /approvals/{id}   {decision, comment?, scope?}: decide it (the approver token only)
  *   GET  /tools            the registered tools and their schemas
  *   GET  /openapi.json     OpenAPI 3.1, generated from the registered tools
  *   GET  /healthz          liveness (never needs a token)
  *   GET  /metrics          Prometheus text
  *   *    /mcp              an MCP endpoint, when one is mounted (`mcp` option)
+ *
+ * Every call goes through the policy gate (corral.policy.yaml): a refused
+ * call is 403 E_POLICY_DENIED; one that waits for approval longer than
+ * `approvalWaitMs` is answered 202 and run later (approvals.ts).
  *
  * Status codes: status.ts. Every byte from the network is untrusted: the
  * body is read only up to a limit (and not at all when the answer does not
@@ -20,9 +27,23 @@ import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { ErrorCodes, specDefaults, type ErrorCode, type Tool } from '@corral/core';
+import {
+  CorralError,
+  ErrorCodes,
+  MemoryStore,
+  nowNs,
+  specDefaults,
+  type ApprovalScope,
+  type ErrorCode,
+  type InvokeResult,
+  type PolicyGate,
+  type RequestedBinding,
+  type Tool,
+} from '@corral/core';
 import type { Corral } from '../corral.js';
+import { openPolicyGate } from '../policy-gate.js';
 import { forTerminal } from '../terminal.js';
+import { APPROVAL_ID, ApprovalResults, ApprovalRunner, approvalView } from './approvals.js';
 import type { HttpMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { HttpErrorCodes, statusForResult, type HttpErrorCode, type WireErrorDetails } from './status.js';
@@ -34,6 +55,12 @@ export const DEFAULT_HTTP_CONCURRENCY = 256;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 /** A shorter token is refused: it could be guessed. */
 export const MIN_TOKEN_LENGTH = 16;
+/** How long POST /execute holds a call that waits for approval before answering 202. */
+export const DEFAULT_APPROVAL_WAIT_MS = 10_000;
+const MAX_APPROVAL_WAIT_MS = 10 * 60_000;
+/** Most mounts one request may bind, and the longest host path (as the policy gate takes them). */
+const MAX_MOUNTS = 64;
+const MAX_HOST_PATH = 4096;
 
 /** Longest `tool` reference accepted (a name is at most 64 characters; a range follows it). */
 const MAX_TOOL_REF = 256;
@@ -65,7 +92,7 @@ export interface HttpMount {
 /** One line of the request log (a JSON object on one line). */
 export interface HttpLogEntry {
   time: string;
-  event: 'request' | 'listening' | 'draining' | 'closed' | 'internal_error' | 'tools_changed' | 'notice';
+  event: 'request' | 'listening' | 'draining' | 'closed' | 'internal_error' | 'tools_changed' | 'notice' | 'approved_call';
   [key: string]: unknown;
 }
 
@@ -96,6 +123,21 @@ export interface HttpServerOptions {
   log?: ((entry: HttpLogEntry) => void) | false;
   /** An MCP handler mounted at /mcp. */
   mcp?: HttpMount;
+  /**
+   * The policy gate every call goes through. Default: `openPolicyGate` over
+   * the default policy file, keeping approvals and the audit trail in the
+   * Corral's store (in memory when it has none).
+   */
+  gate?: PolicyGate;
+  /**
+   * A second bearer token, the only one that can decide approvals
+   * (POST /approvals/ID); at least 16 characters and not `token`: whoever
+   * calls tools must not approve their own calls. Without it, approvals are
+   * decided with `corral approve` (and POST /approvals/ID answers 403).
+   */
+  approverToken?: string;
+  /** How long POST /execute holds a call that waits for approval before answering 202 with its id. Default 10 s, at most 10 min. */
+  approvalWaitMs?: number;
 }
 
 /** True for addresses that only this machine can reach. */
@@ -115,7 +157,12 @@ export class CorralHttpServer {
   readonly metrics: HttpMetrics;
   readonly host: string;
   readonly #corral: Corral;
+  readonly #gate: PolicyGate;
   readonly #token: Buffer | undefined;
+  readonly #approverToken: Buffer | undefined;
+  readonly #approvalWaitMs: number;
+  readonly #results = new ApprovalResults();
+  readonly #runner: ApprovalRunner;
   readonly #maxBody: number;
   readonly #concurrency: number;
   readonly #shutdownMs: number;
@@ -128,15 +175,43 @@ export class CorralHttpServer {
   #active = 0;
   readonly #idleWaiters: Array<() => void> = [];
   readonly #calls = new Set<AbortController>();
+  /** Calls held while they wait for approval: shutdown answers them 202 at once. */
+  readonly #approvalWaits = new Set<AbortController>();
   #draining = false;
   #closing: Promise<void> | undefined;
   #openapi: { key: string; text: string } | undefined;
 
-  private constructor(corral: Corral, metrics: HttpMetrics, options: Required<Pick<HttpServerOptions, 'host'>> & HttpServerOptions) {
+  private constructor(
+    corral: Corral,
+    gate: PolicyGate,
+    metrics: HttpMetrics,
+    options: Required<Pick<HttpServerOptions, 'host'>> & HttpServerOptions,
+  ) {
     this.#corral = corral;
+    this.#gate = gate;
     this.metrics = metrics;
     this.host = options.host;
     this.#token = options.token === undefined ? undefined : digest(options.token);
+    this.#approverToken = options.approverToken === undefined ? undefined : digest(options.approverToken);
+    this.#approvalWaitMs = options.approvalWaitMs ?? DEFAULT_APPROVAL_WAIT_MS;
+    this.#runner = new ApprovalRunner({
+      gate,
+      corral,
+      results: this.#results,
+      onResult: (approval, result, seconds) => {
+        this.#count(result, seconds);
+        this.#emit({
+          event: 'approved_call',
+          approval_id: approval.id,
+          tool: result.tool.slice(0, 128),
+          ok: result.ok,
+          ...(result.error ? { error_code: result.error.code } : {}),
+          ...(result.snapshot ? { snapshot_id: result.snapshot.id } : {}),
+        });
+      },
+      onError: (message) => this.#emit({ event: 'notice', message }),
+      onSettled: () => this.#settled(),
+    });
     this.#maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.#concurrency = options.concurrency ?? DEFAULT_HTTP_CONCURRENCY;
     this.#shutdownMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
@@ -163,9 +238,11 @@ export class CorralHttpServer {
     const port = options.port ?? DEFAULT_HTTP_PORT;
     const { HttpMetrics } = await import('./metrics.js');
     const pool = corral.executor.pool;
+    // Without a store of the Corral's, approvals and the audit trail live as long as the server.
+    const gate = options.gate ?? openPolicyGate({ store: corral.store ?? new MemoryStore('memory (corral serve --no-store)') });
     let self: CorralHttpServer | undefined;
-    const metrics = new HttpMetrics(pool, () => (self ? self.#inflight : 0));
-    self = new CorralHttpServer(corral, metrics, { ...options, host });
+    const metrics = new HttpMetrics(pool, () => (self ? self.#inflight : 0), pendingCounter(gate));
+    self = new CorralHttpServer(corral, gate, metrics, { ...options, host });
     const server = self.server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -174,7 +251,16 @@ export class CorralHttpServer {
         resolve();
       });
     });
-    self.#emit({ event: 'listening', url: self.url, tools: corral.registry.list().length, auth: self.#token !== undefined });
+    self.#emit({
+      event: 'listening',
+      url: self.url,
+      tools: corral.registry.list().length,
+      auth: self.#token !== undefined,
+      approver_token: self.#approverToken !== undefined,
+      policy: gate.policy.location,
+    });
+    // Calls earlier requests left waiting for approval (before a restart, too) run once approved.
+    await self.#runner.start();
     return self;
   }
 
@@ -205,14 +291,18 @@ export class CorralHttpServer {
     return this.#closing;
   }
 
-  /** Stop waiting for calls in flight: cancel them now (a second SIGTERM). */
+  /** Stop waiting for calls in flight: cancel them now (a second SIGTERM), approved calls the server runs on its own too. */
   abortCalls(reason = 'the server is shutting down'): void {
     for (const controller of this.#calls) controller.abort(new Error(reason));
+    this.#runner.abort(reason);
   }
 
   async #shutdown(timeoutMs: number): Promise<void> {
     this.#draining = true;
     this.#emit({ event: 'draining', inflight: this.#inflight, active: this.#active, timeout_ms: timeoutMs });
+    // Approvals stay pending in the store: calls held for one are answered 202 now, and run after a restart once approved.
+    this.#runner.close();
+    for (const controller of this.#approvalWaits) controller.abort(new Error('the server is shutting down'));
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     if (!(await this.#idle(timeoutMs))) {
@@ -228,9 +318,9 @@ export class CorralHttpServer {
     }
   }
 
-  /** Resolves true once no request is active, false if `ms` passes first. */
+  /** Resolves true once no request is active and no approved call runs, false if `ms` passes first. */
   #idle(ms: number): Promise<boolean> {
-    if (this.#active === 0) return Promise.resolve(true);
+    if (this.#isIdle()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         const at = this.#idleWaiters.indexOf(done);
@@ -245,6 +335,15 @@ export class CorralHttpServer {
     });
   }
 
+  #isIdle(): boolean {
+    return this.#active === 0 && this.#runner.running === 0;
+  }
+
+  /** A request or an approved call ended: wake shutdown if nothing is left. */
+  #settled(): void {
+    if (this.#isIdle()) for (const done of this.#idleWaiters.splice(0)) done();
+  }
+
   #emit(entry: Omit<HttpLogEntry, 'time'>): void {
     this.#log?.({ time: new Date().toISOString(), ...entry } as HttpLogEntry);
   }
@@ -255,7 +354,7 @@ export class CorralHttpServer {
     const path = pathOf(req.url ?? '');
     const route = routeOf(path, this.#mcp !== undefined);
     const method = req.method ?? 'GET';
-    const ctx: RequestContext = { id, route, tool: undefined, errorCode: undefined, snapshotId: undefined };
+    const ctx: RequestContext = { id, route, tool: undefined, errorCode: undefined, snapshotId: undefined, approvalId: undefined };
     const streaming = route === '/mcp' && method === 'GET';
     if (!streaming) this.#active++;
     res.setHeader('X-Request-Id', id);
@@ -273,9 +372,13 @@ export class CorralHttpServer {
         ...(ctx.tool !== undefined ? { tool: ctx.tool } : {}),
         ...(ctx.errorCode !== undefined ? { error_code: ctx.errorCode } : {}),
         ...(ctx.snapshotId !== undefined ? { snapshot_id: ctx.snapshotId } : {}),
+        ...(ctx.approvalId !== undefined ? { approval_id: ctx.approvalId } : {}),
         remote: req.socket.remoteAddress ?? null,
       });
-      if (!streaming && --this.#active === 0) for (const done of this.#idleWaiters.splice(0)) done();
+      if (!streaming) {
+        this.#active--;
+        this.#settled();
+      }
     });
     try {
       await this.#route(req, res, method, path, ctx);
@@ -302,18 +405,22 @@ export class CorralHttpServer {
       const draining = this.#draining;
       return send(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ok' });
     }
-    if (this.#token && !this.#authorized(req.headers.authorization)) {
-      const given = req.headers.authorization !== undefined;
-      res.setHeader('WWW-Authenticate', given ? 'Bearer realm="corral", error="invalid_token"' : 'Bearer realm="corral"');
-      return this.#refuse(
-        req,
-        res,
-        ctx,
-        401,
-        HttpErrorCodes.UNAUTHORIZED,
-        given ? "The bearer token is not this server's." : 'This server needs "Authorization: Bearer TOKEN".',
-        {},
-      );
+    const credential = this.#credential(req.headers.authorization);
+    // Deciding an approval takes the approver token, and only it: #decide checks.
+    if (ctx.route === '/approvals/{id}' && method === 'POST') return this.#decide(req, res, path, ctx, credential);
+    const readsApprovals = ctx.route === '/approvals' || ctx.route === '/approvals/{id}';
+    if (this.#token && !(credential === 'api' || (readsApprovals && credential === 'approver'))) {
+      if (credential === 'approver')
+        return this.#refuse(
+          req,
+          res,
+          ctx,
+          403,
+          HttpErrorCodes.FORBIDDEN,
+          'The approver token only reads and decides approvals (/approvals); this endpoint takes the API token.',
+          { reason: 'approver_token' },
+        );
+      return this.#unauthorized(req, res, ctx);
     }
     switch (ctx.route) {
       case '/tools':
@@ -329,6 +436,12 @@ export class CorralHttpServer {
       case '/execute/{name}':
         if (!this.#allow(req, res, ctx, ['POST'])) return;
         return this.#execute(req, res, path, ctx);
+      case '/approvals':
+        if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
+        return send(res, 200, { approvals: (await this.#gate.pending()).map((a) => approvalView(a)) });
+      case '/approvals/{id}':
+        if (!this.#allow(req, res, ctx, ['GET', 'HEAD', 'POST'])) return;
+        return this.#showApproval(res, path, ctx);
       case '/mcp':
         return this.#mcpRequest(req, res, method, ctx);
       default:
@@ -356,11 +469,32 @@ export class CorralHttpServer {
     return this.#allowedHosts!.has(name);
   }
 
-  #authorized(header: string | undefined): boolean {
-    if (header === undefined || header.length > 4096) return false;
+  /** Which of the server's tokens the request carries: 'none' without Authorization, 'invalid' for any other. */
+  #credential(header: string | undefined): 'none' | 'api' | 'approver' | 'invalid' {
+    if (header === undefined) return 'none';
+    if (header.length > 4096) return 'invalid';
     const match = /^Bearer +(\S+) *$/i.exec(header);
+    if (match === null) return 'invalid';
     // Both sides hashed first: equal lengths for timingSafeEqual, and the token's length does not leak.
-    return match !== null && timingSafeEqual(digest(match[1]!), this.#token!);
+    // Both tokens are compared every time, so the time taken does not tell which one matched.
+    const given = digest(match[1]!);
+    const api = this.#token !== undefined && timingSafeEqual(given, this.#token);
+    const approver = this.#approverToken !== undefined && timingSafeEqual(given, this.#approverToken);
+    return api ? 'api' : approver ? 'approver' : 'invalid';
+  }
+
+  #unauthorized(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void {
+    const given = req.headers.authorization !== undefined;
+    res.setHeader('WWW-Authenticate', given ? 'Bearer realm="corral", error="invalid_token"' : 'Bearer realm="corral"');
+    this.#refuse(
+      req,
+      res,
+      ctx,
+      401,
+      HttpErrorCodes.UNAUTHORIZED,
+      given ? "The bearer token is not this server's." : 'This server needs "Authorization: Bearer TOKEN".',
+      {},
+    );
   }
 
   #openapiText(): string {
@@ -370,6 +504,8 @@ export class CorralHttpServer {
       const doc = buildOpenApi(tools, {
         version: VERSION,
         auth: this.#token !== undefined,
+        approverAuth: this.#approverToken !== undefined,
+        approvalWaitMs: this.#approvalWaitMs,
         hostCheck: this.#allowedHosts !== undefined,
         maxBodyBytes: this.#maxBody,
         mcp: this.#mcp !== undefined,
@@ -429,14 +565,54 @@ export class CorralHttpServer {
       };
       res.once('close', onGone);
       const started = performance.now();
-      const result = await this.#corral.invoke(request.tool, request.input, {
-        signal: controller.signal,
-        ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
-      });
+      const timeout = request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {};
+      // Where the call is: deciding, held for approval (shutdown answers 202 then), or running.
+      let phase = 'policy' as 'policy' | 'approval' | 'running';
+      let approvalId = undefined as string | undefined;
+      let result: InvokeResult;
+      if (!tool) {
+        // No such tool: nothing can run, so the policy has nothing to decide; the attempt is recorded.
+        result = await this.#corral.invoke(request.tool, request.input, { signal: controller.signal, ...timeout });
+      } else {
+        const wait = Math.min(this.#approvalWaitMs, preferredWaitMs(req.headers.prefer) ?? Number.POSITIVE_INFINITY);
+        result = await this.#gate.invoke(
+          {
+            registry: this.#corral.registry,
+            invokeTool: (t, input, options) => {
+              phase = 'running';
+              this.#approvalWaits.delete(controller);
+              return this.#corral.invokeTool(t, input, options);
+            },
+          },
+          request.tool,
+          request.input,
+          {
+            caller: { kind: 'http', id: `${ctx.id}@${req.socket.remoteAddress ?? 'unknown'}` },
+            ...(request.mounts !== undefined ? { bindings: request.mounts } : {}),
+            signal: controller.signal,
+            ...timeout,
+            approvalTimeoutMs: wait,
+            onApprovalRequired: (approval) => {
+              phase = 'approval';
+              approvalId = approval.id;
+              ctx.approvalId = approval.id;
+              this.#approvalWaits.add(controller);
+              if (this.#draining) controller.abort(new Error('the server is shutting down'));
+            },
+          },
+        );
+        this.#approvalWaits.delete(controller);
+      }
       res.off('close', onGone);
-      const known = result.version !== null;
-      this.metrics.call(known ? result.tool : '_unknown', result, (performance.now() - started) / 1000);
       ctx.tool = result.tool.slice(0, 128);
+      if (approvalId !== undefined && stillWaiting(result, phase)) {
+        // Nobody decided in time (or the server is stopping, or the client left): the approval stays
+        // pending, and the call runs once approved, here or after a restart; GET /approvals/ID follows it.
+        this.#runner.detach(approvalId);
+        return this.#accepted(res, approvalId);
+      }
+      if (approvalId !== undefined && phase === 'running') this.#results.set(approvalId, result);
+      this.#count(result, (performance.now() - started) / 1000);
       ctx.errorCode = result.error?.code;
       ctx.snapshotId = result.snapshot?.id;
       const status = statusForResult(result);
@@ -444,9 +620,126 @@ export class CorralHttpServer {
       if (this.#draining) res.setHeader('Connection', 'close');
       send(res, status, result);
     } finally {
+      this.#approvalWaits.delete(controller);
       this.#calls.delete(controller);
       this.#inflight--;
     }
+  }
+
+  /** A call's result in the metrics: calls, errors, latency, and policy denials by reason. */
+  #count(result: InvokeResult, seconds: number): void {
+    this.metrics.call(result.version !== null ? result.tool : '_unknown', result, seconds);
+    if (result.error?.code === ErrorCodes.POLICY_DENIED) this.metrics.policyDenial(result.error.details?.reason);
+  }
+
+  /** 202: the call waits for approval; Location is where to follow it. */
+  async #accepted(res: ServerResponse, id: string): Promise<void> {
+    const approval = await this.#gate.store.getApproval(id);
+    if (!approval) throw new Error(`approval ${id} vanished from the store`);
+    res.setHeader('Location', `/approvals/${id}`);
+    res.setHeader('Retry-After', '5');
+    if (this.#draining) res.setHeader('Connection', 'close');
+    send(res, 202, {
+      approval: approvalView(approval),
+      message:
+        `${approval.tool}@${approval.version} waits for a person's approval (${id}): corral approve ${id}, or POST /approvals/${id} ` +
+        `with the approver token. GET /approvals/${id} shows its status and, once it ran, its result.`,
+    });
+  }
+
+  /** GET /approvals/{id}: the approval, its input, and its call's result once this server ran it. */
+  async #showApproval(res: ServerResponse, path: string, ctx: RequestContext): Promise<void> {
+    const id = path.slice('/approvals/'.length);
+    let approval = APPROVAL_ID.test(id) ? await this.#gate.store.getApproval(id) : null;
+    if (!approval)
+      return this.#fail(res, ctx, 404, HttpErrorCodes.NOT_FOUND, 'No approval with that id. GET /approvals lists the pending ones.', {});
+    ctx.approvalId = id;
+    if (approval.status === 'pending' && BigInt(nowNs()) >= BigInt(approval.expires_ns))
+      approval =
+        (await this.#gate.store.updateApproval(id, ['pending'], { status: 'expired' })) ?? (await this.#gate.store.getApproval(id))!;
+    const result = this.#results.get(id);
+    send(res, 200, { approval: approvalView(approval, true), ...(result ? { result } : {}) });
+  }
+
+  /**
+   * POST /approvals/{id} {decision, comment?, scope?}: a person's decision,
+   * with the approver token only. The agent holds the API token; if that
+   * token could approve, the agent could approve its own calls.
+   */
+  async #decide(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    ctx: RequestContext,
+    credential: 'none' | 'api' | 'approver' | 'invalid',
+  ): Promise<void> {
+    if (credential !== 'approver') {
+      if (this.#token && credential !== 'api') return this.#unauthorized(req, res, ctx);
+      if (!this.#approverToken)
+        return this.#refuse(
+          req,
+          res,
+          ctx,
+          403,
+          HttpErrorCodes.FORBIDDEN,
+          'Approvals over HTTP need an approver token: start the server with --approver-token-file FILE (or CORRAL_APPROVER_TOKEN), or decide with: corral approve ID',
+          { reason: 'no_approver_token' },
+        );
+      if (credential === 'api')
+        return this.#refuse(
+          req,
+          res,
+          ctx,
+          403,
+          HttpErrorCodes.FORBIDDEN,
+          'The API token cannot decide approvals (whoever calls tools must not approve them): use the approver token, or corral approve ID.',
+          { reason: 'api_token_cannot_approve' },
+        );
+      return this.#unauthorized(req, res, ctx);
+    }
+    const id = path.slice('/approvals/'.length);
+    if (!APPROVAL_ID.test(id))
+      return this.#refuse(
+        req,
+        res,
+        ctx,
+        404,
+        HttpErrorCodes.NOT_FOUND,
+        'No approval with that id. GET /approvals lists the pending ones.',
+        {},
+      );
+    ctx.approvalId = id;
+    const body = await this.#readJson(req, res, ctx);
+    if (body === undefined) return;
+    const problems: Problem[] = [];
+    const decision = checkDecisionBody(body, problems);
+    if (!decision) return this.#badRequest(res, ctx, problems, 'POST /approvals/{id}');
+    const approval = await this.#gate.store.getApproval(id);
+    if (!approval)
+      return this.#fail(res, ctx, 404, HttpErrorCodes.NOT_FOUND, 'No approval with that id. GET /approvals lists the pending ones.', {});
+    const by = `http-approver@${req.socket.remoteAddress ?? 'unknown'}`;
+    let decided: Awaited<ReturnType<PolicyGate['decide']>>;
+    try {
+      decided = await this.#gate.decide(id, decision.decision, {
+        by,
+        ...(decision.comment !== undefined ? { comment: decision.comment } : {}),
+        ...(decision.scope !== undefined ? { scope: decision.scope } : {}),
+      });
+    } catch (err) {
+      if (!CorralError.is(err, ErrorCodes.INPUT_VALIDATION)) throw err;
+      // Decided already (here, by corral approve, or it expired): 409 with its status; a scope wider than the policy lets: 400.
+      const { approval_id, status } = err.details;
+      if (typeof status === 'string')
+        return this.#fail(res, ctx, 409, HttpErrorCodes.CONFLICT, err.message, {
+          reason: 'not_pending',
+          status,
+          ...(approval_id !== undefined ? { approval_id } : {}),
+        });
+      return this.#fail(res, ctx, 400, ErrorCodes.INPUT_VALIDATION, err.message, { ...err.details, reason: 'bad_decision' });
+    }
+    // A call whose request is gone runs now, not at the runner's next look.
+    if (decided.status === 'approved') this.#runner.kick();
+    send(res, 200, { approval: approvalView(decided) });
   }
 
   #resolve(ref: string): Tool | undefined {
@@ -535,12 +828,12 @@ export class CorralHttpServer {
     }
   }
 
-  #badRequest(res: ServerResponse, ctx: RequestContext, problems: Problem[]): void {
+  #badRequest(res: ServerResponse, ctx: RequestContext, problems: Problem[], what = 'POST /execute'): void {
     const shown = problems
       .slice(0, 5)
       .map((p) => `${p.path} ${p.message}`)
       .join('; ');
-    this.#fail(res, ctx, 400, ErrorCodes.INPUT_VALIDATION, `The request body is not what POST /execute takes: ${shown}.`, {
+    this.#fail(res, ctx, 400, ErrorCodes.INPUT_VALIDATION, `The request body is not what ${what} takes: ${shown}.`, {
       reason: 'bad_request_body',
       problems,
     });
@@ -616,6 +909,23 @@ export async function checkHttpServerOptions(options: HttpServerOptions): Promis
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= (name === 'shutdownTimeoutMs' ? 0 : 1)))
       throw new RangeError(`${name} must be a positive integer (got ${value})`);
   }
+  if (
+    options.approvalWaitMs !== undefined &&
+    !(Number.isSafeInteger(options.approvalWaitMs) && options.approvalWaitMs >= 0 && options.approvalWaitMs <= MAX_APPROVAL_WAIT_MS)
+  )
+    throw new RangeError(
+      `approvalWaitMs must be a whole number of milliseconds from 0 to ${MAX_APPROVAL_WAIT_MS} (got ${options.approvalWaitMs})`,
+    );
+  if (options.approverToken !== undefined) {
+    if (options.approverToken.length < MIN_TOKEN_LENGTH || /\s/.test(options.approverToken))
+      throw new RangeError(
+        `the approver token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`,
+      );
+    if (options.approverToken === options.token)
+      throw new RangeError(
+        'the approver token must differ from the API token: whoever holds the API token (the agent) could otherwise approve its own calls',
+      );
+  }
   if (options.token !== undefined) {
     if (options.token.length < MIN_TOKEN_LENGTH || /\s/.test(options.token))
       throw new RangeError(`the bearer token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`);
@@ -638,6 +948,7 @@ interface RequestContext {
   tool: string | undefined;
   errorCode: string | undefined;
   snapshotId: string | undefined;
+  approvalId: string | undefined;
 }
 
 interface Problem {
@@ -675,11 +986,17 @@ function routeOf(path: string, mcp: boolean): string {
     case '/healthz':
     case '/metrics':
       return path;
+    case '/approvals':
+      return path;
     case '/mcp':
       return mcp ? path : 'other';
   }
-  if (path.startsWith('/execute/') && path.length > '/execute/'.length && !path.slice('/execute/'.length).includes('/'))
-    return '/execute/{name}';
+  for (const [prefix, route] of [
+    ['/execute/', '/execute/{name}'],
+    ['/approvals/', '/approvals/{id}'],
+  ] as const) {
+    if (path.startsWith(prefix) && path.length > prefix.length && !path.slice(prefix.length).includes('/')) return route;
+  }
   return 'other';
 }
 
@@ -700,7 +1017,7 @@ function checkExecuteBody(
   body: unknown,
   fromPath: string | undefined,
   problems: Problem[],
-): { tool: string; input: unknown; timeoutMs: number | undefined } | undefined {
+): { tool: string; input: unknown; timeoutMs: number | undefined; mounts: Record<string, RequestedBinding> | undefined } | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     problems.push({
       path: '/',
@@ -709,7 +1026,7 @@ function checkExecuteBody(
     return undefined;
   }
   const b = body as Record<string, unknown>;
-  const allowed = fromPath === undefined ? ['tool', 'input', 'timeout_ms'] : ['input', 'timeout_ms'];
+  const allowed = fromPath === undefined ? ['tool', 'input', 'mounts', 'timeout_ms'] : ['input', 'mounts', 'timeout_ms'];
   for (const key of Object.keys(b)) {
     if (!allowed.includes(key)) {
       const shown = JSON.stringify(key.length > 64 ? `${key.slice(0, 64)}…` : key);
@@ -731,8 +1048,165 @@ function checkExecuteBody(
   if (timeout !== undefined && !(typeof timeout === 'number' && Number.isSafeInteger(timeout) && timeout >= 1)) {
     problems.push({ path: '/timeout_ms', message: 'must be a positive integer number of milliseconds' });
   }
+  const mounts = b.mounts === undefined ? undefined : checkMounts(b.mounts, problems);
   if (problems.length > 0) return undefined;
-  return { tool: tool as string, input: b.input, timeoutMs: timeout as number | undefined };
+  return { tool: tool as string, input: b.input, timeoutMs: timeout as number | undefined, mounts };
+}
+
+/** A JSON pointer token (RFC 6901), cut short: keys come from the caller. */
+const pointer = (key: string) => (key.length > 64 ? `${key.slice(0, 64)}…` : key).replace(/~/g, '~0').replace(/\//g, '~1');
+
+/** A guest mount path as specs write them: /name[/name…], no '.', '..' or empty segments. */
+function isGuestPath(v: string): boolean {
+  return (
+    v.length > 1 &&
+    v.length <= 256 &&
+    v.startsWith('/') &&
+    !v.includes('\0') &&
+    v
+      .slice(1)
+      .split('/')
+      .every((s) => s !== '' && s !== '.' && s !== '..')
+  );
+}
+
+const isHostPath = (v: unknown): v is string =>
+  typeof v === 'string' && v.startsWith('/') && v.length <= MAX_HOST_PATH && !v.includes('\0');
+
+/**
+ * `mounts` of POST /execute: declared guest mount → absolute host folder, or
+ * → { folder, access? }. Only the shape is checked here; whether the tool
+ * declares the mount and the policy grants the folder is the gate's to say
+ * (403, recorded in the audit trail).
+ */
+function checkMounts(value: unknown, problems: Problem[]): Record<string, RequestedBinding> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    problems.push({
+      path: '/mounts',
+      message: 'must be an object mapping guest mounts to host folders, e.g. {"/workspace": "/home/ada/src"}',
+    });
+    return undefined;
+  }
+  const entries = Object.entries(value);
+  if (entries.length > MAX_MOUNTS) {
+    problems.push({ path: '/mounts', message: `binds more than ${MAX_MOUNTS} mounts` });
+    return undefined;
+  }
+  const out: Record<string, RequestedBinding> = {};
+  const before = problems.length;
+  for (const [guest, binding] of entries) {
+    const at = `/mounts/${pointer(guest)}`;
+    if (!isGuestPath(guest)) {
+      problems.push({ path: at, message: "is not a guest mount path like /workspace (no '.', '..' or empty segments)" });
+      continue;
+    }
+    const pathProblem = `must be an absolute host folder of at most ${MAX_HOST_PATH} characters, without NUL`;
+    let checked: RequestedBinding | undefined;
+    if (typeof binding === 'string') {
+      if (isHostPath(binding)) checked = binding;
+      else problems.push({ path: at, message: pathProblem });
+    } else if (typeof binding === 'object' && binding !== null && !Array.isArray(binding)) {
+      const b = binding as Record<string, unknown>;
+      const unknown = Object.keys(b).filter((k) => k !== 'folder' && k !== 'access');
+      if (unknown.length > 0)
+        problems.push({ path: at, message: `has an unknown key ${JSON.stringify(unknown[0]!.slice(0, 64))} (allowed: folder, access)` });
+      if (!isHostPath(b.folder)) problems.push({ path: `${at}/folder`, message: b.folder === undefined ? 'is required' : pathProblem });
+      if (b.access !== undefined && b.access !== 'read' && b.access !== 'read-write')
+        problems.push({ path: `${at}/access`, message: "must be 'read' or 'read-write'" });
+      if (unknown.length === 0 && isHostPath(b.folder))
+        checked = b.access === undefined ? { folder: b.folder } : { folder: b.folder, access: b.access as 'read' | 'read-write' };
+    } else {
+      problems.push({ path: at, message: 'must be a host folder, or {folder, access}' });
+    }
+    if (checked !== undefined) Object.defineProperty(out, guest, { value: checked, enumerable: true, writable: true, configurable: true });
+    if (problems.length >= 20) break;
+  }
+  return problems.length > before ? undefined : out;
+}
+
+/** Whether a call that waited for approval left it pending: nobody decided in time, or the wait was stopped before it ran. */
+function stillWaiting(result: InvokeResult, phase: 'policy' | 'approval' | 'running'): boolean {
+  const error = result.error;
+  if (!error || phase !== 'approval') return false;
+  return (error.code === ErrorCodes.POLICY_DENIED && error.details?.reason === 'approval_timeout') || error.code === ErrorCodes.CANCELLED;
+}
+
+/**
+ * How long the client is willing to wait, from its Prefer header (RFC 7240):
+ * `respond-async` is 0, `wait=N` is N seconds. It may shorten the server's
+ * approval wait, never lengthen it. Anything else is ignored.
+ */
+function preferredWaitMs(given: string | string[] | undefined): number | undefined {
+  const header = Array.isArray(given) ? given.join(',') : given;
+  if (header === undefined || header.length > 1024) return undefined;
+  let ms: number | undefined;
+  for (const preference of header.split(',')) {
+    const [token = '', value] = preference
+      .split(';')[0]!
+      .split('=')
+      .map((p) => p.trim().toLowerCase());
+    if (token === 'respond-async' && value === undefined) ms = 0;
+    else if (token === 'wait' && value !== undefined && /^\d{1,9}$/.test(value))
+      ms = Math.min(ms ?? Number.POSITIVE_INFINITY, Number(value) * 1000);
+  }
+  return ms;
+}
+
+/** The body of POST /approvals/{id}: {decision, comment?, scope?} and nothing else. */
+function checkDecisionBody(
+  body: unknown,
+  problems: Problem[],
+): { decision: 'approve' | 'reject'; comment: string | undefined; scope: ApprovalScope | undefined } | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    problems.push({ path: '/', message: 'must be an object like {"decision": "approve"}' });
+    return undefined;
+  }
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) {
+    if (!['decision', 'comment', 'scope'].includes(key)) {
+      problems.push({ path: '/', message: `has an unknown key ${JSON.stringify(key.slice(0, 64))} (allowed: decision, comment, scope)` });
+      if (problems.length >= 20) break;
+    }
+  }
+  if (b.decision !== 'approve' && b.decision !== 'reject')
+    problems.push({
+      path: '/decision',
+      message: b.decision === undefined ? "is required: 'approve' or 'reject'" : "must be 'approve' or 'reject'",
+    });
+  if (b.comment !== undefined && !(typeof b.comment === 'string' && b.comment.length <= 4096))
+    problems.push({ path: '/comment', message: 'must be a string of at most 4096 characters' });
+  if (b.scope !== undefined && b.scope !== 'once' && b.scope !== 'folder' && b.scope !== 'tool')
+    problems.push({ path: '/scope', message: "must be 'once', 'folder' or 'tool'" });
+  else if (b.scope !== undefined && b.decision === 'reject')
+    problems.push({ path: '/scope', message: 'is for approving; a rejection has none' });
+  if (problems.length > 0) return undefined;
+  return {
+    decision: b.decision as 'approve' | 'reject',
+    comment: b.comment as string | undefined,
+    scope: b.scope as ApprovalScope | undefined,
+  };
+}
+
+/** The pending approvals, for the gauge: read from the store at most once a second, however often it is scraped. */
+function pendingCounter(gate: PolicyGate): () => Promise<number> {
+  let at = Number.NEGATIVE_INFINITY;
+  let value = 0;
+  let reading: Promise<number> | undefined;
+  return () => {
+    if (performance.now() - at < 1000) return Promise.resolve(value);
+    reading ??= gate.store
+      .listApprovals({ status: ['pending'], limit: 100_000 })
+      .then((pending) => {
+        const now = BigInt(nowNs());
+        value = pending.filter((a) => now < BigInt(a.expires_ns)).length;
+        at = performance.now();
+        return value;
+      })
+      .finally(() => {
+        reading = undefined;
+      });
+    return reading;
+  };
 }
 
 function hasControlCharacter(text: string): boolean {

@@ -8,7 +8,26 @@
  * own templates ("other" for any other path), codes are error codes.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { InvokeResult } from '@corral/core';
+import type { InvokeResult, PolicyDenialReason } from '@corral/core';
+
+/** `details.reason` of E_POLICY_DENIED, the label values of corral_policy_denials_total (anything else counts as "other"). */
+const DENIAL_REASONS: readonly PolicyDenialReason[] = [
+  'bad_request',
+  'policy_invalid',
+  'tool_denied',
+  'unlisted_tool',
+  'undeclared_mount',
+  'not_granted',
+  'access_not_granted',
+  'folder_missing',
+  'protected_folder',
+  'outside_roots',
+  'approval_rejected',
+  'approval_expired',
+  'approval_revoked',
+  'approval_timeout',
+  'approval_unavailable',
+];
 
 /** What the worker pool reports (WorkerPool: SandboxPool's read-only counters). */
 export interface PoolStats {
@@ -26,8 +45,10 @@ export class HttpMetrics {
   readonly #callErrors: Counter<'tool' | 'code'>;
   readonly #callSeconds: Histogram<'tool' | 'outcome'>;
   readonly #snapshotErrors: Counter<'tool'>;
+  readonly #denials: Counter<'reason'>;
 
-  constructor(pool: PoolStats | undefined, inflight: () => number) {
+  /** `pendingApprovals`: how many calls wait for a person's approval (read when scraped). */
+  constructor(pool: PoolStats | undefined, inflight: () => number, pendingApprovals?: () => Promise<number>) {
     const registers = [this.registry];
     this.#requests = new Counter({
       name: 'corral_http_requests_total',
@@ -66,6 +87,26 @@ export class HttpMetrics {
       labelNames: ['tool'],
       registers,
     });
+    this.#denials = new Counter({
+      name: 'corral_policy_denials_total',
+      help: 'Calls the policy refused (E_POLICY_DENIED, answered 403), by details.reason: not_granted, protected_folder, approval_rejected, ….',
+      labelNames: ['reason'],
+      registers,
+    });
+    if (pendingApprovals) {
+      new Gauge({
+        name: 'corral_approvals_pending',
+        help: "Calls waiting for a person's approval, in the store this server keeps approvals in (asked over HTTP, MCP or by any process sharing it).",
+        registers,
+        async collect() {
+          try {
+            this.set(await pendingApprovals());
+          } catch {
+            // A store that cannot be read now: the last value stands.
+          }
+        },
+      });
+    }
     new Gauge({
       name: 'corral_http_inflight_calls',
       help: 'POST /execute requests admitted and not yet answered (reading the body, waiting for a worker, or running).',
@@ -129,6 +170,11 @@ export class HttpMetrics {
     this.#callSeconds.observe({ tool, outcome }, seconds);
     if (result.error) this.#callErrors.inc({ tool, code: result.error.code });
     if (result.snapshot?.error) this.#snapshotErrors.inc({ tool });
+  }
+
+  /** A call the policy refused; `reason` is its details.reason. */
+  policyDenial(reason: unknown): void {
+    this.#denials.inc({ reason: DENIAL_REASONS.includes(reason as PolicyDenialReason) ? (reason as string) : 'other' });
   }
 
   get contentType(): string {

@@ -25,6 +25,10 @@ export interface OpenApiOptions {
   version: string;
   /** Bearer auth is required (documented as the `bearerAuth` scheme, and 401s). */
   auth: boolean;
+  /** An approver token is configured (the `approverAuth` scheme: the only one POST /approvals/{id} takes). Default false. */
+  approverAuth?: boolean;
+  /** How long POST /execute holds a call waiting for approval before answering 202, in ms (documented on 202). */
+  approvalWaitMs?: number;
   /** The Host header is checked (documented as 403s). */
   hostCheck: boolean;
   /** Largest request body, in bytes (documented on 413). */
@@ -36,6 +40,7 @@ export interface OpenApiOptions {
 type Json = Record<string, unknown>;
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+// Bodies that are a result envelope or `{ error }` use anyOf, not oneOf: an envelope has an `error` too, so it matches both.
 const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: Json) => ({ 'application/json': { schema } });
 
@@ -148,6 +153,15 @@ function resultSchema(output: Json, description: string): Json {
   };
 }
 
+/** A guest mount path as tool specs declare them: /name[/name…], no '.', '..' or empty segments. */
+const GUEST_PATH = '^(/(?!\\.\\.?(/|$))[^/\\u0000]+)+$';
+
+const MOUNTS_DESCRIPTION =
+  "Host folders to bind to the tool's declared mounts: guest mount → absolute host folder (or {folder, access}). The server's policy (corral.policy.yaml) decides: a folder it does not grant, a mount the tool does not declare, or more access than granted is refused with 403 E_POLICY_DENIED.";
+
+const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'claimed', 'done', 'revoked'];
+const APPROVAL_SCOPES = ['once', 'folder', 'tool'];
+
 const TIMEOUT_DESCRIPTION =
   "Wall-clock limit of the call in milliseconds; at most the tool's own resources.timeout_ms (a call may shorten it, never lengthen it).";
 
@@ -159,7 +173,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     Error: {
       type: 'object',
       description:
-        "A classified error. `code` is one of Corral's (E_TOOL_NOT_FOUND, E_INPUT_VALIDATION, E_RESOURCE_EXHAUSTED, E_NETWORK_BLOCKED, E_UNEXPECTED_EXIT, E_CANCELLED, E_CLOSED, …) or, for problems of the HTTP request itself, E_UNAUTHORIZED, E_FORBIDDEN, E_NOT_FOUND, E_METHOD_NOT_ALLOWED, E_INTERNAL.",
+        "A classified error. `code` is one of Corral's (E_TOOL_NOT_FOUND, E_INPUT_VALIDATION, E_RESOURCE_EXHAUSTED, E_NETWORK_BLOCKED, E_UNEXPECTED_EXIT, E_CANCELLED, E_CLOSED, E_POLICY_DENIED, …) or, for problems of the HTTP request itself, E_UNAUTHORIZED, E_FORBIDDEN, E_NOT_FOUND, E_METHOD_NOT_ALLOWED, E_CONFLICT, E_INTERNAL.",
       required: ['code', 'message', 'details', 'retryable'],
       properties: {
         code: { type: 'string', pattern: '^E_[A-Z_]+$' },
@@ -180,6 +194,120 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       required: ['id'],
       properties: { id: { type: 'string' }, error: { type: 'string' } },
     },
+    MountBinding: {
+      description: 'An absolute host folder, or the folder and the access wanted (default: the most the policy grants).',
+      oneOf: [
+        { type: 'string', pattern: '^/', maxLength: 4096 },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['folder'],
+          properties: {
+            folder: { type: 'string', pattern: '^/', maxLength: 4096 },
+            access: { type: 'string', enum: ['read', 'read-write'] },
+          },
+        },
+      ],
+    },
+    Mounts: {
+      type: 'object',
+      description: MOUNTS_DESCRIPTION,
+      maxProperties: 64,
+      propertyNames: { pattern: GUEST_PATH, maxLength: 256 },
+      additionalProperties: ref('MountBinding'),
+    },
+    FolderUse: {
+      type: 'object',
+      required: ['guest', 'folder', 'access'],
+      properties: {
+        guest: { type: 'string' },
+        folder: { type: 'string', description: 'The real path of the host folder.' },
+        access: { type: 'string', enum: ['read', 'read-write'] },
+      },
+    },
+    Approval: {
+      type: 'object',
+      description:
+        "A call waiting for (or given) a person's approval. pending → approved | rejected | expired; approved → claimed (running) → done; approved, claimed or done → revoked.",
+      required: [
+        'id',
+        'status',
+        'tool',
+        'version',
+        'requested_by',
+        'requested_at',
+        'expires_at',
+        'folders',
+        'input_sha256',
+        'max_scope',
+        'scope',
+        'decided_by',
+        'decided_at',
+        'comment',
+        'execution_id',
+        'revoked_by',
+        'revoked_at',
+      ],
+      properties: {
+        id: { type: 'string' },
+        status: { type: 'string', enum: APPROVAL_STATUSES },
+        tool: { type: 'string' },
+        version: { type: 'string' },
+        requested_by: { type: 'string', description: 'The caller, e.g. "http:REQUEST-ID@ADDRESS" or "mcp:CLIENT".' },
+        requested_at: { type: 'string', format: 'date-time' },
+        expires_at: { type: 'string', format: 'date-time', description: 'A pending approval nobody decides by then expires.' },
+        folders: { type: 'array', items: ref('FolderUse'), description: 'The host folders the call would see.' },
+        input_sha256: { type: 'string' },
+        max_scope: { type: 'string', enum: APPROVAL_SCOPES, description: 'The widest scope the policy lets an approver give.' },
+        scope: { type: ['string', 'null'], enum: [...APPROVAL_SCOPES, null] },
+        decided_by: { type: ['string', 'null'] },
+        decided_at: { type: ['string', 'null'], format: 'date-time' },
+        comment: { type: ['string', 'null'] },
+        execution_id: { type: ['string', 'null'], description: "The call's execution snapshot, once it ran." },
+        revoked_by: { type: ['string', 'null'] },
+        revoked_at: { type: ['string', 'null'], format: 'date-time' },
+        input: { description: "The call's input (GET /approvals/{id} only)." },
+      },
+    },
+    ApprovalList: {
+      type: 'object',
+      required: ['approvals'],
+      properties: { approvals: { type: 'array', items: ref('Approval'), description: 'Pending approvals, newest first.' } },
+    },
+    ApprovalDetail: {
+      type: 'object',
+      required: ['approval'],
+      properties: {
+        approval: ref('Approval'),
+        result: {
+          ...ref('ExecuteResult'),
+          description:
+            "The call's result envelope, once this server ran it (kept in memory: the latest 1000 results); `approval.execution_id` names its snapshot in any case.",
+        },
+      },
+    },
+    ApprovalAccepted: {
+      type: 'object',
+      description:
+        'The call waits for approval; it runs once approved, and GET /approvals/{id} (the Location) shows its status and result.',
+      required: ['approval', 'message'],
+      properties: { approval: ref('Approval'), message: { type: 'string' } },
+    },
+    DecisionRequest: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['decision'],
+      properties: {
+        decision: { type: 'string', enum: ['approve', 'reject'] },
+        comment: { type: 'string', maxLength: 4096, description: 'Kept with the decision; shown to the caller on a rejection.' },
+        scope: {
+          type: 'string',
+          enum: APPROVAL_SCOPES,
+          description:
+            "How far an approval reaches (default once): once, this call; folder, also later calls of this tool version inside these folders; tool, every later call of this tool version. At most the approval's max_scope; not with reject.",
+        },
+      },
+    },
     ExecuteRequest: {
       type: 'object',
       additionalProperties: false,
@@ -193,6 +321,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
           ...(newest.length > 0 ? { examples: [newest[0]!.spec.name] } : {}),
         },
         input: { description: "The tool's input, checked against its input_schema." },
+        mounts: ref('Mounts'),
         timeout_ms: { type: 'integer', minimum: 1, description: TIMEOUT_DESCRIPTION },
       },
     },
@@ -235,6 +364,14 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       required: ['input'],
       properties: {
         input: ref(`${p}Input`),
+        mounts: {
+          type: 'object',
+          description: `${MOUNTS_DESCRIPTION} ${tool.spec.name} declares ${
+            (tool.spec.mounts ?? []).map((m) => `${m.guest} (${m.access})`).join(', ') || 'no mounts'
+          }.`,
+          additionalProperties: false,
+          properties: Object.fromEntries((tool.spec.mounts ?? []).map((m) => [m.guest, ref('MountBinding')])),
+        },
         timeout_ms: { type: 'integer', minimum: 1, maximum: max, description: TIMEOUT_DESCRIPTION },
       },
     };
@@ -254,25 +391,44 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="corral"' },
     }),
     Forbidden: errorResponse(
-      "The Host header names none of the server's own names (DNS-rebinding protection on a loopback server): E_FORBIDDEN.",
+      `E_FORBIDDEN: ${
+        [
+          ...(options.hostCheck
+            ? ["the Host header names none of the server's own names (DNS-rebinding protection on a loopback server)"]
+            : []),
+          ...(options.approverAuth ? ['the approver token was used outside /approvals (details.reason "approver_token")'] : []),
+        ].join('; or ') || 'the request was refused'
+      }.`,
     ),
     PayloadTooLarge: errorResponse(
       `The body is larger than ${options.maxBodyBytes} bytes (--max-body-mb): E_INPUT_VALIDATION with details.reason "body_too_large".`,
     ),
     UnsupportedMediaType: errorResponse('The body is not declared as application/json (UTF-8): E_INPUT_VALIDATION.'),
+    NotFound: errorResponse('No approval with that id (or not an approval id at all): E_NOT_FOUND.'),
     ServiceUnavailable: {
       description:
         'Busy or shutting down; retry after Retry-After seconds. E_RESOURCE_EXHAUSTED (details.resource "http_concurrency", or "queue" as a call result), E_CLOSED, or E_CANCELLED for a call stopped by shutdown.',
       headers: { 'Retry-After': { schema: { type: 'integer' } } },
-      content: json({ oneOf: [ref('ErrorResponse'), ref('ExecuteResult')] }),
+      content: json({ anyOf: [ref('ErrorResponse'), ref('ExecuteResult')] }),
     },
   };
 
+  // 403 without a call: the Host check, or the approver token where it does not reach.
+  const forbidden = options.hostCheck || options.approverAuth === true;
   const common = (): Json => ({
     ...(options.auth ? { 401: responseRef('Unauthorized') } : {}),
-    ...(options.hostCheck ? { 403: responseRef('Forbidden') } : {}),
+    ...(forbidden ? { 403: responseRef('Forbidden') } : {}),
   });
+  const waitSeconds = Math.round((options.approvalWaitMs ?? 10_000) / 1000);
   const executeResponses = (result: string): Json => ({
+    202: {
+      description: `The policy requires a person's approval and nobody decided within ${waitSeconds} s (the server's --approval-wait; a \`Prefer: wait=N\` or \`Prefer: respond-async\` header shortens it). The call stays pending and runs once approved (\`corral approve ID\`, or POST /approvals/{id} with the approver token), also after a restart; follow it at Location.`,
+      headers: {
+        Location: { schema: { type: 'string' }, description: '/approvals/{id}' },
+        'Retry-After': { schema: { type: 'integer' }, description: 'Seconds until a poll of Location is worth it.' },
+      },
+      content: json(ref('ApprovalAccepted')),
+    },
     200: {
       description:
         "The call ran. `ok` says whether the tool succeeded; a tool that failed inside its sandbox (E_UNEXPECTED_EXIT, E_RESOURCE_EXHAUSTED at its own memory, time, disk or output limit, E_NETWORK_BLOCKED) is still 200, with ok false and the classified error. The call is recorded in the server's snapshot store (`snapshot.id`).",
@@ -280,13 +436,19 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     },
     400: responseRef('BadRequest'),
     ...common(),
+    403: {
+      description:
+        "The policy refused the call before it ran: the envelope's error is E_POLICY_DENIED with details.reason (not_granted, undeclared_mount, access_not_granted, folder_missing, protected_folder, tool_denied, unlisted_tool, policy_invalid, approval_rejected, approval_expired, approval_revoked, approval_unavailable, bad_request), recorded in the audit trail." +
+        (forbidden ? ' Or the request itself was refused ({ error } with E_FORBIDDEN: see Forbidden).' : ''),
+      content: json(forbidden ? { anyOf: [ref(result), ref('ErrorResponse')] } : ref(result)),
+    },
     404: { description: 'No tool with that name, or no version in the range: E_TOOL_NOT_FOUND (recorded).', content: json(ref(result)) },
     413: responseRef('PayloadTooLarge'),
     415: responseRef('UnsupportedMediaType'),
     422: { description: "The input does not match the tool's input_schema: E_INPUT_VALIDATION (recorded).", content: json(ref(result)) },
     500: {
       description: 'The server could not run the tool (a tool whose schema cannot be compiled, an internal error).',
-      content: json({ oneOf: [ref('ErrorResponse'), ref(result)] }),
+      content: json({ anyOf: [ref('ErrorResponse'), ref(result)] }),
     },
     503: responseRef('ServiceUnavailable'),
   });
@@ -318,6 +480,67 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       },
     };
   }
+  const approverOnly = options.approverAuth ? { security: [{ approverAuth: [] }] } : {};
+  const eitherToken = options.auth && options.approverAuth ? { security: [{ bearerAuth: [] }, { approverAuth: [] }] } : {};
+  const idParameter = {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'The approval id (from a 202 answer, GET /approvals or corral approvals).',
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+  };
+  paths['/approvals'] = {
+    get: {
+      operationId: 'listApprovals',
+      summary: 'Calls waiting for approval',
+      description: 'The pending approvals, newest first, without their inputs. Either token reads them.',
+      tags: ['approvals'],
+      ...eitherToken,
+      responses: { 200: { description: 'The pending approvals.', content: json(ref('ApprovalList')) }, ...common() },
+    },
+  };
+  paths['/approvals/{id}'] = {
+    get: {
+      operationId: 'getApproval',
+      summary: 'One approval, and its result once it ran',
+      description:
+        "The approval (with the call's input) and, once this server ran the approved call, its result envelope. Poll it after a 202: status pending, then approved, claimed (running) and done — or rejected, expired, revoked.",
+      tags: ['approvals'],
+      parameters: [idParameter],
+      ...eitherToken,
+      responses: {
+        200: { description: 'The approval.', content: json(ref('ApprovalDetail')) },
+        ...common(),
+        404: responseRef('NotFound'),
+      },
+    },
+    post: {
+      operationId: 'decideApproval',
+      summary: 'Approve or reject a call',
+      description:
+        'A person\'s decision, recorded in the audit trail (by "http-approver@ADDRESS"). Only the approver token (--approver-token-file) may decide: the agent holds the API token and must not approve its own calls. A waiting call goes on at once; one whose request is gone runs now.',
+      tags: ['approvals'],
+      parameters: [idParameter],
+      ...approverOnly,
+      requestBody: { required: true, content: json(ref('DecisionRequest')) },
+      responses: {
+        200: {
+          description: 'Decided: the approval as it now stands.',
+          content: json({ type: 'object', required: ['approval'], properties: { approval: ref('Approval') } }),
+        },
+        400: responseRef('BadRequest'),
+        ...(options.auth || options.approverAuth ? { 401: responseRef('Unauthorized') } : {}),
+        403: errorResponse(
+          'E_FORBIDDEN: the server has no approver token (details.reason "no_approver_token": start it with --approver-token-file, or use corral approve ID), the API token was used (details.reason "api_token_cannot_approve")' +
+            (options.hostCheck ? ", or the Host header is not one of the server's names." : '.'),
+        ),
+        404: responseRef('NotFound'),
+        409: errorResponse('The approval is no longer pending (decided, expired): E_CONFLICT with details.status.'),
+        413: responseRef('PayloadTooLarge'),
+        415: responseRef('UnsupportedMediaType'),
+      },
+    },
+  };
   paths['/tools'] = {
     get: {
       operationId: 'listTools',
@@ -345,7 +568,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       security: [],
       responses: {
         200: { description: 'Serving.', content: json(ref('Health')) },
-        ...(options.hostCheck ? { 403: responseRef('Forbidden') } : {}),
+        ...(options.hostCheck ? { 403: errorResponse("The Host header names none of the server's own names: E_FORBIDDEN.") } : {}),
         503: { description: 'Shutting down.', content: json(ref('Health')) },
       },
     },
@@ -387,6 +610,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     tags: [
       { name: 'execute', description: 'Run a tool by name' },
       { name: 'tools', description: 'One typed operation per registered tool' },
+      { name: 'approvals', description: "Calls waiting for a person's approval, and deciding them" },
       { name: 'meta', description: 'Tools, this document, health, metrics' },
       ...(options.mcp ? [{ name: 'mcp', description: 'Model Context Protocol' }] : []),
     ],
@@ -394,7 +618,22 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     components: {
       schemas,
       responses,
-      ...(options.auth ? { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } } : {}),
+      ...(options.auth || options.approverAuth
+        ? {
+            securitySchemes: {
+              ...(options.auth ? { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The API token (--token-file).' } } : {}),
+              ...(options.approverAuth
+                ? {
+                    approverAuth: {
+                      type: 'http',
+                      scheme: 'bearer',
+                      description: 'The approver token (--approver-token-file): reads and decides approvals, nothing else.',
+                    },
+                  }
+                : {}),
+            },
+          }
+        : {}),
     },
   };
 }

@@ -5,8 +5,9 @@
  * The rule: a call that ran is 200 whatever the tool did (read `ok`), so a
  * generated client never throws on a tool's own failure and an HTTP proxy
  * never retries one; a call refused before it ran is the caller's 4xx; a
- * server that is full or stopping is 503 with Retry-After. Every body that
- * is not 200 carries `error.code`: result envelopes (404, 422, some 503s)
+ * server that is full or stopping is 503 with Retry-After; a call that waits
+ * for a person's approval is 202 with the approval. Every body that is not
+ * 200 or 202 carries `error.code`: result envelopes (404, 422, some 503s)
  * have it in their `error`, and so does `{ error }` for requests refused
  * before they reached a tool.
  */
@@ -20,12 +21,18 @@ import { ErrorCodes, type ErrorCode, type ErrorDetails, type InvokeResult } from
 export const HttpErrorCodes = {
   /** No bearer token, or the wrong one (401). */
   UNAUTHORIZED: 'E_UNAUTHORIZED',
-  /** The Host header is not one of the server's names (403; DNS-rebinding protection). */
+  /**
+   * 403: the Host header is not one of the server's names (DNS-rebinding
+   * protection), or a token used where it does not reach (the approver token
+   * outside /approvals, the API token deciding an approval).
+   */
   FORBIDDEN: 'E_FORBIDDEN',
   /** No such endpoint (404). */
   NOT_FOUND: 'E_NOT_FOUND',
   /** The endpoint exists but not with this method (405, with Allow). */
   METHOD_NOT_ALLOWED: 'E_METHOD_NOT_ALLOWED',
+  /** The request conflicts with the state it acts on: an approval that was already decided (409). */
+  CONFLICT: 'E_CONFLICT',
   /** A bug in the server; the message says nothing more (500). */
   INTERNAL: 'E_INTERNAL',
 } as const;
@@ -34,8 +41,11 @@ export type HttpErrorCode = (typeof HttpErrorCodes)[keyof typeof HttpErrorCodes]
 
 /** What the HTTP codes' answers carry in `details`. */
 export interface HttpErrorDetails {
-  /** E_FORBIDDEN: why. */
-  reason?: 'host_not_allowed';
+  /** E_FORBIDDEN: why (a Host header, or a token used where it does not reach); E_CONFLICT: `not_pending`. */
+  reason?: 'host_not_allowed' | 'approver_token' | 'no_approver_token' | 'api_token_cannot_approve' | 'not_pending';
+  /** E_CONFLICT: the approval, and the state it is in. */
+  approval_id?: string;
+  status?: string;
   /** E_METHOD_NOT_ALLOWED: the methods the endpoint takes. */
   allow?: string[];
 }
@@ -52,6 +62,9 @@ export function statusForResult(result: Pick<InvokeResult, 'error'>): number {
       return 404;
     case ErrorCodes.INPUT_VALIDATION:
       return 422;
+    case ErrorCodes.POLICY_DENIED:
+      // Refused before it ran. (A call still waiting for approval is 202; the server answers that itself.)
+      return 403;
     case ErrorCodes.RESOURCE_EXHAUSTED:
       // The pool's queue was full: the server's state, not the tool's doing.
       return error.details?.resource === 'queue' ? 503 : 200;
@@ -71,11 +84,13 @@ export function statusForResult(result: Pick<InvokeResult, 'error'>): number {
 export const statusTable = `| status | when | body |
 | --- | --- | --- |
 | 200 | the call ran: the tool succeeded (\`ok: true\`) or failed inside its sandbox (\`ok: false\`: E_UNEXPECTED_EXIT, E_RESOURCE_EXHAUSTED at its own limits, E_NETWORK_BLOCKED) | result envelope |
+| 202 | the policy requires approval and nobody decided within --approval-wait: the call stays pending, runs once approved; follow Location (/approvals/{id}) | \`{ approval, message }\` |
 | 400 | the body is not JSON or UTF-8, or not the documented object (unknown key, wrong type, timeout_ms out of range) | \`{ error }\`, E_INPUT_VALIDATION |
 | 401 | a token is configured and the request has none, or the wrong one | \`{ error }\`, E_UNAUTHORIZED |
-| 403 | the Host header is not one of the server's names (loopback servers: DNS-rebinding protection) | \`{ error }\`, E_FORBIDDEN |
-| 404 | no tool with that name or range (the call is recorded), or no such endpoint | envelope, E_TOOL_NOT_FOUND; \`{ error }\`, E_NOT_FOUND |
+| 403 | the policy refused the call (recorded in the audit trail); or the Host header is not one of the server's names (loopback servers: DNS-rebinding protection), or a token used where it does not reach | envelope, E_POLICY_DENIED with details.reason; \`{ error }\`, E_FORBIDDEN |
+| 404 | no tool with that name or range (the call is recorded), or no such endpoint or approval | envelope, E_TOOL_NOT_FOUND; \`{ error }\`, E_NOT_FOUND |
 | 405 | the endpoint does not take this method (see Allow) | \`{ error }\`, E_METHOD_NOT_ALLOWED |
+| 409 | POST /approvals/{id}: the approval is no longer pending | \`{ error }\`, E_CONFLICT |
 | 413 | the body is larger than --max-body-mb | \`{ error }\`, E_INPUT_VALIDATION |
 | 415 | the body is not declared as \`application/json\` | \`{ error }\`, E_INPUT_VALIDATION |
 | 422 | the input does not match the tool's input_schema (the call is recorded) | envelope, E_INPUT_VALIDATION |
