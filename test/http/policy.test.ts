@@ -138,7 +138,7 @@ describe('POST /execute through the policy', () => {
       tool: 'file-stats',
       version: '1.0.0',
       output: null,
-      error: { code: 'E_POLICY_DENIED', details: { reason: 'not_granted', mount: '/workspace', folder: s.src } },
+      error: { code: 'E_POLICY_DENIED', details: { reason: 'not_granted', guest: '/workspace', folder: s.src } },
     });
     expect(denied.json.error.message).toContain(`corral policy grant file-stats --mount ${s.src}:/workspace`);
     // Refused before it ran: no execution snapshot, but an audit event naming the HTTP caller.
