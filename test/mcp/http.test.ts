@@ -3,7 +3,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Corral } from '@corral/node';
-import { createMcpHttpHandler, watchToolFolders, type McpHttpHandler, type McpHttpOptions } from '@corral/node/mcp';
+import { createMcpHttpHandler, openServerGate, watchToolFolders, type McpHttpHandler, type McpHttpOptions } from '@corral/node/mcp';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { connectClient, makeWorkspace } from './helpers.js';
 import { mcpScenarios } from './scenarios.js';
@@ -15,10 +15,14 @@ interface Served {
   close(): Promise<void>;
 }
 
-/** Corral, the MCP handler at /mcp of a loopback server, and a watcher telling the handler when tools change. */
-async function serve(store: string | false, toolsDir?: string, options: McpHttpOptions = {}): Promise<Served> {
+/**
+ * Corral, the MCP handler at /mcp of a loopback server, and a watcher telling the handler when tools change.
+ * With `policyPath`, the gate reads that policy; without, the handler opens its own (the test run's $CORRAL_POLICY).
+ */
+async function serve(store: string | false, toolsDir?: string, options: McpHttpOptions = {}, policyPath?: string): Promise<Served> {
   const corral = await Corral.create({ size: 1, store });
-  const handler = createMcpHttpHandler(corral, options);
+  const gate = policyPath ? openServerGate(corral.store, { policyPath }) : undefined;
+  const handler = createMcpHttpHandler(corral, { ...options, ...(gate ? { gate } : {}) });
   const watcher = toolsDir ? watchToolFolders(corral.registry, [toolsDir], { onChange: () => void handler.toolsChanged() }) : undefined;
   await watcher?.reload();
   const server: Server = createServer((req, res) => {
@@ -43,7 +47,7 @@ async function serve(store: string | false, toolsDir?: string, options: McpHttpO
 
 mcpScenarios('MCP over Streamable HTTP', async () => {
   const workspace = makeWorkspace();
-  const served = await serve(workspace.store, workspace.tools);
+  const served = await serve(workspace.store, workspace.tools, {}, workspace.policy);
   return {
     workspace,
     connect: (roots) =>
@@ -52,6 +56,7 @@ mcpScenarios('MCP over Streamable HTTP', async () => {
         roots?.map((path) => ({ uri: workspace.uri(path) })),
       ),
     snapshot: (id) => served.corral.store!.getExecution(id),
+    audit: () => served.corral.store!.listAudit(),
     close: () => served.close(),
   };
 });
