@@ -4,8 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Corral } from '@corral/node';
 import { createMcpHttpHandler, openServerGate, watchToolFolders, type McpHttpHandler, type McpHttpOptions } from '@corral/node/mcp';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { connectClient, makeWorkspace } from './helpers.js';
+import { ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connectClient, makeWorkspace, scenarioPolicy } from './helpers.js';
 import { mcpScenarios } from './scenarios.js';
 
 interface Served {
@@ -156,5 +158,35 @@ describe('the Streamable HTTP handler', () => {
     expect(JSON.parse(third.body).error.message).toMatch(/Too many MCP sessions/);
     for (const id of ids) await raw(served.url, { method: 'DELETE', headers: { 'mcp-session-id': id } });
     expect(served.handler.sessions).toBe(0);
+  });
+});
+
+describe('the Streamable HTTP handler under the policy', () => {
+  it('asks for an approval on the call’s own stream (elicitation) and runs the call once the client approves', async () => {
+    const workspace = makeWorkspace();
+    const policy = scenarioPolicy(workspace) as { tools: Record<string, Record<string, unknown>> };
+    policy.tools['file-stats']!.approval = 'required';
+    workspace.writePolicy(policy);
+    const served = await serve(workspace.store, undefined, {}, workspace.policy);
+    try {
+      const client = new Client({ name: 'http-approver', version: '1' }, { capabilities: { roots: {}, elicitation: {} } });
+      client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: workspace.uri(workspace.root) }] }));
+      const asked: string[] = [];
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(request.params.message);
+        return { action: 'accept', content: { decision: 'approve' } };
+      });
+      await client.connect(new StreamableHTTPClientTransport(served.url));
+      const result = await client.callTool({ name: 'file-stats', arguments: {} });
+      expect(result.isError, JSON.stringify(result)).toBeFalsy();
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain(`/workspace → ${workspace.root} (read)`);
+      const [approval] = await served.corral.store!.listApprovals();
+      expect(approval).toMatchObject({ status: 'done', decided_by: 'mcp-client:http-approver', requested_by: 'mcp:http-approver' });
+      await client.close();
+    } finally {
+      await served.close();
+      workspace.cleanup();
+    }
   });
 });

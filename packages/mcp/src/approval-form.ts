@@ -65,7 +65,11 @@ export interface ApprovalForm {
  * decision (approve or reject) and, when the policy allows more than one,
  * how far the approval reaches (never wider than the policy's approval_scope).
  */
-export function approvalForm(approval: ApprovalRecord, options: { approveCommand: string; rejectCommand: string }): ApprovalForm {
+export function approvalForm(
+  approval: ApprovalRecord,
+  /** The terminal commands that decide it, when someone outside MCP can (`corral approve ID`); without, only this form can. */
+  options: { approveCommand?: string | undefined; rejectCommand?: string | undefined } = {},
+): ApprovalForm {
   const scopes = scopesUpTo(approval.max_scope);
   const folders = approval.folders
     .slice(0, APPROVAL_FORM_LIMITS.folders)
@@ -81,9 +85,15 @@ export function approvalForm(approval: ApprovalRecord, options: { approveCommand
     ...folders,
     `Input (chosen by the model): ${inputSummary(approval.input_json)}`,
     '',
-    `Approval ${approval.id}. Approve or reject here, or in a terminal: ${options.approveCommand} (or ${options.rejectCommand}).`,
+    options.approveCommand
+      ? `Approval ${approval.id}. Approve or reject here, or in a terminal: ${options.approveCommand}${options.rejectCommand ? ` (or ${options.rejectCommand})` : ''}.`
+      : `Approval ${approval.id}. Approve or reject here (this server keeps no store, so nothing else can decide it).`,
     scopes.length > 1
-      ? `An approval reaches: ${scopes.map((s) => SCOPE_WORDS[s]).join('; ')}. A remembered one lasts until revoked (corral approve --revoke ${approval.id}).`
+      ? `An approval reaches: ${scopes.map((s) => SCOPE_WORDS[s]).join('; ')}. ${
+          options.approveCommand
+            ? `A remembered one lasts until revoked (corral approve --revoke ${approval.id}).`
+            : 'A remembered one lasts until this server stops.'
+        }`
       : 'An approval covers this call only.',
   ];
   let message = lines.join('\n');

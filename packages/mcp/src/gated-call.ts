@@ -165,7 +165,10 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
   const id = approval.id;
   const command = call.approveCommand(id);
   const seconds = Math.round(call.approvalTimeoutMs / 1000);
-  call.log(`approval ${id}: ${label(tool)} asked by ${callerLabel(call.caller)} waits for a decision (${command})`);
+  call.log(
+    `approval ${id}: ${label(tool)} asked by ${callerLabel(call.caller)} waits for a decision` +
+      (call.outOfBand ? ` (${command})` : ' from the client (no store: corral approve cannot reach it)'),
+  );
 
   // Ends the elicitation and the keep-alive once the wait is over, whatever ended it.
   const over = new AbortController();
@@ -184,9 +187,11 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
       : extra
           .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message } })
           .catch(() => {});
-  const waiting = call.elicit
-    ? `${label(tool)} needs your approval (${id}): answer the request in your MCP client, or run \`${command}\` (add --reject to refuse).`
-    : `${label(tool)} waits for your approval: run \`${command}\` (add --reject to refuse) within ${seconds} s. Approval id: ${id}.`;
+  const waiting = !call.elicit
+    ? `${label(tool)} waits for your approval: run \`${command}\` (add --reject to refuse) within ${seconds} s. Approval id: ${id}.`
+    : call.outOfBand
+      ? `${label(tool)} needs your approval (${id}): answer the request in your MCP client, or run \`${command}\` (add --reject to refuse).`
+      : `${label(tool)} needs your approval (${id}): answer the request in your MCP client.`;
   await call.notify('warning', waiting);
   await progressNote(waiting);
   let keepalive: ReturnType<typeof setTimeout> | undefined;
@@ -263,7 +268,7 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
  * false when the client could not be asked.
  */
 async function elicit(call: GatedCall, approval: ApprovalRecord, command: string, over: AbortSignal): Promise<boolean> {
-  const form = approvalForm(approval, { approveCommand: command, rejectCommand: `${command} --reject` });
+  const form = approvalForm(approval, call.outOfBand ? { approveCommand: command, rejectCommand: `${command} --reject` } : {});
   let result: Awaited<ReturnType<CallExtra['sendRequest']>>;
   try {
     result = await call.extra.sendRequest({ method: 'elicitation/create', params: form.params }, ElicitResultSchema, {
