@@ -204,12 +204,15 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
   if (progressToken !== undefined) keepAlive();
 
   if (call.elicit) {
-    void elicit(call, approval, command, over.signal).then((asked) => {
-      if (!asked && !call.outOfBand && !over.signal.aborted) {
-        nobodyLeft = true;
-        stopWaiting.abort();
-      }
-    });
+    void elicit(call, approval, command, over.signal).then(
+      (asked) => {
+        if (!asked && !call.outOfBand && !over.signal.aborted) {
+          nobodyLeft = true;
+          stopWaiting.abort();
+        }
+      },
+      (err: unknown) => call.log(`approval ${id}: asking the client failed: ${shown(err instanceof Error ? err.message : String(err))}`),
+    );
   }
 
   let outcome: Awaited<ReturnType<McpGate['wait']>>;

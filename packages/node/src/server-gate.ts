@@ -21,10 +21,13 @@ export const IN_MEMORY_GATE_STORE = 'memory (no store)';
 
 /**
  * A gate over `store` (the server's Corral's: `corral.store`), or, when there
- * is none, over a store in memory — said once through `log`.
+ * is none, over a store in memory — said once through `log`. Besides what
+ * openPolicyGate protects, the default store's file is never mountable.
  */
 export function openServerGate(store: Store | null | undefined, options: OpenServerGateOptions = {}): PolicyGate {
-  const { log, ...rest } = options;
+  const { log, ...given } = options;
+  // The default store keeps the approvals `corral approve` decides, whichever store this server uses: never mountable either.
+  const rest = { ...given, protectedPaths: [...(given.protectedPaths ?? []), resolve(defaultStorePath(given.env ?? process.env))] };
   if (store) return openPolicyGate({ ...rest, store });
   log?.(
     'no snapshot store: the policy still decides every call, but the audit trail and approvals are kept in memory only ' +
