@@ -19,8 +19,11 @@ const CHROMIUM_FLAGS = chromiumConfig.args;
 const chromiumProfile = join(tmpdir(), `corral-vitest-chromium-${process.pid}-${Date.now()}`);
 process.once('exit', () => rmSync(chromiumProfile, { recursive: true, force: true }));
 
-// Tests never touch the user's own snapshot store or transpile cache: each
-// run gets its own, and so do the CLI processes the tests start.
+// Tests never touch the user's own snapshot store, transpile cache or policy:
+// each run gets its own, and so do the CLI processes the tests start. The
+// policy file is never written there (it stays missing: the empty policy);
+// a test that needs grants writes its own file and points CORRAL_POLICY or
+// --policy at it.
 const testState = join(tmpdir(), `corral-test-state-${process.pid}-${Date.now()}`);
 process.once('exit', () => rmSync(testState, { recursive: true, force: true }));
 process.env.CORRAL_POLICY = join(testState, 'policy.yaml'); // and never the user's policy file (inherited by workers and CLI children)
@@ -36,7 +39,11 @@ export default defineConfig({
           environment: 'node',
           include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, '**/*.browser.test.ts'],
-          env: { CORRAL_STORE: join(testState, 'snapshots.db'), CORRAL_CACHE_DIR: join(testState, 'cache') },
+          env: {
+            CORRAL_STORE: join(testState, 'snapshots.db'),
+            CORRAL_CACHE_DIR: join(testState, 'cache'),
+            CORRAL_POLICY: join(testState, 'policy.yaml'),
+          },
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

@@ -62,6 +62,11 @@ interface AbortSignal {
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
   removeEventListener(type: 'abort', listener: () => void): void;
 }
+interface AbortController {
+  readonly signal: AbortSignal;
+  abort(reason?: unknown): void;
+}
+declare var AbortController: { prototype: AbortController; new (): AbortController };
 
 // Channel messaging (in Node since v15 as globals)
 // `any` as in lib.dom: a handler declares the message type it expects.

@@ -1,5 +1,5 @@
 // An MCP client (the official SDK's) with roots it can change, and the files the MCP tests share.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -74,32 +74,66 @@ export interface Workspace {
   root: string;
   /** A folder next to the root, never shared: secret.txt. */
   outside: string;
+  /** A folder a client may share as a second root, which the policy never grants: c.txt. */
+  ungranted: string;
   /** An empty folder the server watches for tools. */
   tools: string;
   store: string;
+  /** The server's policy file (written by makeWorkspace: file-stats may read `root` and `outside`). */
+  policy: string;
   uri(path: string): string;
+  /** Replace the policy file. */
+  writePolicy(policy: object): void;
   cleanup(): void;
 }
 
+/** What the MCP scenarios need granted: file-stats may read the client's root, and `outside` (a root some tests switch to). */
+export function scenarioPolicy(w: Pick<Workspace, 'root' | 'outside'>): object {
+  return {
+    version: 1,
+    tools: {
+      'file-stats': {
+        mounts: {
+          '/workspace': [
+            { folder: w.root, access: 'read' },
+            { folder: w.outside, access: 'read' },
+          ],
+        },
+      },
+    },
+  };
+}
+
 export function makeWorkspace(): Workspace {
-  const dir = mkdtempSync(join(tmpdir(), 'corral-mcp-'));
+  // Real paths: the policy compares folders as the OS resolves them.
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'corral-mcp-')));
   const root = join(dir, 'root');
   const outside = join(dir, 'outside');
+  const ungranted = join(dir, 'ungranted');
   const tools = join(dir, 'tools');
   mkdirSync(join(root, 'sub'), { recursive: true });
   mkdirSync(outside);
+  mkdirSync(ungranted);
   mkdirSync(tools);
   writeFileSync(join(root, 'a.txt'), 'hello world\n');
   writeFileSync(join(root, 'sub', 'b.txt'), 'one two three\n');
   writeFileSync(join(outside, 'secret.txt'), 'do not read\n');
+  writeFileSync(join(ungranted, 'c.txt'), 'not granted\n');
   symlinkSync(outside, join(root, 'link'));
+  const policy = join(dir, 'policy.yaml');
+  // JSON is YAML too.
+  const writePolicy = (p: object) => writeFileSync(policy, JSON.stringify(p, null, 2));
+  writePolicy(scenarioPolicy({ root, outside }));
   return {
     dir,
     root,
     outside,
+    ungranted,
     tools,
     store: join(dir, 'snapshots.db'),
+    policy,
     uri: (path) => pathToFileURL(path).href,
+    writePolicy,
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

@@ -3,9 +3,11 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Corral } from '@corral/node';
-import { createMcpHttpHandler, watchToolFolders, type McpHttpHandler, type McpHttpOptions } from '@corral/node/mcp';
+import { createMcpHttpHandler, openServerGate, watchToolFolders, type McpHttpHandler, type McpHttpOptions } from '@corral/node/mcp';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { connectClient, makeWorkspace } from './helpers.js';
+import { ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connectClient, makeWorkspace, scenarioPolicy } from './helpers.js';
 import { mcpScenarios } from './scenarios.js';
 
 interface Served {
@@ -15,10 +17,14 @@ interface Served {
   close(): Promise<void>;
 }
 
-/** Corral, the MCP handler at /mcp of a loopback server, and a watcher telling the handler when tools change. */
-async function serve(store: string | false, toolsDir?: string, options: McpHttpOptions = {}): Promise<Served> {
+/**
+ * Corral, the MCP handler at /mcp of a loopback server, and a watcher telling the handler when tools change.
+ * With `policyPath`, the gate reads that policy; without, the handler opens its own (the test run's $CORRAL_POLICY).
+ */
+async function serve(store: string | false, toolsDir?: string, options: McpHttpOptions = {}, policyPath?: string): Promise<Served> {
   const corral = await Corral.create({ size: 1, store });
-  const handler = createMcpHttpHandler(corral, options);
+  const gate = policyPath ? openServerGate(corral.store, { policyPath }) : undefined;
+  const handler = createMcpHttpHandler(corral, { ...options, ...(gate ? { gate } : {}) });
   const watcher = toolsDir ? watchToolFolders(corral.registry, [toolsDir], { onChange: () => void handler.toolsChanged() }) : undefined;
   await watcher?.reload();
   const server: Server = createServer((req, res) => {
@@ -43,7 +49,7 @@ async function serve(store: string | false, toolsDir?: string, options: McpHttpO
 
 mcpScenarios('MCP over Streamable HTTP', async () => {
   const workspace = makeWorkspace();
-  const served = await serve(workspace.store, workspace.tools);
+  const served = await serve(workspace.store, workspace.tools, {}, workspace.policy);
   return {
     workspace,
     connect: (roots) =>
@@ -52,6 +58,7 @@ mcpScenarios('MCP over Streamable HTTP', async () => {
         roots?.map((path) => ({ uri: workspace.uri(path) })),
       ),
     snapshot: (id) => served.corral.store!.getExecution(id),
+    audit: () => served.corral.store!.listAudit(),
     close: () => served.close(),
   };
 });
@@ -151,5 +158,35 @@ describe('the Streamable HTTP handler', () => {
     expect(JSON.parse(third.body).error.message).toMatch(/Too many MCP sessions/);
     for (const id of ids) await raw(served.url, { method: 'DELETE', headers: { 'mcp-session-id': id } });
     expect(served.handler.sessions).toBe(0);
+  });
+});
+
+describe('the Streamable HTTP handler under the policy', () => {
+  it('asks for an approval on the call’s own stream (elicitation) and runs the call once the client approves', async () => {
+    const workspace = makeWorkspace();
+    const policy = scenarioPolicy(workspace) as { tools: Record<string, Record<string, unknown>> };
+    policy.tools['file-stats']!.approval = 'required';
+    workspace.writePolicy(policy);
+    const served = await serve(workspace.store, undefined, {}, workspace.policy);
+    try {
+      const client = new Client({ name: 'http-approver', version: '1' }, { capabilities: { roots: {}, elicitation: {} } });
+      client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: workspace.uri(workspace.root) }] }));
+      const asked: string[] = [];
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(request.params.message);
+        return { action: 'accept', content: { decision: 'approve' } };
+      });
+      await client.connect(new StreamableHTTPClientTransport(served.url));
+      const result = await client.callTool({ name: 'file-stats', arguments: {} });
+      expect(result.isError, JSON.stringify(result)).toBeFalsy();
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain(`/workspace → ${workspace.root} (read)`);
+      const [approval] = await served.corral.store!.listApprovals();
+      expect(approval).toMatchObject({ status: 'done', decided_by: 'mcp-client:http-approver', requested_by: 'mcp:http-approver' });
+      await client.close();
+    } finally {
+      await served.close();
+      workspace.cleanup();
+    }
   });
 });

@@ -1,9 +1,10 @@
-// What an MCP client must see from Corral, whatever the transport: stdio.test.ts and http.test.ts run these.
+// What an MCP client must see from Corral, whatever the transport: stdio.test.ts, http.test.ts and serve.test.ts
+// run these, each server with the workspace's policy file (file-stats may read the root and `outside`).
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecutionSnapshot } from '@corral/node';
+import type { AuditEvent, ExecutionSnapshot } from '@corral/node';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { BUNDLED_SPECS, EXAMPLE_DIFF, copyFixtureTool, type TestClient, type Workspace } from './helpers.js';
 
@@ -13,6 +14,8 @@ export interface ServerUnderTest {
   connect(roots?: string[]): Promise<TestClient>;
   /** The execution snapshot the server recorded, read from its store. */
   snapshot(id: string): Promise<ExecutionSnapshot | null>;
+  /** The audit trail in the server's store, newest first. */
+  audit(): Promise<AuditEvent[]>;
   close(): Promise<void>;
 }
 
@@ -29,7 +32,7 @@ export function mcpScenarios(label: string, start: () => Promise<ServerUnderTest
 
     beforeAll(async () => {
       sut = await start();
-      withRoots = await sut.connect([sut.workspace.root]);
+      withRoots = await sut.connect([sut.workspace.root, sut.workspace.ungranted]);
       noRoots = await sut.connect();
     });
     afterAll(async () => {
@@ -146,6 +149,30 @@ export function mcpScenarios(label: string, start: () => Promise<ServerUnderTest
           expect(text(result)).toMatch(/^E_INPUT_VALIDATION: Mount \/workspace of file-stats: .* is outside the client's roots/);
           expect(errorOf(result).details).toMatchObject({ reason: 'outside_roots' });
         }
+      });
+
+      it('a folder in the roots that the policy does not grant is refused (E_POLICY_DENIED), and the refusal is recorded', async () => {
+        const result = await statsIn(withRoots, { '/workspace': sut.workspace.uri(sut.workspace.ungranted) });
+        expect(result.isError).toBe(true);
+        expect(text(result)).toMatch(/^E_POLICY_DENIED: The policy .* does not let file-stats@1\.0\.0 mount .*ungranted at \/workspace/);
+        expect(errorOf(result)).toMatchObject({
+          code: 'E_POLICY_DENIED',
+          details: { reason: 'not_granted', folder: sut.workspace.ungranted, policy: sut.workspace.policy },
+        });
+        const [denial] = (await sut.audit()).filter((e) => e.action === 'deny' && e.detail.reason === 'not_granted');
+        expect(denial).toMatchObject({ actor: 'mcp:corral-test', tool: 'file-stats' });
+      });
+
+      it('a refusal before the policy decides (outside the roots) is recorded too', async () => {
+        const result = await statsIn(withRoots, { '/workspace': sut.workspace.uri(sut.workspace.outside) });
+        expect(errorOf(result).details).toMatchObject({ reason: 'outside_roots' });
+        const denials = (await sut.audit()).filter((e) => e.action === 'deny' && e.detail.reason === 'outside_roots');
+        expect(denials.length).toBeGreaterThan(0);
+        expect(denials[0]).toMatchObject({
+          actor: 'mcp:corral-test',
+          tool: 'file-stats',
+          detail: { bindings: { '/workspace': { folder: sut.workspace.uri(sut.workspace.outside) } } },
+        });
       });
 
       it('a malformed or undeclared mount request is refused', async () => {

@@ -11,7 +11,8 @@ mcpScenarios('corral serve --mcp over Streamable HTTP', async () => {
   const child = spawn(
     process.execPath,
     [CLI, 'serve', '--mcp', '--port', '0', '--workers', '1', '--quiet', '--tools', workspace.tools, '--store', workspace.store],
-    { cwd: ROOT, env: { ...process.env, CORRAL_TOKEN: undefined }, stdio: ['ignore', 'pipe', 'pipe'] },
+    // serve has no --policy flag yet: the policy comes from $CORRAL_POLICY.
+    { cwd: ROOT, env: { ...process.env, CORRAL_TOKEN: undefined, CORRAL_POLICY: workspace.policy }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
@@ -40,6 +41,14 @@ mcpScenarios('corral serve --mcp over Streamable HTTP', async () => {
       const store = await SqliteStore.open(workspace.store, { readonly: true });
       try {
         return await store.getExecution(id);
+      } finally {
+        await store.close();
+      }
+    },
+    async audit() {
+      const store = await SqliteStore.open(workspace.store, { readonly: true });
+      try {
+        return await store.listAudit();
       } finally {
         await store.close();
       }

@@ -19,7 +19,7 @@ mcpScenarios('corral mcp over stdio', async () => {
       // Every stdio client starts its own server, as MCP clients do.
       const transport = new StdioClientTransport({
         command: process.execPath,
-        args: [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store],
+        args: [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
         cwd: ROOT,
         env: env(),
         stderr: 'pipe',
@@ -34,6 +34,14 @@ mcpScenarios('corral mcp over stdio', async () => {
       const store = await SqliteStore.open(workspace.store, { readonly: true });
       try {
         return await store.getExecution(id);
+      } finally {
+        await store.close();
+      }
+    },
+    async audit() {
+      const store = await SqliteStore.open(workspace.store, { readonly: true });
+      try {
+        return await store.listAudit();
       } finally {
         await store.close();
       }

@@ -292,6 +292,16 @@ export class PolicyGate {
     return { decision: 'approval_required', tool: request.tool, effect, max_scope: d.max_scope };
   }
 
+  /**
+   * Record in the audit trail a call the server refused on its own, before
+   * the gate decided (an MCP mount outside the client's roots, a malformed
+   * request), as the same `deny` event the gate writes for its refusals, so
+   * the trail shows every refused call. Best effort: never throws.
+   */
+  async recordDenial(request: Pick<GateRequest, 'tool' | 'bindings' | 'caller'>, error: CorralError): Promise<void> {
+    await this.#denied(request, error);
+  }
+
   /** Record a denial in the audit trail (best effort: a store that fails does not turn a denial into anything else). */
   async #denied(
     request: Pick<GateRequest, 'tool' | 'bindings' | 'caller'>,

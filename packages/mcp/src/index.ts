@@ -1,12 +1,22 @@
 /**
  * @corral/mcp — Corral's tools over the Model Context Protocol, with the
  * official SDK's low-level `Server`. Host-agnostic (no node:*, no DOM): a
- * host connects a transport (stdio, Streamable HTTP) and supplies how file://
- * URIs become folders. @corral/node's `corral mcp` and its HTTP handler do.
+ * host connects a transport (stdio, Streamable HTTP), supplies how file://
+ * URIs become folders and, to put the user's policy between the client and
+ * the tools, a PolicyGate. @corral/node's `corral mcp` and its HTTP handler do.
  *
  * Everything exported here is public API.
  */
-export { createMcpServer, type CorralMcpServer, type McpCorral, type McpServerOptions } from './server.js';
+export { createMcpServer, DEFAULT_APPROVAL_TIMEOUT_MS, type CorralMcpServer, type McpCorral, type McpServerOptions } from './server.js';
+export type { McpGate } from './gated-call.js';
+export {
+  approvalForm,
+  readApprovalAnswer,
+  scopesUpTo,
+  APPROVAL_FORM_LIMITS,
+  type ApprovalForm,
+  type ApprovalAnswer,
+} from './approval-form.js';
 export {
   META,
   listedTools,
@@ -18,6 +28,7 @@ export {
 } from './tools.js';
 export {
   bindMounts,
+  resolveMounts,
   mountBinding,
   isInsidePosix,
   ROOTS_LIMITS,
@@ -26,4 +37,6 @@ export {
   type IsInside,
   type RootsState,
   type BindContext,
+  type ResolvedMount,
+  type ResolvedMounts,
 } from './roots.js';

@@ -109,20 +109,35 @@ export interface BindContext {
   log: (message: string) => void;
 }
 
+/** A declared mount and the folder (as `resolveFolder` returned it) a call binds to it. */
+export interface ResolvedMount {
+  mount: MountSpec;
+  folder: string;
+}
+
+/** The folders a call binds, and the client's roots they were checked against (resolved; roots that are not folders left out). */
+export interface ResolvedMounts {
+  mounts: ResolvedMount[];
+  /** Undefined when the tool declares no mounts (the roots were not asked for). */
+  roots: string[] | undefined;
+}
+
 /**
- * The mounts a call of `tool` gets: each declared mount bound to a folder
- * inside the client's roots. Throws CorralError E_INPUT_VALIDATION when that
- * cannot be done (no roots, a folder outside them, a malformed request).
+ * The folder each declared mount of `tool` binds to, inside the client's
+ * roots: the first root, or the file:// URI `_meta["corral/mounts"]` names.
+ * Throws CorralError E_INPUT_VALIDATION when that cannot be done (no roots,
+ * a folder outside them, a malformed request), with `details.reason`, and
+ * `details.mount` and `details.uri` when one mount is at fault.
  */
-export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBinding[]> {
+export async function resolveMounts(tool: Tool, ctx: Omit<BindContext, 'folderSource'>): Promise<ResolvedMounts> {
   const declared = tool.spec.mounts ?? [];
   const requested = requestedMounts(tool, ctx.meta);
-  if (declared.length === 0) return [];
+  if (declared.length === 0) return { mounts: [], roots: undefined };
 
   const { name } = tool.spec;
   const guests = declared.map((m) => m.guest).join(', ');
-  const { resolveFolder, folderSource } = ctx;
-  if (!resolveFolder || !folderSource) {
+  const { resolveFolder } = ctx;
+  if (!resolveFolder) {
     throw refusal(`${name} needs a folder for ${guests}, and this MCP server cannot bind host folders (it has no folder resolver)`, {
       reason: 'no_folder_resolver',
     });
@@ -152,7 +167,7 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
   }
   const rootUris = roots.map((r) => r.uri);
 
-  const bindings: MountBinding[] = [];
+  const mounts: ResolvedMount[] = [];
   for (const mount of declared) {
     const uri = requested.get(mount.guest) ?? roots[0]!.uri;
     let path: string;
@@ -172,9 +187,26 @@ export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBin
         { reason: 'outside_roots', guest: mount.guest, uri: clip(uri), roots: rootUris.map(clip) },
       );
     }
-    bindings.push(mountBinding(mount, folderSource(path)));
+    mounts.push({ mount, folder: path });
   }
-  return bindings;
+  return { mounts, roots: resolvedRoots };
+}
+
+/**
+ * The mounts a call of `tool` gets when no policy decides: each declared
+ * mount bound to a folder inside the client's roots (`resolveMounts`), with
+ * the access the spec declares. Throws as `resolveMounts` does.
+ */
+export async function bindMounts(tool: Tool, ctx: BindContext): Promise<MountBinding[]> {
+  const { mounts } = await resolveMounts(tool, ctx);
+  if (mounts.length === 0) return [];
+  const { folderSource } = ctx;
+  if (!folderSource) {
+    throw refusal(`${tool.spec.name} needs host folders, and this MCP server cannot bind them (it has no folderSource)`, {
+      reason: 'no_folder_resolver',
+    });
+  }
+  return mounts.map((m) => mountBinding(m.mount, folderSource(m.folder)));
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
  * An MCP server for one client connection, over any transport: Corral's tools
  * as MCP tools, each call run through the host's invoke pipeline (validated,
- * sandboxed, snapshotted), mounts bound inside the client's roots.
+ * sandboxed, snapshotted), mounts bound inside the client's roots, and —
+ * when the host gives a policy gate, as @corral/node always does — decided
+ * by the user's policy (gated-call.ts).
  *
  * Built on the SDK's low-level `Server`, so tool schemas go out as the raw
  * JSON Schemas of the tool specs. One server serves one connection (the SDK's
@@ -15,15 +17,21 @@ import {
   ErrorCode,
   ListRootsResultSchema,
   ListToolsRequestSchema,
+  LoggingLevelSchema,
   RootsListChangedNotificationSchema,
+  SetLevelRequestSchema,
   type CallToolResult,
+  type LoggingLevel,
   type Root,
 } from '@modelcontextprotocol/sdk/types.js';
+import { shown } from './approval-form.js';
+import { gatedCall, type CallExtra, type McpGate } from './gated-call.js';
 import {
   ROOTS_LIMITS,
   RootsCache,
   bindMounts,
   isInsidePosix,
+  resolveMounts,
   type FolderSource,
   type IsInside,
   type ResolveFolder,
@@ -57,7 +65,39 @@ export interface McpServerOptions {
   log?: (message: string) => void;
   /** How long a `roots/list` request may take. Default 10 s. */
   rootsTimeoutMs?: number;
+  /**
+   * The policy gate that decides every call (@corral/core's PolicyGate;
+   * @corral/node's wiring always passes one). The folders chosen inside the
+   * client's roots are what the call asks for; the gate grants them or not
+   * (deny by default), sets env and limits, and may make the call wait for a
+   * person's approval. Without a gate, calls run with the folders the roots
+   * give and the access the spec declares: for a host that decides itself.
+   */
+  gate?: McpGate;
+  /**
+   * Ask the person at the client to approve a call through MCP elicitation
+   * (`elicitation/create`, form mode), when the client supports it. Default
+   * true. The answer comes from the client: a client that lets the model (or
+   * anything automatic) answer would approve calls itself. False: only
+   * someone outside MCP (`corral approve`) can approve.
+   */
+  elicitApprovals?: boolean;
+  /**
+   * Whether someone outside this connection can decide approvals (`corral
+   * approve` on the gate's store). Default true. False (a gate over a store in
+   * memory): a call that needs approval and cannot be asked through
+   * elicitation is refused at once (`approval_unavailable`) rather than wait
+   * for nobody.
+   */
+  approvalsOutOfBand?: boolean;
+  /** How long a call waits for a decision before it fails with `approval_timeout` (the approval stays pending). Default 10 minutes, at most 24 h. */
+  approvalTimeoutMs?: number;
+  /** The command that approves `id` outside MCP, for messages. Default `corral approve ID`. */
+  approveCommand?: (id: string) => string;
 }
+
+/** Default of `approvalTimeoutMs`. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 10 * 60_000;
 
 export interface CorralMcpServer {
   /** The SDK server: `await mcp.server.connect(transport)`. */
@@ -80,17 +120,52 @@ const INSTRUCTIONS =
   '(e.g. {"/workspace": "file:///home/me/project/src"}), which must lie inside a root. ' +
   'Failures are isError results whose text starts with a Corral error code (E_INPUT_VALIDATION, E_RESOURCE_EXHAUSTED, …).';
 
+const POLICY_INSTRUCTIONS =
+  " The user's Corral policy decides which folders each tool may see (none unless granted): a refused call is an " +
+  'isError result E_POLICY_DENIED whose details.reason says why (not_granted, approval_rejected, …). Some tools need ' +
+  "the user's approval: the call then waits for it, and the user may be asked through your interface.";
+
 /** An MCP server over `corral`'s registry. Connect it to one transport. */
 export function createMcpServer(corral: McpCorral, options: McpServerOptions = {}): CorralMcpServer {
   const log = options.log ?? (() => {});
   const isInside = options.isInside ?? isInsidePosix;
   const rootsTimeoutMs = options.rootsTimeoutMs ?? ROOTS_LIMITS.timeoutMs;
+  const { gate } = options;
+  const approvalTimeoutMs = options.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+  if (!(Number.isFinite(approvalTimeoutMs) && approvalTimeoutMs > 0 && approvalTimeoutMs <= 24 * 3600_000))
+    throw new RangeError('approvalTimeoutMs must be more than 0 and at most 24 hours');
+  const approveCommand = options.approveCommand ?? ((id: string) => `corral approve ${id}`);
   const server = new Server(options.serverInfo ?? { name: 'corral', version: '0.1.0' }, {
-    capabilities: { tools: { listChanged: true } },
-    instructions: INSTRUCTIONS,
+    // With a gate, `logging`: a call waiting for approval says so in notifications/message.
+    capabilities: { tools: { listChanged: true }, ...(gate ? { logging: {} } : {}) },
+    instructions: gate ? INSTRUCTIONS + POLICY_INSTRUCTIONS : INSTRUCTIONS,
     // Several changes in one tick (a folder of tools copied in) reach the client as one notice.
     debouncedNotificationMethods: ['notifications/tools/list_changed'],
   });
+  // One server serves one connection, so one level: what the client last asked for with logging/setLevel.
+  let logLevel: LoggingLevel | undefined;
+  if (gate) {
+    server.setRequestHandler(SetLevelRequestSchema, async (request) => {
+      const parsed = LoggingLevelSchema.safeParse(request.params.level);
+      if (parsed.success) logLevel = parsed.data;
+      return {};
+    });
+  }
+  const notify = async (extra: CallExtra, level: LoggingLevel, text: string): Promise<void> => {
+    const levels = LoggingLevelSchema.options;
+    if (logLevel !== undefined && levels.indexOf(level) < levels.indexOf(logLevel)) return;
+    await extra.sendNotification({ method: 'notifications/message', params: { level, logger: 'corral', data: text } }).catch(() => {});
+  };
+  /** The client's name as it introduced itself (untrusted: bounded, escaped), for records and messages. */
+  const clientName = () => {
+    const name = server.getClientVersion()?.name;
+    return typeof name === 'string' && name.trim() !== '' ? shown(name.trim(), 64) : 'unnamed-client';
+  };
+  const clientCanElicit = () => {
+    const elicitation = server.getClientCapabilities()?.elicitation as Record<string, unknown> | undefined;
+    if (typeof elicitation !== 'object' || elicitation === null) return false;
+    return elicitation.form !== undefined || Object.keys(elicitation).length === 0;
+  };
   const rootsCache = new RootsCache(log);
   let initialized = false;
   server.oninitialized = () => {
@@ -132,25 +207,63 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
     const tool = listedTool(corral.registry, name);
     // Not finding the tool is a protocol error (the spec's own example); what the tool does is a result.
     if (!tool) throw unknownTool(name);
-    let mounts: Awaited<ReturnType<typeof bindMounts>>;
+    const bindContext = {
+      meta: request.params._meta as Record<string, unknown> | undefined,
+      roots: () =>
+        rootsVia(async (timeout) => {
+          const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout, signal: extra.signal });
+          return result.roots;
+        }),
+      resolveFolder: options.resolveFolder,
+      folderSource: options.folderSource,
+      isInside,
+      log,
+    };
+    const input = request.params.arguments ?? {};
+
+    if (!gate) {
+      let mounts: Awaited<ReturnType<typeof bindMounts>>;
+      try {
+        mounts = await bindMounts(tool, bindContext);
+      } catch (err) {
+        if (!CorralError.is(err)) throw err;
+        return errorResult(err.toJSON(), { [META.version]: tool.spec.version });
+      }
+      const result = await corral.invokeTool(tool, input, { mounts, signal: extra.signal });
+      return toCallToolResult(result);
+    }
+
+    // The roots checks come first, as without a gate; the folders they give are what the call asks the policy for.
+    const caller = { kind: 'mcp', id: clientName() };
+    let resolved: Awaited<ReturnType<typeof resolveMounts>>;
     try {
-      mounts = await bindMounts(tool, {
-        meta: request.params._meta as Record<string, unknown> | undefined,
-        roots: () =>
-          rootsVia(async (timeout) => {
-            const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout, signal: extra.signal });
-            return result.roots;
-          }),
-        resolveFolder: options.resolveFolder,
-        folderSource: options.folderSource,
-        isInside,
-        log,
-      });
+      resolved = await resolveMounts(tool, bindContext);
     } catch (err) {
       if (!CorralError.is(err)) throw err;
+      // Refused before the gate decided: still a refused call, so it goes in the audit trail.
+      const { mount, uri } = err.details as { mount?: unknown; uri?: unknown };
+      const asked = typeof mount === 'string' && typeof uri === 'string' ? { [mount]: uri } : undefined;
+      await gate.recordDenial({ tool, caller, ...(asked ? { bindings: asked } : {}) }, err);
       return errorResult(err.toJSON(), { [META.version]: tool.spec.version });
     }
-    const result = await corral.invokeTool(tool, request.params.arguments ?? {}, { mounts, signal: extra.signal });
+    const bindings: Record<string, string> = {};
+    for (const m of resolved.mounts) Object.defineProperty(bindings, m.mount.guest, { value: m.folder, enumerable: true });
+    const result = await gatedCall({
+      corral,
+      gate,
+      tool,
+      input,
+      bindings,
+      caller: { ...caller, ...(resolved.roots ? { roots: resolved.roots } : {}) },
+      clientName: clientName(),
+      extra,
+      elicit: options.elicitApprovals !== false && clientCanElicit(),
+      outOfBand: options.approvalsOutOfBand !== false,
+      approvalTimeoutMs,
+      approveCommand,
+      notify: (level, text) => notify(extra, level, text),
+      log,
+    });
     return toCallToolResult(result);
   });
 

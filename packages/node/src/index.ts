@@ -27,6 +27,13 @@ export {
 } from './store-sqlite.js';
 export { openPolicyGate, type OpenPolicyGateOptions } from './policy-gate.js';
 export {
+  openServerGate,
+  approveCommandFor,
+  approvalsReachable,
+  IN_MEMORY_GATE_STORE,
+  type OpenServerGateOptions,
+} from './server-gate.js';
+export {
   PolicyFile,
   defaultPolicyPath,
   parsePolicyText,

@@ -1,14 +1,15 @@
 /**
  * What @corral/mcp leaves to the host: turning a client's file:// URI into a
- * folder, and containment between folders. Node's version resolves symlinks
- * and `..` with realpath, so a root and a requested folder are compared as the
- * folders a tool would really see.
+ * folder, containment between folders, and the policy gate's place in the
+ * server. Node's version resolves symlinks and `..` with realpath, so a root
+ * and a requested folder are compared as the folders a tool would really see.
  */
 import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FolderSource, IsInside, ResolveFolder } from '@corral/mcp';
+import type { FolderSource, IsInside, McpGate, McpServerOptions, ResolveFolder } from '@corral/mcp';
 import type { HostMountSource } from './mounts.js';
+import { approveCommandFor, approvalsReachable } from './server-gate.js';
 
 /**
  * file:// URI → canonical path of an existing folder. fileURLToPath refuses
@@ -41,3 +42,12 @@ export const isInsideFolder: IsInside = (root, path) => {
 
 /** A resolved folder as what Node mounts: a live host folder. */
 export const hostFolderSource: FolderSource = (path): HostMountSource => ({ kind: 'host', path });
+
+/**
+ * The MCP server options that put `gate` in front of every call: the gate,
+ * whether `corral approve` can reach its approvals (not when its store is in
+ * memory), and the command that approves one from a terminal.
+ */
+export function mcpGateOptions(gate: McpGate): Pick<McpServerOptions, 'gate' | 'approvalsOutOfBand' | 'approveCommand'> {
+  return { gate, approvalsOutOfBand: approvalsReachable(gate), approveCommand: approveCommandFor(gate) };
+}

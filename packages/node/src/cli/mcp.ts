@@ -2,26 +2,43 @@
  * `corral mcp`: Corral's tools as an MCP server over stdio. stdout carries
  * the protocol and nothing else; every diagnostic goes to stderr.
  */
+import type { ApprovalRecord, PolicyGate } from '@corral/core';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 import { forTerminal } from '../terminal.js';
 
 export const help = `corral mcp [--tools DIR]... [--no-bundled] [--store PATH | --no-store] [--no-watch]
+           [--policy FILE] [--no-elicit-approvals] [--approval-timeout MS]
 
 Serve the tools as an MCP server over stdio (for an MCP client to start, e.g.
 { "command": "npx", "args": ["corral", "mcp"] }). Every call runs in a sandbox
 worker and is recorded in the snapshot store. A tool that declares mounts sees
 a folder inside the client's MCP roots: the first root, or the one named in
 the call's _meta "corral/mounts"; clients without roots can run only tools
-without mounts. Tools added to or removed from a --tools DIR while the server
-runs are picked up, and the client is told (notifications/tools/list_changed).
-Diagnostics go to stderr; stdout carries only the protocol.
+without mounts. The policy (corral policy) decides every call: a folder it
+does not grant is refused (E_POLICY_DENIED), and a tool with 'approval:
+required' waits for a person — asked in the client when it supports MCP
+elicitation, else through 'corral approve ID'. Tools added to or removed from
+a --tools DIR while the server runs are picked up, and the client is told
+(notifications/tools/list_changed). Diagnostics go to stderr; stdout carries
+only the protocol.
   --tools DIR     also serve the tools in DIR, and watch it (repeatable)
   --no-bundled    leave out the bundled tools
   --no-watch      read the --tools folders once, at start
-  --store PATH    record the calls' snapshots in this SQLite file
-                  (default: $CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db,
-                  else ~/.local/share/corral/snapshots.db)
-  --no-store      record nothing`;
+  --store PATH    record the calls' snapshots, approvals and audit trail in this
+                  SQLite file (default: $CORRAL_STORE, else
+                  $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db)
+  --no-store      record no snapshots; approvals and the audit trail are kept in
+                  memory only, so 'corral approve' cannot reach them and a call
+                  that needs approval runs only if the client approves it
+  --policy FILE   the policy (default: $CORRAL_POLICY, else
+                  $XDG_CONFIG_HOME/corral/policy.yaml, else ~/.config/corral/policy.yaml)
+  --no-elicit-approvals
+                  never ask the client to approve: only 'corral approve' can (use
+                  this with a client that could answer elicitations by itself)
+  --approval-timeout MS
+                  how long a call waits for approval (default 600000, 10 minutes);
+                  then it fails with E_POLICY_DENIED (approval_timeout) and the
+                  approval stays pending: once approved, the same call runs`;
 
 export async function command(args: string[], { print, io }: Cli): Promise<number> {
   const { values } = parse(
@@ -32,24 +49,40 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       'no-watch': { type: 'boolean' },
       store: { type: 'string' },
       'no-store': { type: 'boolean' },
+      policy: { type: 'string' },
+      'no-elicit-approvals': { type: 'boolean' },
+      'approval-timeout': { type: 'string' },
     },
     false,
   );
   if (values.help) return (print(help), EXIT_OK);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
+  if (values.policy === '') throw new UsageError('--policy needs a file.');
+  let approvalTimeoutMs: number | undefined;
+  if (values['approval-timeout'] !== undefined) {
+    const ms = Number(values['approval-timeout']);
+    if (!/^\d+$/.test(values['approval-timeout']) || ms < 1 || ms > 24 * 3600_000)
+      throw new UsageError(`bad --approval-timeout ${values['approval-timeout']}: expected milliseconds from 1 to 86400000.`);
+    approvalTimeoutMs = ms;
+  }
 
   const log = (message: string) => void io.stderr.write(`corral mcp: ${forTerminal(message, { oneLine: true })}\n`);
-  const [{ Corral }, { createMcpServer }, { StdioServerTransport }, { watchToolFolders }, folders] = await Promise.all([
+  const [{ Corral }, { createMcpServer }, { StdioServerTransport }, { watchToolFolders }, folders, { openServerGate }] = await Promise.all([
     import('../corral.js'),
     import('@corral/mcp'),
     import('@modelcontextprotocol/sdk/server/stdio.js'),
     import('../tool-watch.js'),
     import('../mcp-folders.js'),
+    import('../server-gate.js'),
   ]);
   const store = values['no-store'] ? false : values.store;
   // The --tools folders are loaded by the watcher, so start-up and later changes take one path.
   const corral = await Corral.create({ bundled: !values['no-bundled'], toolDirs: [], ...(store !== undefined ? { store } : {}) });
   for (const err of corral.loadErrors) log(`skipped: ${err.message} (${err.code})`);
+
+  const gate = openServerGate(corral.store, { ...(values.policy !== undefined ? { policyPath: values.policy } : {}), log });
+  log(`policy: ${gate.policy.location}${values['no-elicit-approvals'] ? ' (approvals only through corral approve)' : ''}`);
+  await reportApproved(gate, log);
 
   const mcp = createMcpServer(corral, {
     serverInfo: { name: 'corral', version: '0.1.0' },
@@ -57,6 +90,9 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     folderSource: folders.hostFolderSource,
     isInside: folders.isInsideFolder,
     log,
+    ...folders.mcpGateOptions(gate),
+    ...(values['no-elicit-approvals'] ? { elicitApprovals: false } : {}),
+    ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
   });
   const dirs = values.tools ?? [];
   const watcher = watchToolFolders(corral.registry, dirs, {
@@ -101,4 +137,32 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     await corral.close();
   }
   return EXIT_OK;
+}
+
+/**
+ * At start: approvals given to MCP calls that never ran (the server stopped
+ * while they waited, or their wait timed out). They are not run here, with no
+ * client to hand the result to: each runs when a client makes the same call
+ * again (same tool, arguments and folders), or is withdrawn with corral
+ * approve --revoke ID.
+ */
+async function reportApproved(gate: PolicyGate, log: (message: string) => void): Promise<void> {
+  let approved: ApprovalRecord[];
+  try {
+    approved = (await gate.resume()).filter((a) => a.caller.kind === 'mcp');
+  } catch (err) {
+    log(`could not list approved calls: ${err instanceof Error ? err.message : String(err)}`);
+    return;
+  }
+  if (approved.length === 0) return;
+  const n = approved.length;
+  const shown = approved
+    .slice(0, 5)
+    .map((a) => `${a.id} (${a.tool}@${a.version}, asked by ${a.requested_by})`)
+    .join(', ');
+  log(
+    `${n} approved MCP call${n === 1 ? ' has' : 's have'} not run: ${shown}${n > 5 ? ', …' : ''}. ` +
+      'Each runs when a client makes the same call again (same tool, arguments and folders); ' +
+      'withdraw one with corral approve --revoke ID.',
+  );
 }

@@ -5,6 +5,9 @@
  * own and `notifications/tools/list_changed` can reach it on its GET stream;
  * DELETE ends a session.
  *
+ * Every call goes through the policy gate (`gate`, else one opened over the
+ * Corral's store and the default policy file), shared by all sessions.
+ *
  * Bounded on the clients' behalf: request bodies (4 MiB), live sessions (100),
  * and idle sessions (closed after 30 minutes with no request in flight). The
  * Host and Origin headers must name an allowed host (loopback by default), so
@@ -12,12 +15,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createMcpServer, type CorralMcpServer, type McpCorral, type McpServerOptions } from '@corral/mcp';
+import type { Store } from '@corral/core';
+import { createMcpServer, type CorralMcpServer, type McpCorral, type McpGate, type McpServerOptions } from '@corral/mcp';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { hostFolderSource, isInsideFolder, resolveFolderUri } from '../mcp-folders.js';
+import { hostFolderSource, isInsideFolder, mcpGateOptions, resolveFolderUri } from '../mcp-folders.js';
+import { openServerGate } from '../server-gate.js';
 
 export interface McpHttpOptions extends McpServerOptions {
+  /**
+   * The policy gate every call goes through, shared by all sessions (pass the
+   * one the HTTP API uses: `openServerGate(corral.store, …)`). Default: one
+   * over the Corral's store (in memory without one) and the default policy
+   * file ($CORRAL_POLICY, else ~/.config/corral/policy.yaml).
+   */
+  gate?: McpGate;
   /** Largest POST body read, in bytes; more is answered 413. Default 4 MiB. */
   maxBodyBytes?: number;
   /** Live sessions at most; a new client beyond them is answered 503. Default 100. */
@@ -63,18 +75,26 @@ const SERVER_ERROR = -32000;
 const SESSION_NOT_FOUND = -32001;
 const PARSE_ERROR = -32700;
 
-export function createMcpHttpHandler(corral: McpCorral, options: McpHttpOptions = {}): McpHttpHandler {
+/** A Corral host with the store its gate keeps approvals and the audit trail in (`Corral` from @corral/node). */
+export type McpHttpCorral = McpCorral & { readonly store?: Store | null | undefined };
+
+export function createMcpHttpHandler(corral: McpHttpCorral, options: McpHttpOptions = {}): McpHttpHandler {
   const maxBodyBytes = options.maxBodyBytes ?? MCP_HTTP_DEFAULTS.maxBodyBytes;
   const maxSessions = options.maxSessions ?? MCP_HTTP_DEFAULTS.maxSessions;
   const idleTimeoutMs = options.idleTimeoutMs ?? MCP_HTTP_DEFAULTS.idleTimeoutMs;
   const allowedHosts = options.allowedHosts === false ? false : (options.allowedHosts ?? [...MCP_HTTP_DEFAULTS.allowedHosts]);
+  const log = options.log ?? (() => {});
+  const gate = options.gate ?? openServerGate(corral.store, { log });
   const serverOptions: McpServerOptions = {
     ...options,
     resolveFolder: options.resolveFolder ?? resolveFolderUri,
     folderSource: options.folderSource ?? hostFolderSource,
     isInside: options.isInside ?? isInsideFolder,
+    ...mcpGateOptions(gate),
+    // What the caller said wins over what the gate implies.
+    ...(options.approvalsOutOfBand !== undefined ? { approvalsOutOfBand: options.approvalsOutOfBand } : {}),
+    ...(options.approveCommand !== undefined ? { approveCommand: options.approveCommand } : {}),
   };
-  const log = options.log ?? (() => {});
   const sessions = new Map<string, Session>();
   /** Initialize requests in flight: counted with the sessions, so concurrent ones cannot pass the limit together. */
   let opening = 0;
