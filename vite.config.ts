@@ -26,7 +26,6 @@ process.once('exit', () => rmSync(chromiumProfile, { recursive: true, force: tru
 // --policy at it.
 const testState = join(tmpdir(), `corral-test-state-${process.pid}-${Date.now()}`);
 process.once('exit', () => rmSync(testState, { recursive: true, force: true }));
-process.env.CORRAL_POLICY = join(testState, 'policy.yaml'); // and never the user's policy file (inherited by workers and CLI children)
 
 // Tests import the packages by name, so they exercise the built output
 // (`npm test` builds first), exactly what a user of the packages runs.

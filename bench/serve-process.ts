@@ -33,7 +33,8 @@ export async function startServe(args: string[], log: (line: string) => void): P
   const dir = mkdtempSync(join(tmpdir(), 'corral-serve-load-'));
   const storePath = join(dir, 'snapshots.db');
   const logPath = join(dir, 'requests.log');
-  const argv = [CLI, 'serve', '--port', '0', '--store', storePath, ...args];
+  // Its own store and policy (a missing file: the empty policy), never the user's.
+  const argv = [CLI, 'serve', '--port', '0', '--store', storePath, '--policy', join(dir, 'policy.yaml'), ...args];
   log(`node ${argv.join(' ')}`);
   const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
   const logFile = createWriteStream(logPath);

@@ -127,7 +127,7 @@ export interface ResolvedMounts {
  * roots: the first root, or the file:// URI `_meta["corral/mounts"]` names.
  * Throws CorralError E_INPUT_VALIDATION when that cannot be done (no roots,
  * a folder outside them, a malformed request), with `details.reason`, and
- * `details.mount` and `details.uri` when one mount is at fault.
+ * `details.guest` and `details.uri` when one mount is at fault.
  */
 export async function resolveMounts(tool: Tool, ctx: Omit<BindContext, 'folderSource'>): Promise<ResolvedMounts> {
   const declared = tool.spec.mounts ?? [];

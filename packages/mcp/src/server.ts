@@ -241,8 +241,8 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
     } catch (err) {
       if (!CorralError.is(err)) throw err;
       // Refused before the gate decided: still a refused call, so it goes in the audit trail.
-      const { mount, uri } = err.details as { mount?: unknown; uri?: unknown };
-      const asked = typeof mount === 'string' && typeof uri === 'string' ? { [mount]: uri } : undefined;
+      const { guest, uri } = err.details;
+      const asked = typeof guest === 'string' && typeof uri === 'string' ? { [guest]: uri } : undefined;
       await gate.recordDenial({ tool, caller, ...(asked ? { bindings: asked } : {}) }, err);
       return errorResult(err.toJSON(), { [META.version]: tool.spec.version });
     }

@@ -136,15 +136,12 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
 
   // One gate for every caller, HTTP and MCP alike: approvals and the audit trail go to the Corral's store,
   // where corral approve and corral audit find them. With --no-store they live in memory until the server stops.
-  const [{ openPolicyGate }, { MemoryStore }] = await Promise.all([import('../policy-gate.js'), import('@corral/core')]);
+  const { openServerGate } = await import('../server-gate.js');
   if (!corral.store)
     log(
       '--no-store: approvals and the audit trail are kept in memory until the server stops; corral approve and corral audit cannot see them (decide with POST /approvals/ID and --approver-token-file).',
     );
-  const gate = openPolicyGate({
-    store: corral.store ?? new MemoryStore('memory (corral serve --no-store)'),
-    ...(values.policy !== undefined ? { policyPath: resolve(values.policy) } : {}),
-  });
+  const gate = openServerGate(corral.store, values.policy !== undefined ? { policyPath: resolve(values.policy) } : {});
   try {
     const policy = await gate.policy.load();
     const listed = Object.keys(policy.tools ?? {}).length;
@@ -161,7 +158,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   // The server checks Host itself (loopback) or requires a token (beyond), so the MCP handler need not.
   const mcp = values.mcp
     ? (await import('../server/mcp-http.js')).createMcpHttpHandler(corral, {
-        // GATE-MCP: pass the same gate once createMcpHttpHandler takes one (wt-gate-mcp adds the option): `gate,`
+        gate,
         allowedHosts: false,
         ...(maxBodyBytes ? { maxBodyBytes } : {}),
         log,
