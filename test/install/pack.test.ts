@@ -61,6 +61,7 @@ let work: string; // the temporary folder: tarballs/, app/
 let app: string; // the user's project
 let packed: Packed[] = [];
 const timings: Record<string, number> = {};
+let sqliteFrom = '';
 
 /** The environment of everything run in the user's project: nothing that points into the repository. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -165,16 +166,16 @@ beforeAll(async () => {
   if (pack.code !== 0) throw new Error(`npm pack failed: ${explain(pack)}`);
   packed = JSON.parse(pack.stdout) as Packed[];
 
-  // The user's project: empty but for its manifest. Install scripts are allowed by name, as npm 11 asks.
+  // The user's project: empty but for its manifest. npm 11 warns about install scripts that
+  // allowScripts does not list (it runs them all still); better-sqlite3's is listed as the repository's is.
   writeFileSync(
     join(app, 'package.json'),
-    `${JSON.stringify({ name: 'corral-user', private: true, type: 'module', allowScripts: { 'better-sqlite3': true, '@corral/node': true } }, null, 2)}\n`,
+    `${JSON.stringify({ name: 'corral-user', private: true, type: 'module', allowScripts: { 'better-sqlite3': true } }, null, 2)}\n`,
   );
   // The compiler and the adapters' frameworks at the versions the repository uses, so npm's cache has them.
   const dev = rootManifest.devDependencies ?? {};
   const extras = ['typescript', '@types/node', 'ai', '@langchain/core', 'zod'].map((name) => `${name}@${dev[name]}`);
   const prebuilds = localPrebuilds(join(work, 'prebuilds'));
-  timings.prebuilt_sqlite = prebuilds ? 1 : 0;
   const install = await timed('install', () =>
     run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...packed.map((p) => join(tarballs, p.filename)), ...extras], {
       cwd: app,
@@ -183,10 +184,15 @@ beforeAll(async () => {
     }),
   );
   if (install.code !== 0) throw new Error(`npm install of the tarballs failed: ${explain(install)}`);
+  const binary = 'better-sqlite3/build/Release/better_sqlite3.node';
+  const same = readFileSync(join(app, 'node_modules', binary)).equals(
+    readFileSync(join(dirname(rootRequire.resolve('better-sqlite3/package.json')), '..', binary)),
+  );
+  sqliteFrom = same ? "the repository's build, as a local prebuild" : 'source, compiled during the install';
 }, 600_000);
 
 afterAll(() => {
-  console.log(`pack and install (ms): ${JSON.stringify(timings)}${timings.prebuilt_sqlite ? '' : ' (better-sqlite3 built from source)'}`);
+  console.log(`packed packages, installed and used (ms): ${JSON.stringify(timings)}; better-sqlite3 from ${sqliteFrom}`);
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
