@@ -309,7 +309,7 @@ els.clear.addEventListener('click', () => {
   els.input.focus();
 });
 els.example.addEventListener('click', async () => {
-  const example = (await import('../../../wasm-tools/diff-summary/examples/example.diff.json')).default as { diff: string };
+  const example = (await import('@corral/tools/diff-summary/examples/example.diff.json')).default as { diff: string };
   setDiff(example.diff);
   if (state.host) await run();
 });

@@ -1,10 +1,12 @@
 /**
- * The first-party tools (wasm-tools/ at the repository root): their specs,
- * and the URLs of their .wasm files for a page to fetch. The URLs are
- * `new URL('…', import.meta.url)` literals, so bundlers (Vite, webpack) copy
- * the files into the build and rewrite the URLs.
+ * The first-party tools (the @corral/tools package, `wasm-tools/` in the
+ * repository): their specs, and the URLs of their .wasm files for a page to
+ * fetch. The URLs come from @corral/tools, where they are
+ * `new URL('./…', import.meta.url)` literals, so bundlers (Vite, webpack)
+ * copy the files into the build and rewrite the URLs.
  */
 import { CorralError, ErrorCodes, type Tool } from '@corral/core';
+import { toolFiles } from '@corral/tools';
 import { BUNDLED_SPECS } from './bundled-specs.js';
 import type { BrowserCorral } from './corral.js';
 
@@ -24,20 +26,12 @@ function spec(name: string): object {
   return found;
 }
 
-export const bundledTools: BundledTool[] = [
-  {
-    name: 'diff-summary',
-    spec: spec('diff-summary'),
-    wasmUrl: new URL('../../../wasm-tools/diff-summary/diff-summary.wasm', import.meta.url).href,
-    moduleUrl: new URL('../../../wasm-tools/diff-summary/diff-summary.module.wasm', import.meta.url).href,
-  },
-  {
-    name: 'file-stats',
-    spec: spec('file-stats'),
-    wasmUrl: new URL('../../../wasm-tools/file-stats/file-stats.wasm', import.meta.url).href,
-    moduleUrl: new URL('../../../wasm-tools/file-stats/file-stats.module.wasm', import.meta.url).href,
-  },
-];
+export const bundledTools: BundledTool[] = toolFiles.map((files) => ({
+  name: files.name,
+  spec: spec(files.name),
+  wasmUrl: files.wasmUrl,
+  moduleUrl: files.moduleUrl,
+}));
 
 export interface RegisterBundledOptions {
   /**

@@ -1,12 +1,17 @@
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { dirname, sep } from 'node:path';
 import { Registry, type CorralError, type Store } from '@corral/core';
 import { CorralHost, checkHostOptions, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
 import { SqliteStore, defaultStorePath } from './store-sqlite.js';
 
-/** The first-party tools that ship with Corral (`wasm-tools/` at the repository root). */
-export const BUNDLED_TOOLS_DIR = fileURLToPath(new URL('../../../wasm-tools/', import.meta.url));
+/**
+ * The first-party tools that ship with Corral: the folder of the @corral/tools
+ * package (`wasm-tools/` in the repository), found the way Node finds any
+ * dependency, so it is right in the repository and in an installed copy alike.
+ */
+export const BUNDLED_TOOLS_DIR = dirname(createRequire(import.meta.url).resolve('@corral/tools/package.json')) + sep;
 
 export interface CorralOptions extends WorkerExecutorOptions {
   /** Load the bundled first-party tools. Default true. */

@@ -1,0 +1,12 @@
+/** Where a bundled tool's files are, as URLs a page can fetch. */
+export interface BundledToolFiles {
+  /** The tool's name, which is also its folder and the `name` in its tool-spec.json. */
+  name: string;
+  /** The wasi:cli command component (what Node runs). */
+  wasmUrl: string;
+  /** The same tool built as a WASI preview1 module. */
+  moduleUrl: string;
+}
+
+/** Every tool of this package, in name order. */
+export declare const toolFiles: BundledToolFiles[];

@@ -1,0 +1,22 @@
+/**
+ * The bundled tools' files as URLs, for pages and bundlers. Each URL is a
+ * `new URL('./…', import.meta.url)` literal, so Vite, webpack and Rollup copy
+ * the .wasm into a build and rewrite the URL, and Vite's dependency
+ * pre-bundling rewrites it relative to its cache. Node finds the folder itself
+ * (`@corral/tools/package.json`) and reads the tool-spec.json files there.
+ * Written by hand: a new tool folder is added here too (test/install checks).
+ */
+
+/** @type {import('./index.js').BundledToolFiles[]} */
+export const toolFiles = [
+  {
+    name: 'diff-summary',
+    wasmUrl: new URL('./diff-summary/diff-summary.wasm', import.meta.url).href,
+    moduleUrl: new URL('./diff-summary/diff-summary.module.wasm', import.meta.url).href,
+  },
+  {
+    name: 'file-stats',
+    wasmUrl: new URL('./file-stats/file-stats.wasm', import.meta.url).href,
+    moduleUrl: new URL('./file-stats/file-stats.module.wasm', import.meta.url).href,
+  },
+];
