@@ -628,6 +628,26 @@ export class PolicyGate {
       return this.#denied(request, d.error, id);
     }
     const effect = effectOf(d);
+    // The person approved these folders, as they were resolved when the call asked: a path that now resolves
+    // elsewhere (a folder on the way swapped for a symlink, even to another folder the policy grants) is not
+    // what was approved.
+    const sameFolders =
+      Array.isArray(a.folders) &&
+      effect.folders.length === a.folders.length &&
+      effect.folders.every((f) =>
+        a.folders.some((g) => g.guest === f.guest && g.folder === f.folder && (f.access === 'read' || g.access === 'read-write')),
+      );
+    if (!sameFolders) {
+      await this.store.updateApproval(id, ['claimed'], { status: 'done' }).catch(() => undefined);
+      return this.#denied(
+        request,
+        policyDenied(
+          `Approval ${id} cannot be run: its folders now resolve to ${effect.folders.map((f) => `${f.guest} → ${f.folder}`).join(', ') || 'none'}, not the ${(Array.isArray(a.folders) ? a.folders : []).map((f) => `${f.guest} → ${f.folder}`).join(', ') || 'none'} that was approved.`,
+          { reason: 'approval_unavailable', tool: a.tool, version: a.version, approval_id: id },
+        ),
+        id,
+      );
+    }
     return { decision: 'allow', tool, options: invokeOptionsOf(effect), effect, approval: claimed };
   }
 

@@ -6,10 +6,14 @@
  * process's environment, and refusing any mount that would contain the
  * policy file, the snapshot store or the transpile cache.
  */
+import { existsSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
-import { isAbsolute } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PolicyGate, type PolicyGateOptions, type Store } from '@corral/core';
 import { defaultCacheDir } from './cache.js';
+import { BUNDLED_TOOLS_DIR } from './corral.js';
 import { PolicyFile, defaultPolicyPath } from './policy-file.js';
 
 export interface OpenPolicyGateOptions extends Omit<PolicyGateOptions, 'policy' | 'host' | 'store'> {
@@ -21,7 +25,11 @@ export interface OpenPolicyGateOptions extends Omit<PolicyGateOptions, 'policy' 
   storePath?: string;
   /** The transpile cache, which no mount may contain or be inside. Default: defaultCacheDir(). */
   cacheDir?: string;
-  /** More files or folders no mount may contain or be inside. */
+  /**
+   * More files or folders no mount may contain or be inside: a server passes its `--tools` folders
+   * (a tool that could write there could replace another tool and get that tool's grants).
+   * Corral's own code (corralCodePaths()) is always protected.
+   */
   protectedPaths?: string[];
   /** Where `from_host` values come from. Default: process.env. */
   env?: Record<string, string | undefined>;
@@ -32,7 +40,13 @@ export function openPolicyGate(options: OpenPolicyGateOptions): PolicyGate {
   const { store, policyPath, storePath, cacheDir, protectedPaths, env, ...rest } = options;
   const policy = new PolicyFile(policyPath ?? defaultPolicyPath());
   const storeFile = storePath ?? (isAbsolute(store.location) ? store.location : undefined);
-  const guarded = [policy.location, ...(storeFile ? [storeFile] : []), cacheDir ?? defaultCacheDir(), ...(protectedPaths ?? [])];
+  const guarded = [
+    policy.location,
+    ...(storeFile ? [storeFile] : []),
+    cacheDir ?? defaultCacheDir(),
+    ...corralCodePaths(),
+    ...(protectedPaths ?? []),
+  ].map((path) => resolve(path)); // relative ones ($CORRAL_CACHE_DIR=.cache) are where the process uses them: under its cwd, not under /
   const source = env ?? process.env;
   return new PolicyGate({
     ...rest,
@@ -44,4 +58,40 @@ export function openPolicyGate(options: OpenPolicyGateOptions): PolicyGate {
       protectedPaths: guarded,
     },
   });
+}
+
+/** The folder holding the package.json of the package `file` belongs to. */
+function packageRoot(file: string): string {
+  let dir = dirname(file);
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) return dirname(file);
+    dir = up;
+  }
+  return dir;
+}
+
+let codePaths: string[] | undefined;
+
+/**
+ * Folders holding code Corral runs outside the sandbox, or tools it loads: its own packages, every
+ * `node_modules` folder their imports resolve through, and the bundled tools. Like the transpile cache,
+ * none is mountable: a tool that could write there could change Corral itself at its next start (a clone
+ * of Corral inside a project folder granted read-write, as the README's MCP set-up suggests), or replace a
+ * bundled tool and get that tool's grants.
+ */
+export function corralCodePaths(): string[] {
+  if (codePaths) return [...codePaths];
+  const require = createRequire(import.meta.url);
+  const paths = new Set<string>([packageRoot(fileURLToPath(import.meta.url)), BUNDLED_TOOLS_DIR]);
+  for (const p of require.resolve.paths('yaml') ?? []) paths.add(p);
+  for (const name of ['@corral/core', '@corral/wasi', '@corral/mcp']) {
+    try {
+      paths.add(packageRoot(require.resolve(name)));
+    } catch {
+      // not installed (@corral/mcp is optional for a host that never serves MCP)
+    }
+  }
+  codePaths = [...paths];
+  return [...codePaths];
 }

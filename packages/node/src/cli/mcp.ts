@@ -2,6 +2,7 @@
  * `corral mcp`: Corral's tools as an MCP server over stdio. stdout carries
  * the protocol and nothing else; every diagnostic goes to stderr.
  */
+import { resolve } from 'node:path';
 import type { ApprovalRecord, PolicyGate } from '@corral/core';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 import { forTerminal } from '../terminal.js';
@@ -80,7 +81,12 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   const corral = await Corral.create({ bundled: !values['no-bundled'], toolDirs: [], ...(store !== undefined ? { store } : {}) });
   for (const err of corral.loadErrors) log(`skipped: ${err.message} (${err.code})`);
 
-  const gate = openServerGate(corral.store, { ...(values.policy !== undefined ? { policyPath: values.policy } : {}), log });
+  // The --tools folders are never mountable: a tool that could write there could replace another tool and get its grants.
+  const gate = openServerGate(corral.store, {
+    ...(values.policy !== undefined ? { policyPath: values.policy } : {}),
+    protectedPaths: (values.tools ?? []).map((dir) => resolve(dir)),
+    log,
+  });
   log(`policy: ${gate.policy.location}${values['no-elicit-approvals'] ? ' (approvals only through corral approve)' : ''}`);
   await reportApproved(gate, log);
 

@@ -17,6 +17,7 @@ import {
   type ToolPolicy,
 } from '@corral/core';
 import { defaultCacheDir } from '../cache.js';
+import { corralCodePaths } from '../policy-gate.js';
 import { BUNDLED_TOOLS_DIR } from '../corral.js';
 import { parseMountFlag, type HostMountSource } from '../mounts.js';
 import { EMPTY_POLICY, PolicyFile, defaultPolicyPath, plannedRealpath, updatePolicyFile } from '../policy-file.js';
@@ -121,11 +122,13 @@ async function knownTool(name: string, versions: string | undefined, toolDirs: s
 }
 
 /** Corral's own state, which no grant may cover: the policy file, the store, the cache. */
-async function guardedPaths(policyPath: string, storePath: string): Promise<{ path: string; what: string }[]> {
+async function guardedPaths(policyPath: string, storePath: string, toolDirs: string[]): Promise<{ path: string; what: string }[]> {
   return Promise.all([
     { path: policyPath, what: 'the policy file' },
     { path: storePath, what: 'the snapshot store' },
     { path: defaultCacheDir(), what: 'the transpile cache' },
+    ...corralCodePaths().map((path) => ({ path, what: "Corral's own code or bundled tools" })),
+    ...toolDirs.map((dir) => ({ path: resolve(dir), what: 'a --tools folder' })),
   ]).then((list) => Promise.all(list.map(async (g) => ({ ...g, path: await plannedRealpath(g.path) }))));
 }
 
@@ -209,7 +212,7 @@ async function grant(args: string[], print: Print): Promise<number> {
 
   // Each folder as the OS resolves it (symlinks, '..'), checked against Corral's own state and the tool's spec.
   const tool = await knownTool(name, values.versions, values.tools ?? []);
-  const guarded = await guardedPaths(policyPath, storePath);
+  const guarded = await guardedPaths(policyPath, storePath, values.tools ?? []);
   const folders: { guest: string; folder: string; access: MountAccess }[] = [];
   for (const m of mounts) {
     const path = (m.source as HostMountSource).path;

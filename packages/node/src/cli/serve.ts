@@ -141,7 +141,11 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     log(
       '--no-store: approvals and the audit trail are kept in memory until the server stops; corral approve and corral audit cannot see them (decide with POST /approvals/ID and --approver-token-file).',
     );
-  const gate = openServerGate(corral.store, values.policy !== undefined ? { policyPath: resolve(values.policy) } : {});
+  // The --tools folders are never mountable: a tool that could write there could replace another tool and get its grants.
+  const gate = openServerGate(corral.store, {
+    ...(values.policy !== undefined ? { policyPath: resolve(values.policy) } : {}),
+    protectedPaths: (values.tools ?? []).map((dir) => resolve(dir)),
+  });
   try {
     const policy = await gate.policy.load();
     const listed = Object.keys(policy.tools ?? {}).length;
