@@ -133,3 +133,22 @@ describe('the corral CLI', () => {
     expect(good.stdout).toMatch(/valid/);
   });
 });
+
+describe('corral | head', () => {
+  it('ends with 141 and no stack trace when the reader of its output goes away', async () => {
+    const { spawn } = await import('node:child_process');
+    // Enough output that the pipe fills: a diff of 3,000 one-line files (about 400 KB of JSON, under the output limit).
+    const diff = Array.from({ length: 3_000 }, (_, i) => `--- a/f${i}\n+++ b/f${i}\n@@ -1 +1 @@\n-a\n+b\n`).join('');
+    const dir = await mkdtemp(join(tmpdir(), 'corral-epipe-'));
+    const input = join(dir, 'input.json');
+    await writeFile(input, JSON.stringify({ diff }));
+    const child = spawn(process.execPath, [CLI, 'run', 'diff-summary', '--input-file', input], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    // Read the first chunk, then go away, as `head -c 1` does.
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(stderr).not.toMatch(/EPIPE|Unhandled|at /);
+    expect(code).toBe(141);
+  });
+});

@@ -106,6 +106,20 @@ describe('corral serve', () => {
     }
   });
 
+  it('a port in use is said as such, with what to do, and exits 1', async () => {
+    const first = await serve(['--no-store', '--quiet']);
+    try {
+      const port = new URL(first.url).port;
+      const second = await serveFails(['--no-store', '--quiet', '--port', port]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use.*--port`));
+      expect(second.stderr).not.toMatch(/internal error/);
+    } finally {
+      first.child.kill('SIGTERM');
+      await first.exited;
+    }
+  });
+
   it('exits 2 on misuse', async () => {
     for (const args of [
       ['--port', 'http'],

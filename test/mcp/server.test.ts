@@ -253,6 +253,7 @@ describe('@corral/mcp with a policy gate', () => {
       store,
       policy: fixedPolicy(policy),
       host: {
+        mountSource: (path) => ({ kind: 'folder', path }),
         realpath: async (path) => {
           if (!folders.includes(path)) throw new Error('ENOENT');
           return path;
@@ -272,7 +273,7 @@ describe('@corral/mcp with a policy gate', () => {
     const { client } = await connect(corral, { gate, resolveFolder: resolveIn(['/a', '/b']) }, ['file:///a', 'file:///b']);
     const allowed = await client.callTool({ name: 'm', arguments: {} });
     expect(allowed.isError).toBeFalsy();
-    expect(corral.calls[0]!.options!.mounts).toEqual([{ guest: '/workspace', access: 'read', source: { kind: 'host', path: '/a' } }]);
+    expect(corral.calls[0]!.options!.mounts).toEqual([{ guest: '/workspace', access: 'read', source: { kind: 'folder', path: '/a' } }]);
     const refused = await client.callTool({ name: 'm', arguments: {}, _meta: { 'corral/mounts': { '/workspace': 'file:///b' } } });
     expect(refused._meta?.['corral/error']).toMatchObject({ code: 'E_POLICY_DENIED', details: { reason: 'not_granted', folder: '/b' } });
     const outside = await client.callTool({ name: 'm', arguments: {}, _meta: { 'corral/mounts': { '/workspace': 'file:///c' } } });

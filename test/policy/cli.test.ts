@@ -139,6 +139,17 @@ describe('corral policy, against a running gate', () => {
     }
   });
 
+  it('refuses a tool name it cannot see as a likely typo (exit 2, with a guess) unless told --unknown-tool', async () => {
+    const e = sandbox();
+    const typo = await corral(e, ['policy', 'grant', 'file-stat', '--mount', `${e.src}:/workspace:ro`]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/no tool "file-stat" among the bundled tools \(did you mean file-stats\?\).*--unknown-tool/);
+    expect(() => readFileSync(e.policyPath)).toThrow(/ENOENT/);
+    const meant = await corral(e, ['policy', 'grant', 'file-stat', '--unknown-tool', '--mount', `${e.src}:/workspace:ro`]);
+    expect(meant.code, meant.stderr).toBe(0);
+    expect(meant.stdout).toMatch(/Granted file-stat \(a tool Corral cannot see now/);
+  });
+
   it('refuses a grant covering the policy file’s or the store’s folder, leaving the file as it was', async () => {
     const e = sandbox();
     expect((await corral(e, ['policy', 'grant', 'file-stats', '--mount', `${e.src}:/workspace`])).code).toBe(0);

@@ -38,7 +38,12 @@ const fileStats = {
 };
 
 function host(t: ReturnType<typeof tree>, env: Record<string, string> = {}): PolicyHost {
-  return { realpath: (p) => realpath(p), env: (n) => env[n], protectedPaths: [t.policyFile, t.storeFile, t.cache] };
+  return {
+    realpath: (p) => realpath(p),
+    mountSource: (path) => ({ kind: 'host', path }),
+    env: (n) => env[n],
+    protectedPaths: [t.policyFile, t.storeFile, t.cache],
+  };
 }
 
 const request = (bindings: PolicyRequest['bindings'] = {}, extra: Partial<PolicyRequest> = {}): PolicyRequest => ({
@@ -74,6 +79,14 @@ describe('deny by default', () => {
       retryable: false,
     });
     expect(asked.error.message).toMatch(/corral policy grant file-stats --mount/);
+  });
+
+  it('a hint for a policy other than the default names it, so the command edits the file the server reads', async () => {
+    const t = tree();
+    const asked = await evaluatePolicy({ version: 1 }, request({ '/workspace': t.src }), { ...host(t), grantArgs: '--policy /etc/p.yaml' });
+    expect(asked.decision === 'deny' && asked.error.message).toMatch(
+      new RegExp(`corral policy grant file-stats --mount ${t.src}:/workspace --policy /etc/p\\.yaml$`),
+    );
   });
 
   it('unlisted_tools: deny refuses an unlisted tool outright; deny: true refuses a listed one', async () => {

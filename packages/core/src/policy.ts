@@ -221,8 +221,10 @@ export interface PolicyHost {
   env?(name: string): string | undefined;
   /** Files no mount may contain (the policy file, the snapshot store, the transpile cache), at any depth. */
   protectedPaths?: readonly string[];
-  /** The mount source of a granted host folder (its real path). Default `{ kind: 'host', path }`, the kind @corral/node opens. */
-  mountSource?(folder: string): MountSource;
+  /** The mount source this host opens for a granted folder (its real path). */
+  mountSource(folder: string): MountSource;
+  /** What `corral policy grant` needs to edit this policy, when it is not the default file (e.g. `--policy /etc/corral.yaml`): hints add it. */
+  grantArgs?: string;
 }
 
 // Why the policy refused, and what it says about: the E_POLICY_DENIED details, with every code's in errors.ts.
@@ -234,7 +236,7 @@ export function policyDenied(message: string, details: PolicyDeniedDetails): Cor
 
 /** What a call gets when the policy lets it run. */
 export interface PolicyEffect {
-  /** Mount bindings for `invoke`: each a host folder by its real path (`source: { kind: 'host', path }`). */
+  /** Mount bindings for `invoke`: each granted folder by its real path, as the host's mount source. */
   mounts: MountBinding[];
   /** The same folders, for records and approval scopes. */
   folders: FolderUse[];
@@ -345,6 +347,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
   const toolName = spec.name;
   const toolVersion = spec.version;
   const label = `${toolName}@${toolVersion}`;
+  const grantArgs = host.grantArgs ? ` ${host.grantArgs}` : '';
   const resources = { ...specDefaults.resources, ...spec.resources };
   const limits = { timeout_ms: resources.timeout_ms, memory_mb: resources.memory_mb, disk_mb: resources.disk_mb };
   const entry = toolPolicy(policy, toolName, toolVersion);
@@ -354,14 +357,14 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
     if (policy.unlisted_tools === 'deny')
       return deny(
         'unlisted_tool',
-        `${label} is not in the policy (${source}), which lets no unlisted tool run. Add it with: corral policy grant ${toolName}`,
+        `${label} is not in the policy (${source}), which lets no unlisted tool run. Add it with: corral policy grant ${toolName}${grantArgs}`,
       );
     if (checked.bindings.length > 0) {
       const [guest, b] = checked.bindings[0]!;
       return deny(
         'not_granted',
         `${label} is not in the policy (${source}), so it gets no host folder (asked: ${guest} → ${b.folder}). ` +
-          `Grant one with: corral policy grant ${toolName} --mount ${b.folder}:${guest}`,
+          `Grant one with: corral policy grant ${toolName} --mount ${b.folder}:${guest}${grantArgs}`,
         { guest, folder: b.folder },
       );
     }
@@ -434,7 +437,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
     if (allowed === undefined)
       return deny(
         'not_granted',
-        `The policy (${source}) does not let ${label} mount ${real} at ${guest}. Grant it with: corral policy grant ${toolName} --mount ${real}:${guest}`,
+        `The policy (${source}) does not let ${label} mount ${real} at ${guest}. Grant it with: corral policy grant ${toolName} --mount ${real}:${guest}${grantArgs}`,
         { guest, folder: real },
       );
     allowed = minAccess(allowed, decl.access);
@@ -448,7 +451,7 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
         },
       );
     const access = asked.access ?? allowed;
-    mounts.push({ guest, access, source: host.mountSource ? host.mountSource(real) : { kind: 'host', path: real } });
+    mounts.push({ guest, access, source: host.mountSource(real) });
     folders.push({ guest, folder: real, access });
   }
 

@@ -15,6 +15,7 @@ import { PolicyGate, type PolicyGateOptions, type Store } from '@corral/core';
 import { defaultCacheDir } from './cache.js';
 import { BUNDLED_TOOLS_DIR } from './corral.js';
 import { PolicyFile, defaultPolicyPath } from './policy-file.js';
+import type { HostMountSource } from './mounts.js';
 
 export interface OpenPolicyGateOptions extends Omit<PolicyGateOptions, 'policy' | 'host' | 'store'> {
   /** Where approvals and the audit trail are kept: the Corral's own store (`corral.store`), so `corral approve` reaches it. */
@@ -39,6 +40,11 @@ export interface OpenPolicyGateOptions extends Omit<PolicyGateOptions, 'policy' 
 export function openPolicyGate(options: OpenPolicyGateOptions): PolicyGate {
   const { store, policyPath, storePath, cacheDir, protectedPaths, env, ...rest } = options;
   const policy = new PolicyFile(policyPath ?? defaultPolicyPath());
+  // Hints say how to grant; a policy other than the default needs its path in the command.
+  const grantArgs =
+    policyPath !== undefined && resolve(policyPath) !== resolve(defaultPolicyPath())
+      ? `--policy ${shellWord(resolve(policyPath))}`
+      : undefined;
   const storeFile = storePath ?? (isAbsolute(store.location) ? store.location : undefined);
   const guarded = [
     policy.location,
@@ -54,6 +60,8 @@ export function openPolicyGate(options: OpenPolicyGateOptions): PolicyGate {
     policy,
     host: {
       realpath: (path) => realpath(path),
+      mountSource: (path): HostMountSource => ({ kind: 'host', path }),
+      ...(grantArgs ? { grantArgs } : {}),
       env: (name) => (Object.hasOwn(source, name) ? source[name] : undefined),
       protectedPaths: guarded,
     },
@@ -94,4 +102,9 @@ export function corralCodePaths(): string[] {
   }
   codePaths = [...paths];
   return [...codePaths];
+}
+
+/** A path as one shell word (POSIX sh). */
+export function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }

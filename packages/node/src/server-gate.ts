@@ -8,7 +8,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { MemoryStore, type PolicyGate, type Store } from '@corral/core';
-import { openPolicyGate, type OpenPolicyGateOptions } from './policy-gate.js';
+import { openPolicyGate, shellWord, type OpenPolicyGateOptions } from './policy-gate.js';
 import { defaultStorePath } from './store-sqlite.js';
 
 export interface OpenServerGateOptions extends Omit<OpenPolicyGateOptions, 'store'> {
@@ -40,11 +40,6 @@ export function openServerGate(store: Store | null | undefined, options: OpenSer
 /** True when people outside the server can decide the gate's approvals (its store is a file `corral approve` can open). */
 export function approvalsReachable(gate: Pick<PolicyGate, 'store'>): boolean {
   return !(gate.store instanceof MemoryStore) && isAbsolute(gate.store.location);
-}
-
-/** A path as one shell word (POSIX sh). */
-function shellWord(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 /**

@@ -50,6 +50,8 @@ environment variable. A running server reads it again when it changes.
                                    the widest an approval may reach (default tool)
     --versions RANGE               only these versions of TOOL (semver)
     --tools DIR                    check TOOL against the tools in DIR too (the bundled ones always)
+    --unknown-tool                 grant a TOOL Corral cannot see now (checked against the schema
+                                   only); without it, such a name is refused as a likely typo
   deny      TOOL never runs for a remote caller
   revoke    without options, remove TOOL's whole entry; with them, only what they name.
             --approval-id ID withdraws a remembered approval (as corral approve --revoke ID)
@@ -112,13 +114,31 @@ function wholeNumber(flag: string, value: string | undefined, min: number): numb
 }
 
 /** The bundled tools and --tools folders: what a grant is checked against when TOOL is among them. */
-async function knownTool(name: string, versions: string | undefined, toolDirs: string[]): Promise<Tool | undefined> {
+async function knownTool(
+  name: string,
+  versions: string | undefined,
+  toolDirs: string[],
+): Promise<{ tool: Tool | undefined; names: string[] }> {
   const registry = new Registry();
   for (const dir of [BUNDLED_TOOLS_DIR, ...toolDirs]) await loadToolFolder(registry, dir);
   const matching = registry
     .list()
     .filter((t) => t.spec.name === name && (versions === undefined || semver.satisfies(t.spec.version, versions)));
-  return matching[0];
+  return { tool: matching[0], names: [...new Set(registry.list().map((t) => t.spec.name))] };
+}
+
+/** The known name closest to a mistyped one (at most two edits away), for a "did you mean". */
+function closestName(name: string, names: string[]): string | undefined {
+  const distance = (a: string, b: string): number => {
+    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const next = [i];
+      for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row = next;
+    }
+    return row[b.length]!;
+  };
+  return names.filter((n) => distance(name, n) <= 2).sort((a, b) => distance(name, a) - distance(name, b))[0];
 }
 
 /** Corral's own state, which no grant may cover: the policy file, the store, the cache. */
@@ -164,6 +184,7 @@ async function grant(args: string[], print: Print): Promise<number> {
       'approval-scope': { type: 'string' },
       versions: { type: 'string' },
       tools: { type: 'string', multiple: true },
+      'unknown-tool': { type: 'boolean' },
     },
     true,
   );
@@ -211,7 +232,16 @@ async function grant(args: string[], print: Print): Promise<number> {
     throw new UsageError('grant what? Give --mount, --env, --env-from, a limit, --approval, --approval-scope or --versions.');
 
   // Each folder as the OS resolves it (symlinks, '..'), checked against Corral's own state and the tool's spec.
-  const tool = await knownTool(name, values.versions, values.tools ?? []);
+  const { tool, names } = await knownTool(name, values.versions, values.tools ?? []);
+  // A name Corral cannot see is most often a typo: refuse it unless the user says it is meant.
+  if (!tool && !values['unknown-tool']) {
+    const guess = closestName(name, names);
+    throw new UsageError(
+      `no tool ${JSON.stringify(name)}${values.versions ? ` matching ${values.versions}` : ''} among the bundled tools` +
+        `${values.tools?.length ? ' or the --tools folders' : ''}${guess ? ` (did you mean ${guess}?)` : ''}. ` +
+        'Give --tools DIR where it lives, so the grant is checked against its spec, or --unknown-tool to grant it anyway.',
+    );
+  }
   const guarded = await guardedPaths(policyPath, storePath, values.tools ?? []);
   const folders: { guest: string; folder: string; access: MountAccess }[] = [];
   for (const m of mounts) {
@@ -304,7 +334,7 @@ async function grant(args: string[], print: Print): Promise<number> {
   } finally {
     await store.close();
   }
-  print(`Granted ${name}${tool ? '' : ' (not among the bundled or --tools tools: checked against the schema only)'}:`);
+  print(`Granted ${name}${tool ? '' : ' (a tool Corral cannot see now: checked against the schema only)'}:`);
   for (const c of changes) print(`  ${c}`);
   print(`Policy: ${policyPath}`);
   return EXIT_OK;

@@ -2,7 +2,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { HttpServerOptions } from '../server/http.js';
-import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli } from './shared.js';
 
 export const help = `corral serve [options]
 
@@ -190,8 +190,15 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     await mcp?.close();
     await corral.close();
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
-      throw new Error(`cannot listen on ${values.host ?? '127.0.0.1'}:${port ?? 8787}: ${code}`);
+    const why: Record<string, string> = {
+      EADDRINUSE: 'the port is in use (another corral serve?); pick another with --port, or --port 0 for any free one',
+      EACCES: 'not allowed to listen there (ports below 1024 need privileges); pick another with --port',
+      EADDRNOTAVAIL: 'no such address on this machine; check --host',
+    };
+    if (code !== undefined && Object.hasOwn(why, code)) {
+      fail(`cannot listen on ${values.host ?? '127.0.0.1'}:${port ?? 8787}: ${why[code]} (${code}).`);
+      return EXIT_TOOL_FAILED;
+    }
     throw err;
   }
   // Workers start now rather than on the first call.
