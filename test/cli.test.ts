@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -150,5 +150,16 @@ describe('corral | head', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(stderr).not.toMatch(/EPIPE|Unhandled|at /);
     expect(code).toBe(141);
+  });
+});
+
+describe('corral --version', () => {
+  it("prints @corral/node's version and Node's, and exits 0", async () => {
+    const { version } = JSON.parse(await readFile(join(ROOT, 'packages/node/package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = await corral([flag]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`corral ${version} (node ${process.versions.node})\n`);
+    }
   });
 });

@@ -42,7 +42,7 @@ Usage:
   corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)
   corral audit [--json] [--since] [--tool]     grants, revocations, denials and approvals
 
-Run 'corral COMMAND --help' for a command's options.`;
+Run 'corral COMMAND --help' for a command's options; 'corral --version' prints the version.`;
 
 export async function main(
   argv: string[],
@@ -52,6 +52,14 @@ export async function main(
   const cli = cliFor(io);
   try {
     switch (command) {
+      case '-V':
+      case '--version': {
+        // Read when asked: --help and every command stay free of it.
+        const { readFile } = await import('node:fs/promises');
+        const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+        cli.print(`corral ${pkg.version} (node ${process.versions.node})`);
+        return EXIT_OK;
+      }
       case undefined:
       case '-h':
       case '--help':
