@@ -163,3 +163,19 @@ describe('corral --version', () => {
     }
   });
 });
+
+describe('--tools DIR that does not exist', () => {
+  it('is misuse (exit 2) naming the folder, for every command that takes it, before anything starts', async () => {
+    for (const command of [
+      ['tools'],
+      ['run', 'diff-summary', '--input', '{}'],
+      ['serve', '--port', '0'],
+      ['mcp'],
+      ['policy', 'grant', 'x', '--env', 'A=b'],
+    ]) {
+      const r = await corral([...command, '--tools', '/no/such/corral-tools']);
+      expect(r.code, command.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/--tools "\/no\/such\/corral-tools": no such folder/);
+    }
+  });
+});

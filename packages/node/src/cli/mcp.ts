@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import type { ApprovalRecord, PolicyGate } from '@corral/core';
-import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
+import { EXIT_OK, UsageError, parse, type Cli, toolDirsFlag } from './shared.js';
 import { forTerminal } from '../terminal.js';
 
 export const help = `corral mcp [--tools DIR]... [--no-bundled] [--store PATH | --no-store] [--no-watch]
@@ -57,6 +57,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     false,
   );
   if (values.help) return (print(help), EXIT_OK);
+  const toolDirs = toolDirsFlag(values.tools);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   if (values.policy === '') throw new UsageError('--policy needs a file.');
   let approvalTimeoutMs: number | undefined;
@@ -84,7 +85,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   // The --tools folders are never mountable: a tool that could write there could replace another tool and get its grants.
   const gate = openServerGate(corral.store, {
     ...(values.policy !== undefined ? { policyPath: values.policy } : {}),
-    protectedPaths: (values.tools ?? []).map((dir) => resolve(dir)),
+    protectedPaths: toolDirs.map((dir) => resolve(dir)),
     log,
   });
   log(`policy: ${gate.policy.location}${values['no-elicit-approvals'] ? ' (approvals only through corral approve)' : ''}`);
@@ -100,7 +101,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     ...(values['no-elicit-approvals'] ? { elicitApprovals: false } : {}),
     ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
   });
-  const dirs = values.tools ?? [];
+  const dirs = toolDirs;
   const watcher = watchToolFolders(corral.registry, dirs, {
     log,
     onChange: ({ added, removed }) => {

@@ -24,7 +24,7 @@ import { EMPTY_POLICY, PolicyFile, defaultPolicyPath, plannedRealpath, updatePol
 import { defaultStorePath } from '../store-sqlite.js';
 import { loadToolFolder } from '../tool-folder.js';
 import { actor, foldersText, gateFor, openStore, when } from './policy-shared.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, parse, type Cli, type Print } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, parse, type Cli, type Print, toolDirsFlag } from './shared.js';
 
 export const help = `corral policy grant TOOL [options]
 corral policy deny TOOL
@@ -189,6 +189,7 @@ async function grant(args: string[], print: Print): Promise<number> {
     true,
   );
   if (values.help) return (print(help), EXIT_OK);
+  const toolDirs = toolDirsFlag(values.tools);
   const name = toolName(positionals, 'grant');
   const by = actor(values.by);
   const policyPath = resolve(values.policy ?? defaultPolicyPath());
@@ -232,7 +233,7 @@ async function grant(args: string[], print: Print): Promise<number> {
     throw new UsageError('grant what? Give --mount, --env, --env-from, a limit, --approval, --approval-scope or --versions.');
 
   // Each folder as the OS resolves it (symlinks, '..'), checked against Corral's own state and the tool's spec.
-  const { tool, names } = await knownTool(name, values.versions, values.tools ?? []);
+  const { tool, names } = await knownTool(name, values.versions, toolDirs);
   // A name Corral cannot see is most often a typo: refuse it unless the user says it is meant.
   if (!tool && !values['unknown-tool']) {
     const guess = closestName(name, names);
@@ -242,7 +243,7 @@ async function grant(args: string[], print: Print): Promise<number> {
         'Give --tools DIR where it lives, so the grant is checked against its spec, or --unknown-tool to grant it anyway.',
     );
   }
-  const guarded = await guardedPaths(policyPath, storePath, values.tools ?? []);
+  const guarded = await guardedPaths(policyPath, storePath, toolDirs);
   const folders: { guest: string; folder: string; access: MountAccess }[] = [];
   for (const m of mounts) {
     const path = (m.source as HostMountSource).path;

@@ -5,7 +5,7 @@
 import { CorralError, ErrorCodes, MemoryStore, type ExecutionSnapshot, type Tool } from '@corral/core';
 import { Corral } from '../corral.js';
 import { parseMountFlag } from '../mounts.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, cell, indent, parse, parseEnvFlags, type Cli, type Print } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, cell, indent, parse, parseEnvFlags, type Cli, type Print, toolDirsFlag } from './shared.js';
 import { noStore, openExisting } from './store.js';
 
 export const help = `corral replay ID [--tools DIR] [--mount HOST:GUEST[:ro|rw]] [--env NAME=VALUE] [--json] [--store PATH]
@@ -69,7 +69,8 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   const env = parseEnvFlags(values.env);
 
   const scratch = new MemoryStore('replay');
-  const corral = await Corral.create({ toolDirs: values.tools ?? [], store: scratch, size: 1 });
+  const toolDirs = toolDirsFlag(values.tools);
+  const corral = await Corral.create({ toolDirs, store: scratch, size: 1 });
   try {
     let tool: Tool;
     try {

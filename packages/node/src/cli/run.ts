@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { InvokeResult, MountBinding } from '@corral/core';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, parseEnvFlags, type Cli } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, parseEnvFlags, type Cli, toolDirsFlag } from './shared.js';
 
 export const help = `corral run NAME[@RANGE] [options]
 corral run --wasm FILE --spec FILE [options]
@@ -69,8 +69,9 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   const input = await readInput(values.input, values['input-file'], io.stdin);
   const store = values['no-store'] ? false : values.store;
   const { Corral } = await import('../corral.js');
+  const toolDirs = toolDirsFlag(values.tools);
   const corral = await Corral.create({
-    toolDirs: values.tools ?? [],
+    toolDirs,
     bundled: !direct,
     size: 1,
     ...(store !== undefined ? { store } : {}),

@@ -2,7 +2,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { HttpServerOptions } from '../server/http.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli, toolDirsFlag } from './shared.js';
 
 export const help = `corral serve [options]
 
@@ -82,6 +82,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     false,
   );
   if (values.help) return (print(help), EXIT_OK);
+  const toolDirs = toolDirsFlag(values.tools);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   const port = integerFlag('--port', values.port, 0, 65535);
   const concurrency = integerFlag('--concurrency', values.concurrency, 1, 1_000_000);
@@ -144,7 +145,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   // The --tools folders are never mountable: a tool that could write there could replace another tool and get its grants.
   const gate = openServerGate(corral.store, {
     ...(values.policy !== undefined ? { policyPath: resolve(values.policy) } : {}),
-    protectedPaths: (values.tools ?? []).map((dir) => resolve(dir)),
+    protectedPaths: toolDirs.map((dir) => resolve(dir)),
   });
   try {
     const policy = await gate.policy.load();
@@ -170,7 +171,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     : undefined;
   // The first load is the start-up set (the "serving N tools" line counts it), not a change.
   let started = false;
-  const watcher = watchToolFolders(corral.registry, values.tools ?? [], {
+  const watcher = watchToolFolders(corral.registry, toolDirs, {
     log,
     onChange: ({ added, removed }) => {
       if (!started) return;

@@ -1,8 +1,9 @@
 /**
  * What every `corral` command shares: exit statuses, usage errors, flag
- * parsing, `--env` parsing and printing. Kept light (node:util and
- * terminal.ts only): main.ts loads it for `--help` too.
+ * parsing, `--env` parsing and printing. Kept light (node:util, a stat,
+ * and terminal.ts only): main.ts loads it for `--help` too.
  */
+import { statSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { forTerminal } from '../terminal.js';
 
@@ -62,6 +63,23 @@ export function parse<T extends Options>(args: string[], options: T, allowPositi
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/**
+ * The --tools folders, each checked to exist: a mistyped one would
+ * otherwise run or serve without the tools the user meant, silently.
+ */
+export function toolDirsFlag(dirs: readonly string[] | undefined): string[] {
+  for (const dir of dirs ?? []) {
+    let folder = false;
+    try {
+      folder = statSync(dir).isDirectory();
+    } catch {
+      // missing or unreadable: said below
+    }
+    if (!folder) throw new UsageError(`--tools ${JSON.stringify(dir)}: no such folder.`);
+  }
+  return [...(dirs ?? [])];
 }
 
 /**

@@ -1,7 +1,7 @@
 /** `corral tools`: the tools Corral can run, bundled and from --tools folders. */
 import type { Tool } from '@corral/core';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, parse, type Cli } from './shared.js';
+import { EXIT_OK, parse, type Cli, toolDirsFlag } from './shared.js';
 
 export const help = `corral tools [--json] [--tools DIR]
 
@@ -13,7 +13,8 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, tools: { type: 'string', multiple: true } }, false);
   if (values.help) return (print(help), EXIT_OK);
   const { Corral } = await import('../corral.js');
-  const corral = await Corral.create({ toolDirs: values.tools ?? [], store: false });
+  const toolDirs = toolDirsFlag(values.tools);
+  const corral = await Corral.create({ toolDirs, store: false });
   try {
     const tools = corral.registry.list();
     if (values.json) {
