@@ -179,3 +179,17 @@ describe('--tools DIR that does not exist', () => {
     }
   });
 });
+
+describe('a malformed --mount', () => {
+  it('is misuse (exit 2), like a bad --env or --timeout, for every command that takes it', async () => {
+    for (const command of [
+      ['run', 'file-stats', '--input', '{}'],
+      ['policy', 'grant', 'file-stats'],
+      ['replay', 'no-such-id'],
+    ]) {
+      const r = await corral([...command, '--mount', 'just-a-folder']);
+      expect(r.code, command.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/Bad --mount "just-a-folder": expected HOSTDIR:GUESTDIR\[:ro\|rw\]/);
+    }
+  });
+});

@@ -24,7 +24,7 @@ import { EMPTY_POLICY, PolicyFile, defaultPolicyPath, plannedRealpath, updatePol
 import { defaultStorePath } from '../store-sqlite.js';
 import { loadToolFolder } from '../tool-folder.js';
 import { actor, foldersText, gateFor, openStore, when } from './policy-shared.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, parse, type Cli, type Print, toolDirsFlag } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, parse, type Cli, type Print, flagValue, toolDirsFlag } from './shared.js';
 
 export const help = `corral policy grant TOOL [options]
 corral policy deny TOOL
@@ -222,7 +222,7 @@ async function grant(args: string[], print: Print): Promise<number> {
     if (typeof value !== 'string' && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(value.from_host))
       throw new UsageError(`bad host variable name ${JSON.stringify(value.from_host)}.`);
   }
-  const mounts = (values.mount ?? []).map((flag) => parseMountFlag(flag));
+  const mounts = (values.mount ?? []).map((flag) => flagValue(() => parseMountFlag(flag)));
   if (
     mounts.length + env.length === 0 &&
     Object.values(limits).every((v) => v === undefined) &&

@@ -5,7 +5,19 @@
 import { CorralError, ErrorCodes, MemoryStore, type ExecutionSnapshot, type Tool } from '@corral/core';
 import { Corral } from '../corral.js';
 import { parseMountFlag } from '../mounts.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, cell, indent, parse, parseEnvFlags, type Cli, type Print, toolDirsFlag } from './shared.js';
+import {
+  EXIT_OK,
+  EXIT_TOOL_FAILED,
+  UsageError,
+  cell,
+  indent,
+  parse,
+  parseEnvFlags,
+  type Cli,
+  type Print,
+  flagValue,
+  toolDirsFlag,
+} from './shared.js';
 import { noStore, openExisting } from './store.js';
 
 export const help = `corral replay ID [--tools DIR] [--mount HOST:GUEST[:ro|rw]] [--env NAME=VALUE] [--json] [--store PATH]
@@ -38,6 +50,10 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   if (positionals.length !== 1)
     throw new UsageError('name one execution snapshot id, e.g. corral replay 1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed');
   const id = positionals[0]!;
+  // Every flag is checked before the store is read: misuse says so first.
+  const mounts = (values.mount ?? []).map((flag) => flagValue(() => parseMountFlag(flag)));
+  const env = parseEnvFlags(values.env);
+  const toolDirs = toolDirsFlag(values.tools);
   const store = await openExisting(values.store);
   if (!store) throw noStore(values.store);
   let recorded: ExecutionSnapshot | null;
@@ -65,11 +81,8 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
       { id },
     );
   }
-  const mounts = (values.mount ?? []).map((flag) => parseMountFlag(flag));
-  const env = parseEnvFlags(values.env);
 
   const scratch = new MemoryStore('replay');
-  const toolDirs = toolDirsFlag(values.tools);
   const corral = await Corral.create({ toolDirs, store: scratch, size: 1 });
   try {
     let tool: Tool;

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { InvokeResult, MountBinding } from '@corral/core';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, parseEnvFlags, type Cli, toolDirsFlag } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, parseEnvFlags, type Cli, flagValue, toolDirsFlag } from './shared.js';
 
 export const help = `corral run NAME[@RANGE] [options]
 corral run --wasm FILE --spec FILE [options]
@@ -56,7 +56,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   if (values.input !== undefined && values['input-file'] !== undefined) throw new UsageError('give --input or --input-file, not both.');
 
   const { parseMountFlag } = await import('../mounts.js');
-  const mounts: MountBinding[] = (values.mount ?? []).map((flag) => parseMountFlag(flag));
+  const mounts: MountBinding[] = (values.mount ?? []).map((flag) => flagValue(() => parseMountFlag(flag)));
   const env = parseEnvFlags(values.env);
   let timeoutMs: number | undefined;
   if (values.timeout !== undefined) {

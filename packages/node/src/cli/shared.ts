@@ -66,6 +66,19 @@ export function parse<T extends Options>(args: string[], options: T, allowPositi
 }
 
 /**
+ * A flag parsed by library code that refuses it with E_INPUT_VALIDATION
+ * (`--mount`): misuse of the command, so exit 2 like every other bad flag.
+ */
+export function flagValue<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'E_INPUT_VALIDATION') throw new UsageError((err as Error).message);
+    throw err;
+  }
+}
+
+/**
  * The --tools folders, each checked to exist: a mistyped one would
  * otherwise run or serve without the tools the user meant, silently.
  */
