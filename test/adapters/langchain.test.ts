@@ -38,7 +38,7 @@ describe('@corral/langchain', () => {
     expect(JSON.parse(message.content as string)).toEqual(envelope.output);
     expect((envelope.output as { totals: { files: number } }).totals.files).toBeGreaterThan(0);
     // The call went through the pipeline, so it is in the snapshot store.
-    expect(envelope.snapshot?.id).toBeTruthy();
+    expect(envelope.snapshot?.id).toMatch(/^[0-9a-f-]{36}$/);
     expect((await corral.store!.getExecution(envelope.snapshot!.id))?.tool).toBe('diff-summary');
   });
 

@@ -387,7 +387,10 @@ describe('approvals over HTTP', () => {
     await ok(s, ['policy', 'grant', 'file-stats', '--mount', `${s.src}:/workspace:ro`, '--approval', 'required']);
     const t = await server(s, { token: TOKEN, approverToken: APPROVER, approvalWaitMs: 0 });
     const doc = (await send(t.url, '/openapi.json', { headers: api })).json;
-    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toMatchObject({
+      openapi: '3.1.0',
+      paths: expect.objectContaining({ '/execute': expect.any(Object) }),
+    });
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['approverAuth', 'bearerAuth']);
     expect(doc.paths['/approvals/{id}'].post.security).toEqual([{ approverAuth: [] }]);
     expect(doc.paths['/approvals'].get.security).toEqual([{ bearerAuth: [] }, { approverAuth: [] }]);

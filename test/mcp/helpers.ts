@@ -3,6 +3,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, sym
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { SqliteStore } from '@corral/node';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ListRootsRequestSchema, ToolListChangedNotificationSchema, type Root } from '@modelcontextprotocol/sdk/types.js';
@@ -143,4 +144,14 @@ export function copyFixtureTool(name: string, dest: string): string {
   const target = join(dest, name);
   cpSync(join(FIXTURE_TOOLS, name), target, { recursive: true });
   return target;
+}
+
+/** Read a server's SQLite store from outside it, read-only, as `corral snapshots` would. */
+export async function readStore<T>(path: string, read: (store: SqliteStore) => Promise<T>): Promise<T> {
+  const store = await SqliteStore.open(path, { readonly: true });
+  try {
+    return await read(store);
+  } finally {
+    await store.close();
+  }
 }

@@ -1,9 +1,8 @@
 // `corral serve --mcp` as a real subprocess: the same MCP scenarios over the
 // HTTP API's /mcp endpoint, with the official SDK client as the peer.
 import { spawn } from 'node:child_process';
-import { SqliteStore } from '@corral/node';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CLI, ROOT, connectClient, makeWorkspace } from './helpers.js';
+import { CLI, readStore, ROOT, connectClient, makeWorkspace } from './helpers.js';
 import { mcpScenarios } from './scenarios.js';
 
 mcpScenarios('corral serve --mcp over Streamable HTTP', async () => {
@@ -37,22 +36,8 @@ mcpScenarios('corral serve --mcp over Streamable HTTP', async () => {
         roots?.map((path) => ({ uri: workspace.uri(path) })),
       );
     },
-    async snapshot(id) {
-      const store = await SqliteStore.open(workspace.store, { readonly: true });
-      try {
-        return await store.getExecution(id);
-      } finally {
-        await store.close();
-      }
-    },
-    async audit() {
-      const store = await SqliteStore.open(workspace.store, { readonly: true });
-      try {
-        return await store.listAudit();
-      } finally {
-        await store.close();
-      }
-    },
+    snapshot: (id) => readStore(workspace.store, (store) => store.getExecution(id)),
+    audit: () => readStore(workspace.store, (store) => store.listAudit()),
     async close() {
       await Promise.all(transports.map((t) => t.close()));
       child.kill('SIGTERM');

@@ -2,9 +2,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SqliteStore } from '@corral/node';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CLI, EXAMPLE_DIFF, ROOT, connectClient, makeWorkspace } from './helpers.js';
+import { CLI, readStore, EXAMPLE_DIFF, ROOT, connectClient, makeWorkspace } from './helpers.js';
 import { mcpScenarios } from './scenarios.js';
 
 /** The environment the server runs with: this one (the test run's own store and cache), minus nothing. */
@@ -30,22 +29,8 @@ mcpScenarios('corral mcp over stdio', async () => {
         roots?.map((path) => ({ uri: workspace.uri(path) })),
       );
     },
-    async snapshot(id) {
-      const store = await SqliteStore.open(workspace.store, { readonly: true });
-      try {
-        return await store.getExecution(id);
-      } finally {
-        await store.close();
-      }
-    },
-    async audit() {
-      const store = await SqliteStore.open(workspace.store, { readonly: true });
-      try {
-        return await store.listAudit();
-      } finally {
-        await store.close();
-      }
-    },
+    snapshot: (id) => readStore(workspace.store, (store) => store.getExecution(id)),
+    audit: () => readStore(workspace.store, (store) => store.listAudit()),
     async close() {
       await Promise.all(transports.map((t) => t.close()));
     },
