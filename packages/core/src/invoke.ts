@@ -388,7 +388,10 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
   const { name } = tool.spec;
   const declared = tool.spec.mounts ?? [];
   const seen = new Set<string>();
-  return bindings.map((binding) => {
+  return bindings.map((given) => {
+    // Each field read once: a getter cannot pass the checks with one value and run with another.
+    const binding: MountBinding = { ...given };
+    if (typeof binding.guest !== 'string') throw inputError('Each mount needs a guest path (a string)', {});
     // Tolerate '/workspace/' for '/workspace'; specs hold normalized paths.
     const guest = binding.guest.length > 1 ? binding.guest.replace(/\/+$/, '') : binding.guest;
     const decl = declared.find((d) => d.guest === guest);
