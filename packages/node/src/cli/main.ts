@@ -4,7 +4,7 @@
  * loads none of them and `corral exec` none of the tool machinery.
  */
 import { CorralError } from '@corral/core/errors';
-import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, cliFor, type CliIo, type Command } from './shared.js';
+import { E_USAGE, EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, cliFor, type CliIo, type Command, type ErrorJson } from './shared.js';
 
 export { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError } from './shared.js';
 
@@ -50,6 +50,10 @@ export async function main(
 ): Promise<number> {
   const [command, ...rest] = argv;
   const cli = cliFor(io);
+  // Asked for JSON: every failure is then also an envelope on stdout (ERRORS.md), whatever failed.
+  const json = wantsJson(rest);
+  let loaded: Command | undefined;
+  const known = command !== undefined && Object.hasOwn(COMMANDS, command);
   try {
     switch (command) {
       case '-V':
@@ -69,23 +73,34 @@ export async function main(
         return command === undefined ? EXIT_USAGE : EXIT_OK;
       }
       default: {
-        const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
-        if (!load) throw new UsageError(`unknown command '${command}'. Commands: ${Object.keys(COMMANDS).join(', ')}.`);
-        return await (await load()).command(rest, cli);
+        if (!known) throw new UsageError(`unknown command '${command}'. Commands: ${Object.keys(COMMANDS).join(', ')}.`);
+        loaded = await COMMANDS[command]!();
+        return await loaded.command(rest, cli);
       }
     }
   } catch (err) {
+    let error: ErrorJson;
     if (err instanceof UsageError) {
       cli.fail(err.message);
-      io.stderr.write("Run 'corral --help' for usage.\n");
-      return EXIT_USAGE;
-    }
-    if (err instanceof CorralError) {
+      io.stderr.write(`Run 'corral ${known ? `${command} ` : ''}--help' for usage.\n`);
+      const help = `corral ${known ? `${command} ` : ''}--help`;
+      error = { code: E_USAGE, message: err.message, details: { ...err.details, help }, retryable: false };
+    } else if (err instanceof CorralError) {
       cli.fail(`${err.message} (${err.code})`);
-      return EXIT_TOOL_FAILED;
+      error = err.toJSON();
+    } else {
+      // Every failure a user can cause is a UsageError or a CorralError by now.
+      const message = `${err instanceof Error ? err.message : String(err)} (an internal error; please report it)`;
+      cli.fail(message);
+      error = { code: 'E_UNEXPECTED_EXIT', message, details: { reason: 'internal' }, retryable: false };
     }
-    // Every failure a user can cause is a UsageError or a CorralError by now.
-    cli.fail(`${err instanceof Error ? err.message : String(err)} (an internal error; please report it)`);
-    return EXIT_TOOL_FAILED;
+    if (json) cli.print(JSON.stringify(loaded?.failure?.(error, rest) ?? { ok: false, error }, null, 2));
+    return err instanceof UsageError ? EXIT_USAGE : EXIT_TOOL_FAILED;
   }
+}
+
+/** `--json` among a command's own arguments (not a program's, after `--`). */
+function wantsJson(args: string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
 }

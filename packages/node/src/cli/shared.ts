@@ -12,8 +12,22 @@ export const EXIT_OK = 0;
 export const EXIT_TOOL_FAILED = 1;
 export const EXIT_USAGE = 2;
 
-/** The command was misused: main prints the message and a pointer to --help, and exits EXIT_USAGE. */
-export class UsageError extends Error {}
+/**
+ * The command was misused: main prints the message and a pointer to the
+ * command's --help, and exits EXIT_USAGE; with --json, also an envelope whose
+ * error has the code E_USAGE (a code of the CLI only, like HTTP's own codes).
+ */
+export class UsageError extends Error {
+  /** Added to the envelope's `error.details` (e.g. `{ option: '--bogus' }`). */
+  readonly details: Record<string, unknown>;
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.details = details;
+  }
+}
+
+/** The code a misused command's --json envelope carries (ERRORS.md). */
+export const E_USAGE = 'E_USAGE';
 
 /** Prints to the terminal; main escapes what could act on it (see terminal.ts). */
 export type Print = (text: string) => void;
@@ -33,10 +47,23 @@ export interface Cli {
   fail: (message: string) => void;
 }
 
+/** An error as --json prints it: CorralError's JSON shape, with E_USAGE for misuse. */
+export interface ErrorJson {
+  code: string;
+  message: string;
+  details: unknown;
+  retryable: boolean;
+}
+
 /** One `corral` command: its --help text and what it does with its arguments. */
 export interface Command {
   help: string;
   command(args: string[], cli: Cli): Promise<number>;
+  /**
+   * The --json envelope of a failure the command threw (misuse, a refused
+   * file…). Default `{ ok: false, error }`; `run` gives its result's shape.
+   */
+  failure?(error: ErrorJson, args: string[]): object;
 }
 
 export function cliFor(io: CliIo): Cli {
@@ -58,11 +85,78 @@ type WithHelp<T extends Options> = {
 
 /** Parse a command's flags (and -h/--help) strictly; a bad flag is a UsageError. */
 export function parse<T extends Options>(args: string[], options: T, allowPositionals: boolean): ReturnType<typeof parseArgs<WithHelp<T>>> {
+  const all = { ...options, help: { type: 'boolean', short: 'h' } } as const;
   try {
-    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
+    return parseArgs({ args, options: all, allowPositionals, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw usageFromParseArgs(err, all);
   }
+}
+
+/**
+ * Node's parseArgs errors as sentences that say what to change: its own text
+ * spans lines and, for an unknown option, ends in an unclosed quote.
+ */
+export function usageFromParseArgs(err: unknown, options: Options): UsageError {
+  const { code, message } = err as NodeJS.ErrnoException;
+  const quoted = /'([^']*)'/.exec(message)?.[1] ?? '';
+  const flag = quoted.replace(/ <value>$/, '');
+  switch (code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      const near = closest(flag, optionNames(options));
+      return new UsageError(`unknown option ${flag}.${near ? ` Did you mean ${near}?` : ''}`, { option: flag });
+    }
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      if (/does not take an argument/.test(message)) return new UsageError(`${flag} takes no value.`, { option: flag });
+      if (/ambiguous/.test(message))
+        return new UsageError(`${flag} needs a value; for one that starts with '-', write ${flag}=VALUE.`, { option: flag });
+      return new UsageError(`${flag} needs a value.`, { option: flag });
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return new UsageError(`unexpected argument '${quoted}': this command takes only options.`, { argument: quoted });
+    default:
+      return new UsageError(message.replace(/\s*\n\s*/g, ' '));
+  }
+}
+
+function optionNames(options: Options): string[] {
+  return Object.entries(options).flatMap(([name, o]) => [`--${name}`, ...(o.short ? [`-${o.short}`] : [])]);
+}
+
+/** The known option nearest a mistyped one (at most 2 edits, or a prefix of it), for "Did you mean". */
+function closest(typed: string, known: string[]): string | undefined {
+  if (!typed.startsWith('--')) return undefined;
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const name of known) {
+    if (!name.startsWith('--')) continue;
+    const d = name.startsWith(typed) && typed.length > 3 ? 1 : editDistance(typed, name);
+    if (d < bestDistance) [best, bestDistance] = [name, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/** What an errno means to a person: "no such file" rather than ENOENT. */
+export function fileProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const words: Record<string, string> = {
+    ENOENT: 'no such file',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EISDIR: 'it is a folder, not a file',
+    ENOTDIR: 'a part of the path is not a folder',
+    ELOOP: 'too many symbolic links',
+  };
+  return (code && words[code]) ?? (err as Error).message;
 }
 
 /**
