@@ -1,17 +1,30 @@
 /** `corral run`: one tool call, through the whole pipeline, recorded in the snapshot store. */
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { InvokeResult, MountBinding } from '@corral/core';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, parseEnvFlags, type Cli, flagValue, toolDirsFlag } from './shared.js';
+import {
+  EXIT_OK,
+  EXIT_TOOL_FAILED,
+  UsageError,
+  parse,
+  parseEnvFlags,
+  type Cli,
+  type ErrorJson,
+  fileProblem,
+  flagValue,
+  toolDirsFlag,
+} from './shared.js';
 
 export const help = `corral run NAME[@RANGE] [options]
 corral run --wasm FILE --spec FILE [options]
 
 Run a tool in a sandbox worker. The input is JSON, checked against the
 tool's input_schema; the tool's JSON output is printed.
-  --input JSON          the input (default: read from stdin when it is not a terminal)
+  --input JSON          the input (default: read from stdin when it is piped;
+                        on a terminal one of --input, --input-file is needed)
   --input-file FILE     read the input from FILE
   --mount HOST:GUEST[:ro|rw]
                         bind a host folder to a mount the tool declares (repeatable)
@@ -28,24 +41,50 @@ tool's input_schema; the tool's JSON output is printed.
 
 Exit status: 0 the tool succeeded, 1 the tool failed, 2 the command was misused.`;
 
+const OPTIONS = {
+  input: { type: 'string' },
+  'input-file': { type: 'string' },
+  mount: { type: 'string', multiple: true },
+  env: { type: 'string', multiple: true },
+  timeout: { type: 'string' },
+  json: { type: 'boolean' },
+  tools: { type: 'string', multiple: true },
+  wasm: { type: 'string' },
+  spec: { type: 'string' },
+  store: { type: 'string' },
+  'no-store': { type: 'boolean' },
+} as const;
+
+/**
+ * A failure before the call (misuse, input that is not JSON, a tool file
+ * refused at registration) in the shape of the call's own --json envelope,
+ * so a program reads one shape from `corral run --json` whatever happened.
+ */
+export function failure(error: ErrorJson, args: string[]): object {
+  let tool: string | null = null;
+  try {
+    const { positionals } = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: false });
+    tool = positionals[0]?.replace(/(.)@.*$/, '$1') ?? null;
+  } catch {
+    // the arguments were what failed: no tool to name
+  }
+  return {
+    ok: false,
+    tool,
+    version: null,
+    output: null,
+    error,
+    exit_code: null,
+    duration_ms: 0,
+    stdout_head: '',
+    stderr_tail: '',
+    stdout_truncated: false,
+    stderr_truncated: false,
+  };
+}
+
 export async function command(args: string[], { print, io }: Cli): Promise<number> {
-  const { values, positionals } = parse(
-    args,
-    {
-      input: { type: 'string' },
-      'input-file': { type: 'string' },
-      mount: { type: 'string', multiple: true },
-      env: { type: 'string', multiple: true },
-      timeout: { type: 'string' },
-      json: { type: 'boolean' },
-      tools: { type: 'string', multiple: true },
-      wasm: { type: 'string' },
-      spec: { type: 'string' },
-      store: { type: 'string' },
-      'no-store': { type: 'boolean' },
-    },
-    true,
-  );
+  const { values, positionals } = parse(args, OPTIONS, true);
   if (values.help) return (print(help), EXIT_OK);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   const direct = values.wasm !== undefined || values.spec !== undefined;
@@ -65,6 +104,13 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       throw new UsageError(`bad --timeout ${values.timeout}: expected milliseconds, e.g. 5000.`);
   }
 
+  // No silent default on a terminal: stdin is read only when it is piped.
+  if (values.input === undefined && values['input-file'] === undefined && io.stdin.isTTY) {
+    const name = direct ? '--wasm FILE --spec FILE' : positionals[0]!;
+    throw new UsageError(
+      `no input for ${direct ? 'the tool' : name}, and stdin is a terminal: give --input JSON (--input '{}' for none) or --input-file FILE, or pipe it in (… | corral run ${name}).`,
+    );
+  }
   // Every flag is checked before the input is read: stdin may never end.
   const input = await readInput(values.input, values['input-file'], io.stdin);
   const store = values['no-store'] ? false : values.store;
@@ -84,7 +130,14 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       const tool = await loadToolFiles(new Registry(), resolve(values.spec!), resolve(values.wasm!));
       result = await corral.invokeTool(tool, input, options);
     } else {
-      result = await corral.invoke(positionals[0]!, input, options);
+      const name = positionals[0]!;
+      const skipped = await loadErrorsFor(name, corral.loadErrors);
+      // The tool is in a --tools folder but could not be loaded: that is the answer, not "no such tool".
+      if (skipped.length > 0 && !corral.registry.list().some((t) => t.spec.name === name.replace(/(.)@.*$/, '$1'))) throw skipped[0];
+      result = await corral.invoke(name, input, options);
+      if (result.error?.code === ErrorCodes.TOOL_NOT_FOUND)
+        for (const err of corral.loadErrors)
+          io.stderr.write(`corral: skipped, could not load: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
     }
     if (values.json) {
       print(JSON.stringify(result, null, 2));
@@ -120,22 +173,42 @@ async function readInput(
     try {
       text = await readFile(file, 'utf8');
     } catch (err) {
-      throw new UsageError(`cannot read --input-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new UsageError(`--input-file ${file}: ${fileProblem(err)} (looked for ${resolve(file)}).`, { option: '--input-file' });
     }
     from = file;
-  } else if (!stdin.isTTY) {
+  } else {
     const chunks: Buffer[] = [];
     for await (const chunk of stdin) chunks.push(Buffer.from(chunk as Buffer));
     text = Buffer.concat(chunks).toString('utf8');
     from = 'stdin';
+    // An empty pipe (`< /dev/null`, a script's closed stdin) is no input: {}.
     if (text.trim() === '') text = '{}';
-  } else {
-    text = '{}';
-    from = 'default';
   }
   try {
     return JSON.parse(text);
   } catch (err) {
     throw new CorralError(ErrorCodes.INPUT_VALIDATION, `The input from ${from} is not valid JSON: ${(err as Error).message}`, { from });
   }
+}
+
+/**
+ * The tools of --tools folders that failed to load under this name: the spec
+ * that says `"name": NAME`, or whose folder is named NAME when the spec
+ * cannot be read.
+ */
+async function loadErrorsFor(ref: string, errors: readonly CorralError[]): Promise<CorralError[]> {
+  const name = ref.replace(/(.)@.*$/, '$1');
+  const found: CorralError[] = [];
+  for (const err of errors) {
+    const source = (err.details as { source?: unknown }).source;
+    if (typeof source !== 'string' || !source.endsWith('.json')) continue;
+    let named: unknown;
+    try {
+      named = (JSON.parse(await readFile(source, 'utf8')) as { name?: unknown }).name;
+    } catch {
+      named = basename(dirname(source));
+    }
+    if (named === name) found.push(err);
+  }
+  return found;
 }
