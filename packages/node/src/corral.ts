@@ -56,6 +56,7 @@ export class Corral extends CorralHost<WorkerExecutor> {
       resourceLimits: 'object|false',
       cache: 'object|false',
       prepareTimeoutMs: 'ms',
+      onPrepare: 'function',
     });
     const registry = new Registry();
     const dirs = [...(options.bundled === false ? [] : [BUNDLED_TOOLS_DIR]), ...(options.toolDirs ?? [])];

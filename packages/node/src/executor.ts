@@ -1,4 +1,4 @@
-import { PoolExecutor } from '@corral/wasi/host-kit';
+import { PoolExecutor, type PrepareEvent } from '@corral/wasi/host-kit';
 import { WorkerPool, type PoolOptions, type SandboxWorker } from './pool.js';
 import { ComponentCache } from './cache.js';
 import { hostMountChecks } from './mounts.js';
@@ -8,6 +8,8 @@ export interface WorkerExecutorOptions extends PoolOptions {
   cache?: ComponentCache | false;
   /** Time allowed to transpile a component the first time. Default 120 s. */
   prepareTimeoutMs?: number;
+  /** Told when a component has to be transpiled before its first call (not cached): seconds for a large one. */
+  onPrepare?: (event: PrepareEvent) => void;
 }
 
 /**
@@ -24,6 +26,7 @@ export class WorkerExecutor extends PoolExecutor<SandboxWorker> {
     super(new WorkerPool(options), {
       cache: options.cache === false ? undefined : (options.cache ?? new ComponentCache()),
       ...(options.prepareTimeoutMs !== undefined ? { prepareTimeoutMs: options.prepareTimeoutMs } : {}),
+      ...(options.onPrepare !== undefined ? { onPrepare: options.onPrepare } : {}),
       mountSources: hostMountChecks,
     });
   }

@@ -12,6 +12,7 @@
 export { Corral, BUNDLED_TOOLS_DIR, type CorralOptions } from './corral.js';
 export type { ExecOptions } from '@corral/wasi';
 export { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
+export type { PrepareEvent } from '@corral/wasi/host-kit';
 export { WorkerPool, SandboxWorker, DEFAULT_RESOURCE_LIMITS, type PoolOptions, type TaskOptions } from './pool.js';
 export { ComponentCache, defaultCacheDir } from './cache.js';
 export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';

@@ -64,8 +64,20 @@ export interface PreparedComponentStore {
   set(sha256: string, prepared: PreparedComponent): Promise<void>;
 }
 
+/** A component being transpiled before its first call (not in any cache): seconds for a large one. */
+export interface PrepareEvent {
+  /** The tool's (or program's) name. */
+  name: string;
+  /** The component's SHA-256, the key it is cached under. */
+  sha256: string;
+  /** Settles (never rejects) when the transpile is over, done or failed. */
+  finished: Promise<void>;
+}
+
 export interface PoolExecutorOptions {
   cache?: PreparedComponentStore | undefined;
+  /** Told when a component has to be transpiled first, so a host can show progress (the CLI does after 0.5 s). */
+  onPrepare?: ((event: PrepareEvent) => void) | undefined;
   /** Time allowed to transpile a component the first time. Default 120 s. */
   prepareTimeoutMs?: number;
   /**
@@ -207,22 +219,31 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const cached = await this.#options.cache?.get(key);
     if (cached) return cached;
     onTranspile?.();
+    let finish = () => {};
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    try {
+      this.#options.onPrepare?.({ name, sha256: key, finished });
+    } catch {
+      // A listener's failure is not the call's.
+    }
     const timeoutMs = this.#options.prepareTimeoutMs ?? 120_000;
-    const prepared = await this.pool.run(
-      async (worker) => {
-        const outcome = await worker.api.prepare(wasm, name);
-        if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
-        return outcome.value;
-      },
-      {
-        timeoutMs,
-        onTimeout: () =>
-          new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `Preparing ${name} took longer than ${timeoutMs} ms.`, {
-            resource: 'time',
-            timeout_ms: timeoutMs,
-          }),
-      },
-    );
+    const prepared = await this.pool
+      .run(
+        async (worker) => {
+          const outcome = await worker.api.prepare(wasm, name);
+          if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
+          return outcome.value;
+        },
+        {
+          timeoutMs,
+          onTimeout: () =>
+            new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `Preparing ${name} took longer than ${timeoutMs} ms.`, {
+              resource: 'time',
+              timeout_ms: timeoutMs,
+            }),
+        },
+      )
+      .finally(finish);
     await this.#options.cache?.set(key, prepared);
     return prepared;
   }

@@ -13,6 +13,7 @@ export {
   type ExecutorWorker,
   type PreparedComponentStore,
   type PoolExecutorOptions,
+  type PrepareEvent,
 } from './executor.js';
 export type { SandboxWorkerApi, RunJob } from './worker-api.js';
 export { CorralHost, checkHostOptions, openHostStore, type CorralHostParts, type HostExecutor, type HostOptionKind } from './host.js';
