@@ -4,7 +4,18 @@
  * loads none of them and `corral exec` none of the tool machinery.
  */
 import { CorralError } from '@corral/core/errors';
-import { E_USAGE, EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, cliFor, type CliIo, type Command, type ErrorJson } from './shared.js';
+import {
+  E_USAGE,
+  EXIT_OK,
+  EXIT_TOOL_FAILED,
+  EXIT_USAGE,
+  UsageError,
+  cliFor,
+  registrationHint,
+  type CliIo,
+  type Command,
+  type ErrorJson,
+} from './shared.js';
 
 export { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError } from './shared.js';
 
@@ -86,7 +97,7 @@ export async function main(
       const help = `corral ${known ? `${command} ` : ''}--help`;
       error = { code: E_USAGE, message: err.message, details: { ...err.details, help }, retryable: false };
     } else if (err instanceof CorralError) {
-      cli.fail(`${err.message} (${err.code})`);
+      cli.fail(`${err.message} (${err.code})${registrationHint(err)}`);
       error = err.toJSON();
     } else {
       // Every failure a user can cause is a UsageError or a CorralError by now.

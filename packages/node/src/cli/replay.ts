@@ -16,6 +16,7 @@ import {
   type Cli,
   type Print,
   flagValue,
+  prepareProgress,
   toolDirsFlag,
 } from './shared.js';
 import { noStore, openExisting } from './store.js';
@@ -34,7 +35,7 @@ Exit status: 0 identical, 1 different (or the call cannot be replayed), 2 misuse
  * The wasm's SHA-256 tells whether the artifact itself changed. The replay
  * is not recorded in the store: it is a check, not something an agent did.
  */
-export async function command(args: string[], { print }: Cli): Promise<number> {
+export async function command(args: string[], { print, io }: Cli): Promise<number> {
   const { values, positionals } = parse(
     args,
     {
@@ -83,7 +84,7 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   }
 
   const scratch = new MemoryStore('replay');
-  const corral = await Corral.create({ toolDirs, store: scratch, size: 1 });
+  const corral = await Corral.create({ toolDirs, store: scratch, size: 1, ...prepareProgress(io.stderr) });
   try {
     let tool: Tool;
     try {

@@ -15,6 +15,8 @@ import {
   type ErrorJson,
   fileProblem,
   flagValue,
+  prepareProgress,
+  registrationHint,
   toolDirsFlag,
 } from './shared.js';
 
@@ -120,6 +122,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     toolDirs,
     bundled: !direct,
     size: 1,
+    ...prepareProgress(io.stderr),
     ...(store !== undefined ? { store } : {}),
   });
   try {
@@ -137,7 +140,9 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       result = await corral.invoke(name, input, options);
       if (result.error?.code === ErrorCodes.TOOL_NOT_FOUND)
         for (const err of corral.loadErrors)
-          io.stderr.write(`corral: skipped, could not load: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
+          io.stderr.write(
+            `corral: skipped, could not load: ${forTerminal(err.message + ` (${err.code})` + registrationHint(err), { oneLine: true })}\n`,
+          );
     }
     if (values.json) {
       print(JSON.stringify(result, null, 2));

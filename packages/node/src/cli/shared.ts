@@ -5,6 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { PrepareEvent } from '@corral/wasi/host-kit';
 import { forTerminal } from '../terminal.js';
 
 /** Exit statuses: the tool ran and succeeded, the tool failed, the command was misused. */
@@ -208,6 +209,38 @@ export function parseEnvFlags(flags: readonly string[] | undefined, { fromShell 
       return [name, value];
     }),
   );
+}
+
+/**
+ * The command that shows how to fix a tool refused at registration: a spec
+ * file's every problem, by path (`corral validate`). Empty for other errors.
+ */
+export function registrationHint(err: { code: string; details?: unknown }): string {
+  const source = (err.details as { source?: unknown } | undefined)?.source;
+  if (err.code !== 'E_REGISTRATION' || typeof source !== 'string' || !source.endsWith('.json')) return '';
+  return `; corral validate ${/^[\w./-]+$/.test(source) ? source : JSON.stringify(source)} lists every problem`;
+}
+
+/** How long a first transpile may take before the CLI says what it is doing. */
+export const PROGRESS_AFTER_MS = 500;
+
+/**
+ * A progress line on stderr when a component's first transpile takes longer
+ * than PROGRESS_AFTER_MS, so a 3 s first call does not look hung. Only on a
+ * terminal, as npm shows progress: a pipe or a log gets what it asked for
+ * and nothing else (stdout is never touched, so --json stays clean).
+ */
+export function prepareProgress(stderr: NodeJS.WritableStream & { isTTY?: boolean }): { onPrepare?: (event: PrepareEvent) => void } {
+  if (!stderr.isTTY) return {};
+  return {
+    onPrepare: ({ name, finished }) => {
+      const timer = setTimeout(
+        () => stderr.write(`corral: preparing ${forTerminal(name, { oneLine: true })} (first run: compiling, cached for later runs)…\n`),
+        PROGRESS_AFTER_MS,
+      );
+      void finished.then(() => clearTimeout(timer));
+    },
+  };
 }
 
 /** A recorded field shown on one line (a table cell, `name  value`): a newline in it must not fake a row. */

@@ -1,7 +1,7 @@
 /** `corral tools`: the tools Corral can run, bundled and from --tools folders. */
 import type { Tool } from '@corral/core';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, parse, type Cli, toolDirsFlag } from './shared.js';
+import { EXIT_OK, parse, type Cli, registrationHint, toolDirsFlag } from './shared.js';
 
 export const help = `corral tools [--json] [--tools DIR]
 
@@ -26,7 +26,7 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
       if (tools.length === 0) print('No tools found.');
     }
     for (const err of corral.loadErrors)
-      process.stderr.write(`corral: skipped: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
+      process.stderr.write(`corral: skipped: ${forTerminal(err.message + ` (${err.code})` + registrationHint(err), { oneLine: true })}\n`);
     return EXIT_OK;
   } finally {
     await corral.close();
