@@ -13,7 +13,7 @@ import type { MountBinding } from '@corral/core';
 import { EXEC_DEFAULTS, execRequest } from '@corral/wasi';
 import { WorkerExecutor } from '../executor.js';
 import { hostSource } from '../mounts.js';
-import { EXIT_USAGE, UsageError, parseEnvFlags, type Cli } from './shared.js';
+import { EXIT_USAGE, UsageError, parseEnvFlags, type Cli, usageFromParseArgs } from './shared.js';
 
 export const help = `corral exec FILE.wasm [options] [-- ARGS...]
 
@@ -45,20 +45,22 @@ export const EXIT_STOPPED = 125;
 /** A shell's status for a process ended by SIGPIPE: the reader of our stdout went away. */
 const EXIT_BROKEN_PIPE = 141;
 
+const EXEC_OPTIONS = {
+  dir: { type: 'string', multiple: true },
+  env: { type: 'string', multiple: true },
+  argv0: { type: 'string' },
+  'memory-mb': { type: 'string' },
+  'disk-mb': { type: 'string' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export async function command(args: string[], { io, fail }: Cli): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
       args,
-      options: {
-        dir: { type: 'string', multiple: true },
-        env: { type: 'string', multiple: true },
-        argv0: { type: 'string' },
-        'memory-mb': { type: 'string' },
-        'disk-mb': { type: 'string' },
-        timeout: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: EXEC_OPTIONS,
       allowPositionals: true,
       strict: true,
       tokens: true,
@@ -66,8 +68,11 @@ export async function command(args: string[], { io, fail }: Cli): Promise<number
   } catch (err) {
     // Node's messages span lines and end with a period; the hint fits only an option we do not know.
     const { code, message } = err as NodeJS.ErrnoException;
-    const said = message.replace(/\s*\n\s*/g, ' ').replace(/\.$/, '');
-    throw new UsageError(code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${said}. Put the program's own arguments after --.` : `${said}.`);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const usage = usageFromParseArgs(err, EXEC_OPTIONS);
+      throw new UsageError(`${usage.message} Put the program's own arguments after --.`, usage.details);
+    }
+    throw new UsageError(`${message.replace(/\s*\n\s*/g, ' ').replace(/\.$/, '')}.`);
   }
   const { values, positionals } = parsed;
   if (values.help) return (io.stdout.write(help + '\n'), 0);
