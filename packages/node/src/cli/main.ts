@@ -19,7 +19,8 @@ import {
 
 export { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError } from './shared.js';
 
-const COMMANDS: Record<string, () => Promise<Command>> = {
+/** Every command, loaded when it runs (`corral completion` reads their names and --help from here). */
+export const COMMANDS: Record<string, () => Promise<Command>> = {
   tools: () => import('./tools.js'),
   run: () => import('./run.js'),
   exec: () => import('./exec.js'),
@@ -33,6 +34,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   approve: () => import('./approve.js'),
   approvals: () => import('./approvals.js'),
   audit: () => import('./audit.js'),
+  completion: () => import('./completion.js'),
 };
 
 export const HELP = `corral — run sandboxed WASI tools for AI agents
@@ -52,6 +54,7 @@ Usage:
   corral approvals [--json]                    calls waiting for approval
   corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)
   corral audit [--json] [--since] [--tool]     grants, revocations, denials and approvals
+  corral completion bash|zsh|fish              print a shell completion script
 
 Run 'corral COMMAND --help' for a command's options; 'corral --version' prints the version.`;
 
