@@ -83,6 +83,8 @@ export async function main(
       case '--help':
       case 'help': {
         const topic = rest[0] !== undefined && Object.hasOwn(COMMANDS, rest[0]) ? COMMANDS[rest[0]] : undefined;
+        if (rest[0] !== undefined && !topic)
+          throw new UsageError(`no command '${rest[0]}'. Commands: ${Object.keys(COMMANDS).join(', ')}.`);
         cli.print(topic ? (await topic()).help : HELP);
         return command === undefined ? EXIT_USAGE : EXIT_OK;
       }

@@ -13,6 +13,7 @@ import {
   parseEnvFlags,
   type Cli,
   type ErrorJson,
+  fileFlag,
   fileProblem,
   flagValue,
   prepareProgress,
@@ -95,6 +96,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   if (!direct && positionals.length !== 1)
     throw new UsageError('name one tool to run, e.g. corral run diff-summary --input-file diff.json');
   if (values.input !== undefined && values['input-file'] !== undefined) throw new UsageError('give --input or --input-file, not both.');
+  if (direct) for (const flag of ['spec', 'wasm'] as const) fileFlag(`--${flag}`, values[flag]!);
 
   const { parseMountFlag } = await import('../mounts.js');
   const mounts: MountBinding[] = (values.mount ?? []).map((flag) => flagValue(() => parseMountFlag(flag)));

@@ -4,6 +4,7 @@
  * and terminal.ts only): main.ts loads it for `--help` too.
  */
 import { statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { PrepareEvent } from '@corral/wasi/host-kit';
 import { forTerminal } from '../terminal.js';
@@ -144,6 +145,21 @@ function editDistance(a: string, b: string): number {
     row = next;
   }
   return row[b.length]!;
+}
+
+/**
+ * A flag naming a file that must exist (`--spec`, `--wasm`): one that does
+ * not is misuse of the command, said before anything starts.
+ */
+export function fileFlag(flag: string, path: string): string {
+  let problem: string | undefined;
+  try {
+    if (statSync(path).isDirectory()) problem = 'it is a folder, not a file';
+  } catch (err) {
+    problem = fileProblem(err);
+  }
+  if (problem) throw new UsageError(`${flag} ${path}: ${problem} (looked for ${resolvePath(path)}).`, { option: flag });
+  return path;
 }
 
 /** What an errno means to a person: "no such file" rather than ENOENT. */
