@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -191,5 +191,119 @@ describe('a malformed --mount', () => {
       expect(r.code, command.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/Bad --mount "just-a-folder": expected HOSTDIR:GUESTDIR\[:ro\|rw\]/);
     }
+  });
+});
+
+/** Whether a program is on PATH (the shells and util-linux `script` are optional here). */
+function installed(program: string): boolean {
+  try {
+    execFileSync(program, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Run `command` in a shell, as a user would type it; stdout and the exit status. */
+function sh(shell: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string }> {
+  return promisify(execFile)(shell, args, { cwd: ROOT, env }).then(
+    ({ stdout }) => ({ code: 0, stdout }),
+    (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
+  );
+}
+
+describe('corral completion', () => {
+  /** A `corral` on PATH, as after npm install -g, for the scripts' `corral tools --json`. */
+  async function shellEnv(): Promise<NodeJS.ProcessEnv> {
+    const bin = await mkdtemp(join(tmpdir(), 'corral-bin-'));
+    await writeFile(join(bin, 'corral'), `#!/bin/sh\nexec '${process.execPath}' '${CLI}' "$@"\n`);
+    await chmod(join(bin, 'corral'), 0o755);
+    return { ...process.env, PATH: `${bin}:${process.env.PATH}`, CORRAL_STORE: join(bin, 's.db') };
+  }
+
+  it('bash: commands, subcommands, options, and tool names after run', async () => {
+    const env = await shellEnv();
+    const script = join(await mkdtemp(join(tmpdir(), 'corral-completion-')), 'corral.bash');
+    const made = await corral(['completion', 'bash']);
+    expect(made.code).toBe(0);
+    await writeFile(script, made.stdout);
+    const complete = async (words: string[]) => {
+      const line = words.map((w) => `'${w}'`).join(' ');
+      const r = await sh(
+        'bash',
+        ['-c', `source '${script}'; COMP_WORDS=(${line}); COMP_CWORD=${words.length - 1}; _corral; echo "\${COMPREPLY[*]}"`],
+        env,
+      );
+      expect(r.code).toBe(0);
+      return r.stdout.trim().split(' ');
+    };
+    expect(await complete(['corral', 'sn'])).toEqual(['snapshots']);
+    expect(await complete(['corral', 'com'])).toEqual(['completion']);
+    expect(await complete(['corral', 'run', ''])).toEqual(expect.arrayContaining(['diff-summary', 'file-stats', '--input', '--json']));
+    expect(await complete(['corral', 'run', 'diff-summary', '--inp'])).toEqual(['--input', '--input-file']);
+    expect(await complete(['corral', 'snapshots', ''])).toEqual(expect.arrayContaining(['list', 'show', 'export', 'prune']));
+    expect(await complete(['corral', 'completion', ''])).toEqual(expect.arrayContaining(['bash', 'zsh', 'fish']));
+    // A path option completes files.
+    expect(await complete(['corral', 'run', 'x', '--input-file', 'wasm-tools/diff-summary/examples/example.d'])).toEqual([
+      'wasm-tools/diff-summary/examples/example.diff.json',
+    ]);
+  });
+
+  it.skipIf(!installed('zsh'))('zsh: the same, through compadd', async () => {
+    const env = await shellEnv();
+    const script = join(await mkdtemp(join(tmpdir(), 'corral-completion-')), '_corral');
+    await writeFile(script, (await corral(['completion', 'zsh'])).stdout);
+    // compadd and _files stand in for zsh's completion system: print what would be offered.
+    const stubs = 'compadd(){ [[ $1 == -- ]] && shift; print -r -- "$@"; }; _files(){ print FILES; }; compdef(){ }';
+    const r = await sh(
+      'zsh',
+      [
+        '-fc',
+        `${stubs}; source '${script}'; words=(corral run ''); CURRENT=3; PREFIX=''; _corral; words=(corral run --tools ''); CURRENT=4; _corral`,
+      ],
+      env,
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/--input-file/);
+    expect(r.stdout).toMatch(/^diff-summary file-stats$/m);
+    expect(r.stdout).toMatch(/^FILES$/m);
+  });
+
+  it.skipIf(!installed('fish'))('fish: the same, through complete -C', async () => {
+    const env = await shellEnv();
+    const script = join(await mkdtemp(join(tmpdir(), 'corral-completion-')), 'corral.fish');
+    await writeFile(script, (await corral(['completion', 'fish'])).stdout);
+    const r = await sh(
+      'fish',
+      ['-c', `source '${script}'; complete -C 'corral run '; complete -C 'corral snapshots '; complete -C 'corral run --input-f'`],
+      env,
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n')).toEqual(expect.arrayContaining(['diff-summary', 'file-stats', 'list', 'prune', '--input-file']));
+  });
+});
+
+describe('the first transpile of a tool', () => {
+  /** On a terminal (util-linux `script` gives the CLI a pty; stdout and stderr arrive merged). */
+  function onTerminal(args: string[], env: NodeJS.ProcessEnv) {
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    return sh('script', ['-qec', [process.execPath, CLI, ...args].map(quote).join(' '), '/dev/null'], env);
+  }
+  const run = ['run', 'diff-summary', '--input', '{"diff":""}', '--no-store'];
+
+  it.skipIf(!installed('script'))('says what it is doing on a terminal, once; a pipe gets only the output', async () => {
+    const cold = { ...process.env, CORRAL_CACHE_DIR: await mkdtemp(join(tmpdir(), 'corral-cold-')) };
+    const first = await onTerminal(run, cold);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^corral: preparing diff-summary \(first run: compiling, cached for later runs\)…\r?\n\{/);
+    const second = await onTerminal(run, cold);
+    expect(second.code).toBe(0);
+    expect(second.stdout).not.toMatch(/preparing/);
+    const piped = await promisify(execFile)(process.execPath, [CLI, ...run, '--json'], {
+      cwd: ROOT,
+      env: { ...process.env, CORRAL_CACHE_DIR: await mkdtemp(join(tmpdir(), 'corral-cold-')) },
+    });
+    expect(piped.stderr).toBe('');
+    expect(JSON.parse(piped.stdout)).toMatchObject({ ok: true });
   });
 });

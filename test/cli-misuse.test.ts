@@ -1,0 +1,342 @@
+/**
+ * Every way of misusing `corral` a user has hit, one row each, through the
+ * real binary: the exit status (0 ok, 1 the call or a file it named was
+ * refused, 2 the command line itself is wrong), a fragment of what the user
+ * reads on stderr, and, with --json, the envelope on stdout.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const CLI = join(ROOT, 'packages/node/bin/corral.js');
+const FIXTURES = join(ROOT, 'test/fixtures/tools');
+
+let home = '';
+/** A folder with one tool whose spec is missing `component` and `input_schema`. */
+let broken = '';
+
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), 'corral-misuse-'));
+  broken = join(home, 'tools');
+  await mkdir(join(broken, 'mytool'), { recursive: true });
+  await writeFile(join(broken, 'mytool/tool-spec.json'), JSON.stringify({ name: 'mytool', version: '1.0.0' }));
+});
+
+const env = () => ({ ...process.env, CORRAL_STORE: join(home, 'snapshots.db'), CORRAL_POLICY: join(home, 'policy.yaml') });
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The real CLI in a child process, stdin a pipe given `stdin` (empty by default: never a terminal). */
+function corral(args: string[], stdin = ''): Promise<Ran> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: env() }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
+    );
+    child.stdin!.end(stdin);
+  });
+}
+
+const hasScript = (() => {
+  try {
+    execFileSync('script', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** The CLI on a terminal (util-linux `script` gives it a pty for stdin, stdout and stderr; their output arrives merged). */
+function onTerminal(args: string[], extraEnv: Record<string, string> = {}): Promise<Ran> {
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return new Promise((resolve) => {
+    execFile(
+      'script',
+      ['-qec', [process.execPath, CLI, ...args].map(quote).join(' '), '/dev/null'],
+      { cwd: ROOT, env: { ...env(), ...extraEnv } },
+      (err, stdout) =>
+        resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout: '', stderr: stdout.replace(/\r\n/g, '\n') }),
+    );
+  });
+}
+
+interface Row {
+  /** What the user did, as the row's name. */
+  case: string;
+  args: () => string[];
+  code: 0 | 1 | 2;
+  /** What the user reads on stderr. */
+  says: RegExp;
+  /** With --json: the envelope's error code (stdout must parse as `{ ok: false, error: { code, message, … } }`). */
+  envelope?: string;
+  /** Run on a terminal instead of with a pipe for stdin. */
+  terminal?: boolean;
+  stdin?: string;
+}
+
+const ROWS: Row[] = [
+  // --tools
+  {
+    case: 'run with a --tools folder that does not exist',
+    args: () => ['run', 'diff-summary', '--tools', '/nonexistent', '--input', '{}'],
+    code: 2,
+    says: /--tools "\/nonexistent": no such folder/,
+  },
+  {
+    case: 'tools with a --tools folder that does not exist',
+    args: () => ['tools', '--tools', '/nonexistent'],
+    code: 2,
+    says: /--tools "\/nonexistent": no such folder/,
+  },
+  {
+    case: 'tools --json with a --tools folder that does not exist',
+    args: () => ['tools', '--json', '--tools', '/nonexistent'],
+    code: 2,
+    says: /no such folder/,
+    envelope: 'E_USAGE',
+  },
+  // a broken tool folder
+  {
+    case: 'run a tool whose folder is broken: the reason, the file and the fix, not E_TOOL_NOT_FOUND',
+    args: () => ['run', 'mytool', '--tools', broken, '--input', '{}'],
+    code: 1,
+    says: /Invalid tool spec .*mytool\/tool-spec\.json: 2 problems: .*'component'.*\(E_REGISTRATION\); corral validate .*mytool\/tool-spec\.json lists every problem/,
+  },
+  {
+    case: 'run --json a tool whose folder is broken',
+    args: () => ['run', 'mytool', '--tools', broken, '--input', '{}', '--json'],
+    code: 1,
+    says: /Invalid tool spec .*\(E_REGISTRATION\)/,
+    envelope: 'E_REGISTRATION',
+  },
+  {
+    case: 'run a tool that does not exist, beside a broken one: both said',
+    args: () => ['run', 'nosuch', '--tools', broken, '--input', '{}'],
+    code: 1,
+    says: /skipped, could not load: Invalid tool spec .*mytool[\s\S]*No tool named 'nosuch'.*\(E_TOOL_NOT_FOUND\)/,
+  },
+  {
+    case: 'tools with a broken tool in --tools: listed as skipped, the others listed',
+    args: () => ['tools', '--tools', broken],
+    code: 0,
+    says: /skipped: Invalid tool spec .*mytool\/tool-spec\.json.*corral validate/,
+  },
+  // bad flag values: all exit 2
+  {
+    case: 'a malformed --mount',
+    args: () => ['run', 'file-stats', '--mount', 'just-a-folder', '--input', '{}'],
+    code: 2,
+    says: /Bad --mount "just-a-folder": expected HOSTDIR:GUESTDIR\[:ro\|rw\]/,
+  },
+  {
+    case: 'a malformed --mount, with --json',
+    args: () => ['run', 'file-stats', '--mount', 'just-a-folder', '--input', '{}', '--json'],
+    code: 2,
+    says: /Bad --mount/,
+    envelope: 'E_USAGE',
+  },
+  {
+    case: 'a malformed --env',
+    args: () => ['run', 'diff-summary', '--env', 'LANG', '--input', '{}'],
+    code: 2,
+    says: /bad --env "LANG": expected NAME=VALUE/,
+  },
+  {
+    case: 'a malformed --env, with --json',
+    args: () => ['run', 'diff-summary', '--env', 'LANG', '--input', '{}', '--json'],
+    code: 2,
+    says: /bad --env/,
+    envelope: 'E_USAGE',
+  },
+  {
+    case: 'a malformed --timeout',
+    args: () => ['run', 'diff-summary', '--timeout', 'soon', '--input', '{}'],
+    code: 2,
+    says: /bad --timeout soon: expected milliseconds, e\.g\. 5000/,
+  },
+  {
+    case: '--store and --no-store together',
+    args: () => ['run', 'diff-summary', '--store', 'x.db', '--no-store', '--input', '{}'],
+    code: 2,
+    says: /give --store PATH or --no-store, not both/,
+  },
+  {
+    case: 'a flag without its value',
+    args: () => ['run', 'diff-summary', '--input'],
+    code: 2,
+    says: /--input needs a value\./,
+  },
+  // input
+  {
+    case: 'malformed --input JSON: the call is refused (exit 1), as HTTP refuses a body that is not JSON',
+    args: () => ['run', 'diff-summary', '--input', '{not json'],
+    code: 1,
+    says: /The input from --input is not valid JSON: .*\(E_INPUT_VALIDATION\)/,
+  },
+  {
+    case: 'malformed --input JSON, with --json',
+    args: () => ['run', 'diff-summary', '--input', '{not json', '--json'],
+    code: 1,
+    says: /not valid JSON/,
+    envelope: 'E_INPUT_VALIDATION',
+  },
+  {
+    case: 'an --input-file that does not exist: its path and what is wrong, not a bare ENOENT',
+    args: () => ['run', 'diff-summary', '--input-file', 'no/such/input.json'],
+    code: 2,
+    says: /--input-file no\/such\/input\.json: no such file \(looked for \/.*\/no\/such\/input\.json\)/,
+  },
+  {
+    case: 'an --input-file that does not exist, with --json',
+    args: () => ['run', 'diff-summary', '--input-file', 'no/such/input.json', '--json'],
+    code: 2,
+    says: /no such file/,
+    envelope: 'E_USAGE',
+  },
+  {
+    case: 'no input on a terminal: says what to give instead of running on {}',
+    args: () => ['run', 'diff-summary'],
+    terminal: true,
+    code: 2,
+    says: /no input for diff-summary, and stdin is a terminal: give --input JSON \(--input '\{\}' for none\) or --input-file FILE, or pipe it in/,
+  },
+  {
+    case: '--wasm FILE that does not exist',
+    args: () => ['run', '--wasm', '/no/such.wasm', '--spec', join(FIXTURES, 'echo/tool-spec.json'), '--input', '{}'],
+    code: 2,
+    says: /--wasm \/no\/such\.wasm: no such file/,
+  },
+  {
+    case: '--spec FILE that is refused at registration, with --json',
+    args: () => [
+      'run',
+      '--wasm',
+      join(FIXTURES, 'echo/echo.wasm'),
+      '--spec',
+      join(broken, 'mytool/tool-spec.json'),
+      '--input',
+      '{}',
+      '--json',
+    ],
+    code: 1,
+    says: /Invalid tool spec .*\(E_REGISTRATION\); corral validate/,
+    envelope: 'E_REGISTRATION',
+  },
+  // unknown things
+  {
+    case: 'an unknown flag: one sentence, no parseArgs text with an unclosed quote',
+    args: () => ['run', 'diff-summary', '--bogus'],
+    code: 2,
+    says: /^corral: unknown option --bogus\.\nRun 'corral run --help' for usage\.\n$/,
+  },
+  {
+    case: 'a mistyped flag: the flag meant',
+    args: () => ['run', 'diff-summary', '--inptu', '{}'],
+    code: 2,
+    says: /unknown option --inptu\. Did you mean --input\?/,
+  },
+  {
+    case: 'an unknown flag, with --json',
+    args: () => ['tools', '--jsn', '--json'],
+    code: 2,
+    says: /unknown option --jsn\. Did you mean --json\?/,
+    envelope: 'E_USAGE',
+  },
+  {
+    case: 'an argument a command does not take',
+    args: () => ['tools', 'diff-summary'],
+    code: 2,
+    says: /unexpected argument 'diff-summary': this command takes only options/,
+  },
+  {
+    case: 'an unknown command',
+    args: () => ['frobnicate'],
+    code: 2,
+    says: /unknown command 'frobnicate'\. Commands: tools, run, .*completion/,
+  },
+  {
+    case: 'an unknown command, with --json',
+    args: () => ['frobnicate', '--json'],
+    code: 2,
+    says: /unknown command 'frobnicate'/,
+    envelope: 'E_USAGE',
+  },
+  { case: 'help for an unknown command', args: () => ['help', 'frobnicate'], code: 2, says: /no command 'frobnicate'/ },
+  { case: 'no command at all: the usage on stdout, exit 2', args: () => [], code: 2, says: /^$/ },
+  { case: 'run with no tool named', args: () => ['run'], code: 2, says: /name one tool to run, e\.g\. corral run diff-summary/ },
+  {
+    case: 'exec with an unknown flag: the program\u2019s arguments go after --',
+    args: () => ['exec', 'x.wasm', '--frobnicate'],
+    code: 2,
+    says: /unknown option --frobnicate\. Put the program's own arguments after --\./,
+  },
+  // completion
+  { case: 'completion without a shell', args: () => ['completion'], code: 2, says: /name a shell: corral completion bash\|zsh\|fish/ },
+  { case: 'completion for a shell it does not know', args: () => ['completion', 'tcsh'], code: 2, says: /got 'tcsh'/ },
+];
+
+describe('corral misused: exit status and message, row by row', () => {
+  for (const row of ROWS) {
+    it.skipIf(row.terminal && !hasScript)(`${row.case} → exit ${row.code}`, async () => {
+      const r = row.terminal ? await onTerminal(row.args()) : await corral(row.args(), row.stdin);
+      expect(r.code, r.stderr).toBe(row.code);
+      expect(r.stderr).toMatch(row.says);
+      if (row.code === 2 && !row.terminal && row.args().length > 0) expect(r.stderr).toMatch(/Run 'corral (\w+ )?--help' for usage\.\n$/);
+      if (row.envelope) {
+        const envelope = JSON.parse(r.stdout);
+        expect(envelope).toMatchObject({ ok: false, error: { code: row.envelope, message: expect.any(String), retryable: false } });
+        // The envelope says what stderr says.
+        expect(r.stderr).toContain(envelope.error.message.slice(0, 40));
+      } else if (!row.terminal && row.args().length > 0 && row.code !== 0) {
+        expect(r.stdout).toBe('');
+      }
+    });
+  }
+
+  it("run's --json envelope has one shape, whether the call ran or was refused before it", async () => {
+    const ran = JSON.parse((await corral(['run', 'nosuch', '--input', '{}', '--json'])).stdout);
+    const refused = JSON.parse((await corral(['run', 'diff-summary', '--timeout', 'soon', '--input', '{}', '--json'])).stdout);
+    expect(ran.error.code).toBe('E_TOOL_NOT_FOUND');
+    expect(refused).toMatchObject({
+      ok: false,
+      tool: 'diff-summary',
+      version: null,
+      output: null,
+      exit_code: null,
+      error: { code: 'E_USAGE' },
+    });
+    const { snapshot: _, ...ranKeys } = ran;
+    expect(Object.keys(refused).sort()).toEqual(Object.keys(ranKeys).sort());
+    expect(refused.error.details).toEqual({ help: 'corral run --help' });
+  });
+
+  it('every command, misused with --json, prints the E_USAGE envelope naming the flag and its --help, and exits 2', async () => {
+    const help = (await corral(['--help'])).stdout;
+    const commands = [...new Set([...help.matchAll(/^ {2}corral ([a-z]+)/gm)].map((m) => m[1]!))];
+    expect(commands).toEqual(expect.arrayContaining(['tools', 'run', 'exec', 'validate', 'snapshots', 'policy', 'audit', 'completion']));
+    for (const command of commands) {
+      const r = await corral([command, '--bogus', '--json']);
+      expect(r.code, command).toBe(2);
+      // Commands with subcommands (snapshots, policy) say "unknown snapshots command '--bogus'".
+      expect(r.stderr, command).toMatch(/^corral: unknown (option |\w+ command ')--bogus/);
+      expect(JSON.parse(r.stdout), command).toMatchObject({
+        ok: false,
+        error: { code: 'E_USAGE', message: expect.stringContaining('--bogus'), details: { help: `corral ${command} --help` } },
+      });
+    }
+  });
+
+  it('an empty pipe on stdin is the input {} (a script with nothing to say); only a terminal is refused', async () => {
+    const r = await corral(['run', 'echo', '--tools', FIXTURES, '--no-store'], '');
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({});
+    const piped = await corral(['run', 'echo', '--tools', FIXTURES, '--no-store'], '{"a": 1}');
+    expect(JSON.parse(piped.stdout)).toEqual({ a: 1 });
+  });
+});
