@@ -284,6 +284,22 @@ describe('corral completion', () => {
 });
 
 describe('the first transpile of a tool', () => {
+  it('is told to the host (onPrepare), once per component, with a promise that settles when it is over', async () => {
+    const { Corral } = await import('@corral/node');
+    const events: { name: string; sha256: string; finished: Promise<void> }[] = [];
+    const corral = await Corral.create({ cache: false, store: false, size: 1, onPrepare: (e) => void events.push(e) });
+    try {
+      expect((await corral.invoke('diff-summary', { diff: '' })).ok).toBe(true);
+      expect((await corral.invoke('diff-summary', { diff: '' })).ok).toBe(true);
+      expect(events.map((e) => e.name)).toEqual(['diff-summary']);
+      expect(events[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
+      await expect(events[0]!.finished).resolves.toBeUndefined();
+    } finally {
+      await corral.close();
+    }
+    await expect(Corral.create({ onPrepare: 'yes' as never })).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION' });
+  });
+
   /** On a terminal (util-linux `script` gives the CLI a pty; stdout and stderr arrive merged). */
   function onTerminal(args: string[], env: NodeJS.ProcessEnv) {
     const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
