@@ -206,6 +206,7 @@ describe('corral replay', () => {
       (await corral(['replay', recorded.envelope.snapshot!.id, '--tools', tools, '--json', '--store', STORE])).stdout,
     );
     expect(json).toMatchObject({
+      ok: false,
       identical: false,
       artifact_changed: true,
       recorded: { exit_code: 0 },

@@ -195,7 +195,7 @@ describe('corral policy, against a running gate', () => {
     expect(grant.code).toBe(1);
     expect(readFileSync(e.policyPath, 'utf8')).toBe('version: 1\ntools:\n  file-stats:\n    mounts: oops\n');
     const json = JSON.parse((await corral(e, ['policy', 'show', '--json'])).stdout);
-    expect(json).toMatchObject({ policy: e.policyPath, status: 'invalid', error: { code: 'E_INPUT_VALIDATION' } });
+    expect(json).toMatchObject({ ok: false, policy: e.policyPath, status: 'invalid', error: { code: 'E_INPUT_VALIDATION' } });
   });
 });
 

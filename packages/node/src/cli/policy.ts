@@ -555,6 +555,7 @@ async function show(args: string[], print: Print): Promise<number> {
     print(
       JSON.stringify(
         {
+          ok: !error,
           policy: file.location,
           status: error ? 'invalid' : exists ? 'ok' : 'missing',
           ...(error ? { error: error.toJSON() } : {}),

@@ -100,7 +100,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     const result = await corral.invokeTool(tool, JSON.parse(recorded.input_json), { mounts, env });
     const replayed = (await scratch.getExecution(result.snapshot!.id))!;
     const report = compare(recorded, replayed);
-    if (values.json) print(JSON.stringify(report, null, 2));
+    // `ok` as in every --json answer: false when the command exits 1 (the replay differs).
+    if (values.json) print(JSON.stringify({ ok: report.identical, ...report }, null, 2));
     else printReport(report, print);
     return report.identical ? EXIT_OK : EXIT_TOOL_FAILED;
   } finally {
