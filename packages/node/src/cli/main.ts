@@ -97,9 +97,9 @@ export async function main(
   } catch (err) {
     let error: ErrorJson;
     if (err instanceof UsageError) {
-      cli.fail(err.message);
-      io.stderr.write(`Run 'corral ${known ? `${command} ` : ''}--help' for usage.\n`);
       const help = `corral ${known ? `${command} ` : ''}--help`;
+      cli.fail(err.message);
+      io.stderr.write(`Run '${help}' for usage.\n`);
       error = { code: E_USAGE, message: err.message, details: { ...err.details, help }, retryable: false };
     } else if (err instanceof CorralError) {
       cli.fail(`${err.message} (${err.code})${registrationHint(err)}`);
