@@ -35,6 +35,9 @@ export type {
   ExecutionResult,
   Executor,
   InvokeResult,
+  InvokeSuccess,
+  InvokeFailure,
+  InvokeResultFields,
   SnapshotRef,
 } from './types.js';
 export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type SpecValidation } from './spec.js';
