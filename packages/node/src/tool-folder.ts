@@ -4,7 +4,16 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { CorralError, ErrorCodes, detectWasmKind, parseSpec, type ErrorDetails, type Registry, type Tool } from '@corral/core';
+import {
+  CorralError,
+  ErrorCodes,
+  adapterReallocProblem,
+  detectWasmKind,
+  parseSpec,
+  type ErrorDetails,
+  type Registry,
+  type Tool,
+} from '@corral/core';
 
 const SPEC_FILE = 'tool-spec.json';
 
@@ -52,7 +61,17 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
     const why = code === 'ENOENT' ? 'does not exist' : `cannot be read (${(err as Error).message})`;
     throw registrationError(`${specPath}: the wasm file ${wasmFile} ${why}`, { source: specPath, path: wasmFile });
   }
-  detectWasmKind(wasm, wasmFile); // so a bad file is named by its own path
+  // So a bad file is named by its own path.
+  if (detectWasmKind(wasm, wasmFile) === 'component') {
+    // Refused, not warned about: such a tool passes its small tests and then
+    // reads a large input short or traps in the adapter, a latent failure
+    // that no call-time error explains. (Imports Corral does not provide stay
+    // refused when the tool is first called, as E_NETWORK_BLOCKED or
+    // E_REGISTRATION: that is where fallbacks apply.)
+    const problem = adapterReallocProblem(wasm, wasmPath ?? spec.component);
+    if (problem)
+      throw registrationError(`${specPath}: ${problem.message}. To fix it, ${problem.hint}`, { source: specPath, path: wasmFile });
+  }
   return registry.register(raw, wasm, specPath);
 }
 
