@@ -16,7 +16,15 @@
 import { isatty } from 'node:tty';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { adapterReallocProblem, CorralError, detectWasmKind, sha256Hex, specDefaults, type WasmKind } from '@corral/core';
+import {
+  adapterReallocProblem,
+  CorralError,
+  detectWasmKind,
+  sha256Hex,
+  specDefaults,
+  type ExecutionResult,
+  type WasmKind,
+} from '@corral/core';
 import {
   ComponentRunner,
   Preview1Runner,
@@ -134,7 +142,7 @@ async function componentProblems(
   if (!importsOk) return problems;
   try {
     const prepared = await prepare(bytes, name, options);
-    await new ComponentProbe().run('validate', prepared, probeRequest(name, memoryMb));
+    instantiated(await new ComponentProbe().run('validate', prepared, probeRequest(name, memoryMb)));
   } catch (err) {
     problems.push(problemOf(err, at));
   }
@@ -143,11 +151,16 @@ async function componentProblems(
 
 async function moduleProblems(bytes: Uint8Array, name: string, memoryMb: number, at: At): Promise<WasmCheckProblem[]> {
   try {
-    await new Preview1Probe().run('validate', bytes, probeRequest(name, memoryMb));
+    instantiated(await new Preview1Probe().run('validate', bytes, probeRequest(name, memoryMb)));
     return [];
   } catch (err) {
     return [problemOf(err, at)];
   }
+}
+
+/** A runner reports what went wrong in a run (here: instantiating) in its result; compile errors it throws. */
+function instantiated(result: ExecutionResult): void {
+  if (result.error) throw CorralError.fromJSON(result.error);
 }
 
 /** The transpiled component from the cache `corral run` uses, or jco now (and cached for the first run). */
@@ -199,19 +212,27 @@ function problemOf(err: unknown, at: At): WasmCheckProblem {
     hint = 'raise resources.memory_mb in the spec, or make the module start with less memory';
   } else if (err.code === 'E_UNEXPECTED_EXIT' && /wasi:cli\/run/.test(err.message)) {
     hint = 'build it as a command component (`jco new MODULE --wasi-command`), not a library or reactor';
+  } else if (err.code === 'E_UNEXPECTED_EXIT') {
+    hint = "instantiating it failed before any of the tool's own code ran: rebuild it with a current toolchain";
   }
   return at(`${err.message} (${err.code})`, hint);
 }
 
 /**
  * The exports of a component as ComponentRunner's instantiation returns
- * them, with each `wasi:cli/run` replaced by one that does nothing: the
- * runner instantiates the component and looks for its run export as it
- * always does, and the tool's code never runs.
+ * them, with each `wasi:cli/run` interface replaced by one whose run does
+ * nothing: the runner instantiates the component and looks for its run
+ * export as it always does, and the tool's code never runs. An export by
+ * that name that is not such an interface (a bare `run` function) is left
+ * out, so the runner says the component is not a wasi:cli command, where a
+ * real call would fail calling it.
  */
 function withoutRunning(exports: Record<string, unknown>): Record<string, unknown> {
+  const isRun = (name: string) => name === 'run' || name.startsWith('wasi:cli/run');
+  const runnable = (value: unknown) =>
+    typeof value === 'object' && value !== null && typeof (value as { run?: unknown }).run === 'function';
   return Object.fromEntries(
-    Object.entries(exports).map(([name, value]) => [name, name === 'run' || name.startsWith('wasi:cli/run') ? { run() {} } : value]),
+    Object.entries(exports).flatMap(([name, value]) => (!isRun(name) ? [[name, value]] : runnable(value) ? [[name, { run() {} }]] : [])),
   );
 }
 
