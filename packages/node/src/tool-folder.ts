@@ -68,11 +68,26 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
     // that no call-time error explains. (Imports Corral does not provide stay
     // refused when the tool is first called, as E_NETWORK_BLOCKED or
     // E_REGISTRATION: that is where fallbacks apply.)
-    const problem = adapterReallocProblem(wasm, wasmPath ?? spec.component);
+    const problem = reallocProblem(wasm, wasmPath ?? spec.component);
     if (problem)
       throw registrationError(`${specPath}: ${problem.message}. To fix it, ${problem.hint}`, { source: specPath, path: wasmFile });
   }
   return registry.register(raw, wasm, specPath);
+}
+
+/**
+ * adapterReallocProblem, or undefined when the component's sections cannot
+ * be read: a malformed component is refused when it is first prepared (jco
+ * and the import check name what is wrong), as it was before this check;
+ * `corral validate` reports it at once.
+ */
+function reallocProblem(wasm: Uint8Array, source: string): ReturnType<typeof adapterReallocProblem> {
+  try {
+    return adapterReallocProblem(wasm, source);
+  } catch (err) {
+    if (CorralError.is(err)) return undefined;
+    throw err;
+  }
 }
 
 /** `dir/tool-spec.json` and `dir/*\/tool-spec.json`, in a stable order. */
