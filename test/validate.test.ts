@@ -173,6 +173,11 @@ describe('corral validate checks the wasm too', () => {
     const { code, problems } = await validateJson(spec);
     expect(code).toBe(1);
     expect(problems.map((p) => p.path)).toEqual(['/version', '/component']);
+    // A "component" that is itself a spec problem is not read: one problem, not two.
+    const climbing = toolFolder({ component: '../tool.wasm' });
+    expect((await validateJson(climbing.spec)).problems).toEqual([
+      { path: '/component', message: "must be a relative path to a .wasm file, with '/' separators and no '..' segments" },
+    ]);
   });
 });
 

@@ -11,7 +11,7 @@ names the way the runtime will load it: the file exists and is WebAssembly,
 its kind matches "kind", it imports only what Corral provides (WASI 0.2's
 cli, clocks, filesystem, io and random for components; wasi_snapshot_preview1
 for modules), a component made from a preview1 module exports cabi_realloc,
-and it transpiles, compiles and instantiates (its code is not run).
+and it transpiles, compiles and instantiates (its entry point is not called).
 Every problem is listed by its place in the spec, with a hint.
 
   --json    print { ok, problems: [{ path, message, hint? }] }
@@ -39,8 +39,9 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   const [{ validateSpec }, { checkToolWasm }] = await Promise.all([import('@corral/core'), import('../wasm-check.js')]);
   const verdict = validateSpec(raw);
   const problems: Problem[] = verdict.ok ? [] : [...verdict.problems];
-  // The wasm is looked at even when the spec has problems, so one pass shows everything to fix.
-  problems.push(...(await checkToolWasm(raw, path)));
+  // The wasm is looked at even when the rest of the spec has problems, so one pass shows everything
+  // to fix; not when "component" itself is one (missing, or a path that climbs out of the folder).
+  if (!problems.some((p) => p.path === '/component')) problems.push(...(await checkToolWasm(raw, path)));
   const ok = problems.length === 0;
 
   if (values.json) print(JSON.stringify(ok ? { ok: true } : { ok: false, problems }, null, 2));
