@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SQLITE_APPLICATION_ID, SqliteStore, nowNs, type ExecutionIntent, type ExecutionOutcome } from '@corral/node';
+import { Corral, MemoryStore, SQLITE_APPLICATION_ID, SqliteStore, nowNs, type ExecutionIntent, type ExecutionOutcome } from '@corral/node';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -230,6 +230,19 @@ describe('store size (issue 12)', () => {
     }
     expect((await corral(['run', 'echo', '--no-store', '--store-max-mb', '5'])).code).toBe(2);
   }, 60_000);
+
+  it('refuses a cap that is not a positive size, and one given for a Store Corral did not open', async () => {
+    const refused = (options: object, option: string) =>
+      expect(Corral.create(options)).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION', details: { option } });
+    await refused({ store: false, storeMaxBytes: 0 }, 'storeMaxBytes');
+    await refused({ store: false, storeMaxBytes: 1.5 }, 'storeMaxBytes');
+    await refused({ store: false, onStoreProgress: 'stderr' }, 'onStoreProgress');
+    await refused({ store: new MemoryStore(), storeMaxBytes: MB }, 'storeMaxBytes');
+    await expect(SqliteStore.open(join(dir, 'bad-cap.db'), { maxBytes: -1 })).rejects.toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      details: { option: 'maxBytes' },
+    });
+  });
 
   it('snapshots export --output marks what it wrote archived', async () => {
     const path = join(dir, 'export.db');
