@@ -30,13 +30,13 @@ export interface RustToolchain {
 }
 
 /**
- * The first rustc that has a WASI preview1 standard library: $RUSTC, then
- * rustc on PATH, then Debian's /usr/bin/rustc (a rustup rustc first on PATH
- * often lacks the target, and rustup cannot add it offline).
+ * The first rustc that has a WASI preview1 standard library: $RUSTC alone
+ * when it is set (an explicit choice is never second-guessed), else rustc
+ * on PATH, then Debian's /usr/bin/rustc (a rustup rustc first on PATH often
+ * lacks the target, and rustup cannot add it offline).
  */
 export async function findRustc(env: NodeJS.ProcessEnv = process.env): Promise<RustToolchain> {
-  const candidates = [...new Set([env.RUSTC, 'rustc', '/usr/bin/rustc'].filter((c): c is string => !!c))];
-  const tried: string[] = [];
+  const candidates = env.RUSTC ? [env.RUSTC] : ['rustc', '/usr/bin/rustc'];
   for (const rustc of candidates) {
     for (const target of TARGETS) {
       const r = await runProcess(rustc, ['--print', 'target-libdir', '--target', target], { env });
@@ -46,10 +46,10 @@ export async function findRustc(env: NodeJS.ProcessEnv = process.env): Promise<R
       const files = await readdir(libdir).catch(() => [] as string[]);
       if (files.some((f) => f.startsWith('libstd-') && f.endsWith('.rlib'))) return { rustc, target };
     }
-    tried.push(rustc);
   }
+  const tried = env.RUSTC ? `RUSTC=${env.RUSTC}` : candidates.join(', ');
   throw new MissingToolchain(
-    `No Rust compiler with the WebAssembly WASI standard library was found (tried ${tried.join(', ')}). ` +
+    `No Rust compiler with the WebAssembly WASI standard library was found (tried ${tried}). ` +
       `Install Debian's: ${INSTALL} (or, with rustup online: rustup target add wasm32-wasip1).`,
   );
 }
