@@ -213,6 +213,13 @@ const ROWS: Row[] = [
     says: /--wasm \/no\/such\.wasm: no such file/,
   },
   {
+    case: 'validate a spec file that does not exist: the path, not a bare ENOENT',
+    args: () => ['validate', 'no/such/tool-spec.json', '--json'],
+    code: 2,
+    says: /SPEC no\/such\/tool-spec\.json: no such file \(looked for \/.*\/no\/such\/tool-spec\.json\)/,
+    envelope: 'E_USAGE',
+  },
+  {
     case: '--spec FILE that is refused at registration, with --json',
     args: () => [
       'run',

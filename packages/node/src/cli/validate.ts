@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, fileFlag, parse, type Cli } from './shared.js';
 
 export const help = `corral validate SPEC [--json]
 
@@ -28,7 +28,8 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, true);
   if (values.help) return (print(help), EXIT_OK);
   if (positionals.length !== 1) throw new UsageError('name one spec file, e.g. corral validate tool-spec.json');
-  const path = positionals[0]!;
+  // A spec file that is not there is a mistyped argument (exit 2), as for every command.
+  const path = fileFlag('SPEC', positionals[0]!);
   let raw: unknown;
   try {
     raw = JSON.parse((await readFile(path, 'utf8')).replace(/^\uFEFF/, ''));
