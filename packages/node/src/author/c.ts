@@ -123,11 +123,13 @@ const checked = new Map<string, Promise<void>>();
  * told which packages to install rather than shown a linker error.
  */
 function checkToolchain(cc: string): Promise<void> {
-  let probe = checked.get(cc);
+  // PATH is part of the key: the same name may find another compiler, or none.
+  const key = `${cc}\0${process.env.PATH ?? ''}`;
+  let probe = checked.get(key);
   if (!probe) {
     probe = probeToolchain(cc);
-    checked.set(cc, probe);
-    probe.catch(() => checked.delete(cc));
+    checked.set(key, probe);
+    probe.catch(() => checked.delete(key));
   }
   return probe;
 }
