@@ -140,7 +140,8 @@ async function probeToolchain(cc: string): Promise<void> {
     await writeFile(join(tmp, 'p.c'), '#include <stdio.h>\nint main(void) { puts("ok"); return 0; }\n');
     let r: RunResult;
     try {
-      r = await run(cc, ['--target=wasm32-wasi', '-O2', 'p.c', '-o', 'p.wasm'], tmp);
+      // No -O: with one, clang would also run whatever wasm-opt is on PATH, and a broken one would fail the probe.
+      r = await run(cc, ['--target=wasm32-wasi', 'p.c', '-o', 'p.wasm'], tmp);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new MissingToolchain(
