@@ -115,7 +115,7 @@ describe('corral run records snapshots', () => {
     for (let i = 0; i < 3; i++) ids.push((await run(['echo', '--tools', FIXTURES, '--input', `{"i":${i}}`], store)).envelope.snapshot!.id);
     const r = await corral(['snapshots', 'prune', '--keep', '1', '--store', store]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^Removed 2 executions and 0 decisions\.\nArchive: (.*\.jsonl)\n$/);
+    expect(r.stdout).toMatch(/^Removed 2 executions and 0 decisions\.\nArchive: (.*\.jsonl)\nStore: [\d.]+ MB → [\d.]+ MB\n$/);
     const archive = /Archive: (.*)\n/.exec(r.stdout)![1]!;
     expect(archive.startsWith(join(dir, 'archive'))).toBe(true);
     const archived = readFileSync(archive, 'utf8')

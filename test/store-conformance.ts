@@ -361,6 +361,59 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       expect(await store.listExecutions({ since: 0n, limit: 0 })).toEqual([]);
     });
 
+    // Issue 12: one 50 MB input grew the SQLite file by twice its size (kept with the intent, rewritten with the result).
+    it('keeps an input once per hash: calls sharing it read it back until the last one is pruned', async () => {
+      const { store } = await open();
+      const text = JSON.stringify({ diff: `--- a\n+++ b\n${'x'.repeat(5000)}` });
+      const [a, b] = [intent({ intent_ns: at(1), input_sha256: 'f'.repeat(64), input_json: text }), intent({ intent_ns: at(2) })];
+      const c = intent({ intent_ns: at(3), input_sha256: 'f'.repeat(64), input_json: text });
+      for (const i of [a, b, c]) await store.beginExecution(i);
+      await store.finishExecution(a.id, outcome({ result_ns: at(4) }));
+      expect((await store.getExecution(a.id))?.input_json).toBe(text);
+      expect((await store.getExecution(c.id))?.input_json).toBe(text);
+      // Pruning the oldest call leaves the input to the call that still keeps it, and the archive has it in full.
+      const removed = await store.prune({ olderThan: at(2) });
+      expect(removed).toEqual([expect.objectContaining({ kind: 'execution', id: a.id, input_json: text })]);
+      expect((await store.getExecution(c.id))?.input_json).toBe(text);
+      expect((await collect(store.export())).map((r) => (r.kind === 'execution' ? r.input_json : null))).toEqual([b.input_json, text]);
+      // Gone with the last call that kept it: a new call with the same hash and another text is then accepted.
+      await store.prune({ keep: 0 });
+      const d = intent({ intent_ns: at(5), input_sha256: 'f'.repeat(64), input_json: '{"diff":""}' });
+      await store.beginExecution(d);
+      expect((await store.getExecution(d.id))?.input_json).toBe('{"diff":""}');
+    });
+
+    it('refuses a different text under an input hash it holds, and keeps calls without an input or without a hash', async () => {
+      const { store } = await open();
+      const a = intent({ input_sha256: '1'.repeat(64), input_json: '{"a":1}' });
+      await store.beginExecution(a);
+      const liar = intent({ input_sha256: '1'.repeat(64), input_json: '{"a":2}' });
+      await expect(store.beginExecution(liar)).rejects.toMatchObject({ code: 'E_STORE', message: /different input under input_sha256/ });
+      expect(await store.getExecution(liar.id)).toBeNull();
+      // Recorded with its hash only (recordInput: false), though another call kept the same input.
+      const hashOnly = intent({ input_sha256: '1'.repeat(64), input_json: null });
+      const noHash = intent({ input_sha256: null, input_json: '{"b":2}' });
+      for (const i of [hashOnly, noHash]) await store.beginExecution(i);
+      expect(await store.getExecution(hashOnly.id)).toMatchObject({ input_sha256: '1'.repeat(64), input_json: null });
+      expect(await store.getExecution(noHash.id)).toMatchObject({ input_sha256: null, input_json: '{"b":2}' });
+      expect((await store.getExecution(a.id))?.input_json).toBe('{"a":1}');
+    });
+
+    it('marks records archived once, ignoring unknown ids, and refuses ids that are not strings', async () => {
+      const { store } = await open();
+      const i = intent();
+      const d = decision();
+      await store.beginExecution(i);
+      await store.recordDecision(d);
+      expect(await store.markArchived([i.id, d.id, 'no-such-id', i.id])).toBe(2);
+      expect(await store.markArchived([i.id])).toBe(0);
+      // Marking changes nothing a reader sees.
+      expect(await store.getExecution(i.id)).toEqual({ ...i, ...NO_OUTCOME, status: 'interrupted' });
+      expect(await store.getDecision(d.id)).toEqual(d);
+      await expect(store.markArchived('x' as unknown as string[])).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION' });
+      await expect(store.markArchived([7 as unknown as string])).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION' });
+    });
+
     it('refuses work after close', async () => {
       const { store } = await open();
       const i = intent();

@@ -52,7 +52,7 @@ async function fakeCorral(specs: Array<Record<string, unknown>>, answer: (call: 
         stdout_truncated: false,
         stderr_truncated: false,
         ...answer(call),
-      };
+      } as InvokeResult; // a test's answer may be a failure: the spread decides which
     },
   };
 }

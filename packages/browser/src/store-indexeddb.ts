@@ -13,6 +13,10 @@
  * A transaction created later sees every transaction created before it
  * (IndexedDB orders overlapping transactions by creation), so a read only
  * waits for writes that are still queued, not for those already started.
+ *
+ * Inputs are kept once per SHA-256 in their own object store (schema 3),
+ * as in the SQLite store: an execution row refers to its input by
+ * `input_ref`, and prune drops an input with the last execution keeping it.
  */
 import { openDB, type DBSchema, type IDBPDatabase, type IDBPTransaction } from 'idb';
 import {
@@ -22,6 +26,7 @@ import {
   checkApprovalFilter,
   checkAuditFilter,
   checkExecutionFilter,
+  checkIds,
   checkPruneOptions,
   checkRecord,
   decisionSnapshot,
@@ -46,6 +51,7 @@ import {
   type ExecutionIntent,
   type ExecutionOutcome,
   type ExecutionSnapshot,
+  nowNs,
   type Nanos,
   type PruneOptions,
   type SnapshotRecord,
@@ -53,7 +59,7 @@ import {
 } from '@corral/core';
 
 /** The schema this code writes: IndexedDB's version number. A database from a newer Corral is refused. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 /** Kept in the `meta` store under 'format', to tell a Corral database from another app's of the same name. */
 const FORMAT = 'corral-snapshots';
 
@@ -61,8 +67,17 @@ const FORMAT = 'corral-snapshots';
 type SortKey = string;
 const SORT_WIDTH = 32;
 
-type DecisionRow = DecisionSnapshot & { t: SortKey };
-type ExecutionRow = ExecutionSnapshot & { t: SortKey };
+/** `archived_ns`: when markArchived marked it (schema 3; absent before). */
+type DecisionRow = DecisionSnapshot & { t: SortKey; archived_ns?: Nanos };
+/**
+ * `input_ref`: the input_sha256 whose text is in `inputs` (the row's own
+ * input_json is then null); absent when the row keeps no input there.
+ */
+type ExecutionRow = ExecutionSnapshot & { t: SortKey; input_ref?: string; archived_ns?: Nanos };
+interface InputRow {
+  sha256: string;
+  json: string;
+}
 type AuditRow = AuditEvent & { t: SortKey };
 type ApprovalRow = ApprovalRecord & { t: SortKey };
 
@@ -73,15 +88,23 @@ interface Schema extends DBSchema {
     key: string;
     value: ExecutionRow;
     // Rows whose decision_id is null are left out of by_decision (a null is not a valid key).
-    indexes: { by_time: [SortKey, string]; by_tool: [string, SortKey, string]; by_decision: [string, SortKey, string] };
+    indexes: {
+      by_time: [SortKey, string];
+      by_tool: [string, SortKey, string];
+      by_decision: [string, SortKey, string];
+      // Schema version 3: rows without input_ref are left out.
+      by_input: string;
+    };
   };
+  // Schema version 3: each input's text once, by its SHA-256.
+  inputs: { key: string; value: InputRow };
   // Schema version 2: the policy's audit trail (by time) and approvals (by request time).
   audit: { key: string; value: AuditRow; indexes: { by_time: [SortKey, string] } };
   approvals: { key: string; value: ApprovalRow; indexes: { by_time: [SortKey, string] } };
 }
 
 type Db = IDBPDatabase<Schema>;
-type UpgradeTx = IDBPTransaction<Schema, ('meta' | 'decisions' | 'executions' | 'audit' | 'approvals')[], 'versionchange'>;
+type UpgradeTx = IDBPTransaction<Schema, ('meta' | 'decisions' | 'executions' | 'audit' | 'approvals' | 'inputs')[], 'versionchange'>;
 
 /** Migration N takes a database from version N to N+1. Append, never edit. */
 const MIGRATIONS: ((db: Db, tx: UpgradeTx) => void)[] = [
@@ -98,6 +121,23 @@ const MIGRATIONS: ((db: Db, tx: UpgradeTx) => void)[] = [
     db.createObjectStore('audit', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
     db.createObjectStore('approvals', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
   },
+  // 3: inputs once per hash. Existing rows move their text over, oldest first;
+  // a row whose text disagrees with the one kept under its hash keeps its own.
+  (db, tx) => {
+    db.createObjectStore('inputs', { keyPath: 'sha256' });
+    tx.objectStore('executions').createIndex('by_input', 'input_ref');
+    void (async () => {
+      const inputs = tx.objectStore('inputs');
+      for (let c = await tx.objectStore('executions').index('by_time').openCursor(); c; c = await c.continue()) {
+        const row = c.value;
+        if (row.input_sha256 === null || row.input_json === null) continue;
+        const held = await inputs.get(row.input_sha256);
+        if (held !== undefined && held.json !== row.input_json) continue;
+        if (held === undefined) quiet(inputs.put({ sha256: row.input_sha256, json: row.input_json }));
+        quiet(c.update({ ...row, input_json: null, input_ref: row.input_sha256 }));
+      }
+    })().catch(() => undefined); // a failed request aborts the upgrade: openDB reports it
+  },
 ];
 
 export interface IndexedDbStoreOptions {
@@ -108,12 +148,15 @@ export interface IndexedDbStoreOptions {
 type WriteOp =
   | { kind: 'decision'; decision: DecisionSnapshot }
   | { kind: 'begin'; intent: ExecutionIntent }
-  | { kind: 'finish'; id: string; outcome: ExecutionOutcome };
+  | { kind: 'finish'; id: string; outcome: ExecutionOutcome }
+  | { kind: 'archive'; ids: string[]; time_ns: Nanos };
 
 interface PendingWrite {
   op: WriteOp;
   resolve: () => void;
   reject: (err: unknown) => void;
+  /** Told how many rows the write changed (markArchived). */
+  count?: (n: number) => void;
 }
 
 /** Rows per read transaction while exporting: a transaction cannot stay open while the consumer awaits. */
@@ -202,8 +245,11 @@ export class IndexedDbStore implements Store {
   }
 
   async getExecution(id: string): Promise<ExecutionSnapshot | null> {
-    const row = await this.#read(() => this.#db.get('executions', id));
-    return row ? executionSnapshot(row) : null;
+    return this.#read(async () => {
+      const tx = this.#db.transaction(['executions', 'inputs']);
+      const row = await tx.objectStore('executions').get(id);
+      return row ? withInput(row, tx.objectStore('inputs')) : null;
+    });
   }
 
   async getDecision(id: string): Promise<DecisionSnapshot | null> {
@@ -217,16 +263,17 @@ export class IndexedDbStore implements Store {
     return this.#read(async () => {
       const since = filter.since === undefined ? sortKey(0n) : sortKey(filter.since, true);
       // Narrow with the best index, newest first; matchesFilter checks the rest.
-      const index = this.#db
-        .transaction('executions')
-        .store.index(filter.decisionId !== undefined ? 'by_decision' : filter.tool !== undefined ? 'by_tool' : 'by_time');
+      const tx = this.#db.transaction(['executions', 'inputs']);
+      const index = tx
+        .objectStore('executions')
+        .index(filter.decisionId !== undefined ? 'by_decision' : filter.tool !== undefined ? 'by_tool' : 'by_time');
       const prefix = filter.decisionId !== undefined ? [filter.decisionId] : filter.tool !== undefined ? [filter.tool] : [];
       // An array key sorts after every string, so [...prefix, []] bounds every row of the prefix.
       const range = IDBKeyRange.bound([...prefix, since], [...prefix, []]);
       const found: ExecutionSnapshot[] = [];
       for (let cursor = await index.openCursor(range, 'prev'); cursor && found.length < limit; cursor = await cursor.continue()) {
         const e = executionSnapshot(cursor.value);
-        if (matchesFilter(e, filter)) found.push(e);
+        if (matchesFilter(e, filter)) found.push(await withInput(cursor.value, tx.objectStore('inputs')));
       }
       return found;
     });
@@ -234,15 +281,16 @@ export class IndexedDbStore implements Store {
 
   async *export(): AsyncIterable<SnapshotRecord> {
     for await (const row of this.#scan('decisions')) yield { kind: 'decision', ...decisionSnapshot(row as DecisionRow) };
-    for await (const row of this.#scan('executions')) yield { kind: 'execution', ...executionSnapshot(row as ExecutionRow) };
+    for await (const row of this.#scan('executions')) yield { kind: 'execution', ...(row as ExecutionSnapshot) };
   }
 
   async prune(options: PruneOptions): Promise<SnapshotRecord[]> {
     checkPruneOptions(options);
-    const [executions, decisions] = await this.#read(() => {
-      const tx = this.#db.transaction(['executions', 'decisions']);
-      return Promise.all([tx.objectStore('executions').getAll(), tx.objectStore('decisions').getAll()]);
+    const [executions, decisions, inputs] = await this.#read(() => {
+      const tx = this.#db.transaction(['executions', 'decisions', 'inputs']);
+      return Promise.all([tx.objectStore('executions').getAll(), tx.objectStore('decisions').getAll(), tx.objectStore('inputs').getAll()]);
     });
+    const texts = new Map(inputs.map((i) => [i.sha256, i.json]));
     const gone = selectPruned(executions, decisions, options);
     const oldestFirst = (a: { t: SortKey; id: string }, b: { t: SortKey; id: string }) =>
       a.t < b.t ? -1 : a.t > b.t ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
@@ -254,21 +302,36 @@ export class IndexedDbStore implements Store {
       ...executions
         .filter((e) => gone.executions.has(e.id))
         .sort(oldestFirst)
-        .map((e) => ({ kind: 'execution' as const, ...executionSnapshot(e) })),
+        .map((e) => ({
+          kind: 'execution' as const,
+          ...executionSnapshot(e.input_ref === undefined ? e : { ...e, input_json: texts.get(e.input_ref) ?? null }),
+        })),
     ];
     if (records.length === 0) return records;
     // The archive is written before anything is deleted; if it fails, nothing is.
     await options.archive?.(records);
     this.#open();
     const done = (async () => {
-      const tx = this.#db.transaction(['decisions', 'executions'], 'readwrite', { durability: this.#durability });
+      const tx = this.#db.transaction(['decisions', 'executions', 'inputs'], 'readwrite', { durability: this.#durability });
       for (const id of gone.executions) quiet(tx.objectStore('executions').delete(id));
       for (const id of gone.decisions) quiet(tx.objectStore('decisions').delete(id));
+      // In this transaction, so a call that began since the read and keeps the same input keeps it.
+      const refs = new Set(executions.flatMap((e) => (gone.executions.has(e.id) && e.input_ref !== undefined ? [e.input_ref] : [])));
+      for (const ref of refs) {
+        if ((await tx.objectStore('executions').index('by_input').count(ref)) === 0) quiet(tx.objectStore('inputs').delete(ref));
+      }
       await tx.done;
     })().catch((err) => Promise.reject(this.#error(err)));
     this.#lastWrite = Promise.all([this.#lastWrite, done.catch(() => undefined)]);
     await done;
     return records;
+  }
+
+  async markArchived(ids: readonly string[]): Promise<number> {
+    checkIds('markArchived', ids);
+    let marked = 0;
+    await this.#write({ kind: 'archive', ids: [...new Set(ids)], time_ns: nowNs() }, (n) => (marked = n));
+    return marked;
   }
 
   async recordAudit(event: AuditEvent): Promise<void> {
@@ -355,7 +418,7 @@ export class IndexedDbStore implements Store {
 
   // --- plumbing -----------------------------------------------------------------
 
-  #write(op: WriteOp): Promise<void> {
+  #write(op: WriteOp, count?: (n: number) => void): Promise<void> {
     try {
       this.#open();
       // Check times now, so a bad one fails its own write and not the batch.
@@ -366,7 +429,7 @@ export class IndexedDbStore implements Store {
       return Promise.reject(err);
     }
     const promise = new Promise<void>((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
+      this.#queue.push({ op, resolve, reject, ...(count ? { count } : {}) });
       // Everything issued before the microtask runs shares one transaction.
       if (this.#queue.length === 1) queueMicrotask(() => this.#flush());
     });
@@ -389,14 +452,15 @@ export class IndexedDbStore implements Store {
   /** Commit a batch in one transaction; each write settles when it is on disk, or refused. */
   async #commit(batch: PendingWrite[]): Promise<void> {
     try {
-      const tx = this.#db.transaction(['decisions', 'executions'], 'readwrite', { durability: this.#durability });
+      const tx = this.#db.transaction(['decisions', 'executions', 'inputs'], 'readwrite', { durability: this.#durability });
       const refusals = await this.#apply(
         tx,
         batch.map((w) => w.op),
       );
       batch.forEach((w, i) => {
-        if (refusals[i]) w.reject(storeError(this.location, refusals[i]));
-        else w.resolve();
+        const r = refusals[i];
+        if (typeof r === 'string') w.reject(storeError(this.location, r));
+        else w.count?.(r ?? 0), w.resolve();
       });
     } catch (err) {
       const error = this.#error(err);
@@ -408,21 +472,46 @@ export class IndexedDbStore implements Store {
    * Read every row the batch touches at once, apply the writes in order in
    * memory (so a refused one, even a duplicate within the batch, never
    * aborts the others), put what changed, and wait for the commit.
-   * Returns, per write, why it was refused, or undefined.
+   * Returns, per write, why it was refused, or how many rows it changed (markArchived).
    */
-  async #apply(tx: IDBPTransaction<Schema, ('decisions' | 'executions')[], 'readwrite'>, ops: WriteOp[]): Promise<(string | undefined)[]> {
+  async #apply(
+    tx: IDBPTransaction<Schema, ('decisions' | 'executions' | 'inputs')[], 'readwrite'>,
+    ops: WriteOp[],
+  ): Promise<(string | number | undefined)[]> {
     const decisions = tx.objectStore('decisions');
     const executions = tx.objectStore('executions');
+    const inputStore = tx.objectStore('inputs');
+    const archived = ops.flatMap((op) => (op.kind === 'archive' ? op.ids : []));
     const decisionIds = [...new Set(ops.flatMap((op) => (op.kind === 'decision' ? [op.decision.id] : [])))];
-    const executionIds = [...new Set(ops.flatMap((op) => (op.kind === 'begin' ? [op.intent.id] : op.kind === 'finish' ? [op.id] : [])))];
-    const [dRows, eRows] = await Promise.all([
+    const executionIds = [
+      ...new Set([...ops.flatMap((op) => (op.kind === 'begin' ? [op.intent.id] : op.kind === 'finish' ? [op.id] : [])), ...archived]),
+    ];
+    const hashes = [...new Set(ops.flatMap((op) => (op.kind === 'begin' && keepsInput(op.intent) ? [op.intent.input_sha256!] : [])))];
+    const archivedDecisions = [...new Set(archived)];
+    const [dRows, eRows, iRows, aRows] = await Promise.all([
       Promise.all(decisionIds.map((id) => decisions.getKey(id))),
       Promise.all(executionIds.map((id) => executions.get(id))),
+      Promise.all(hashes.map((h) => inputStore.get(h))),
+      Promise.all(archivedDecisions.map((id) => decisions.get(id))),
     ]);
     const decided = new Set(decisionIds.filter((_, i) => dRows[i] !== undefined));
     const rows = new Map(executionIds.map((id, i) => [id, eRows[i]]));
+    const texts = new Map(hashes.map((h, i) => [h, iRows[i]?.json]));
+    const newInputs = new Set<string>();
+    const decisionRows = new Map(archivedDecisions.map((id, i) => [id, aRows[i]]));
     const changed = new Set<string>();
-    const refusals = ops.map((op): string | undefined => {
+    const changedDecisions = new Set<string>();
+    const refusals = ops.map((op): string | number | undefined => {
+      if (op.kind === 'archive') {
+        let n = 0;
+        for (const id of new Set(op.ids)) {
+          const row = rows.get(id);
+          if (row && row.archived_ns === undefined) rows.set(id, { ...row, archived_ns: op.time_ns }), changed.add(id), n++;
+          const d = decisionRows.get(id);
+          if (d && d.archived_ns === undefined) decisionRows.set(id, { ...d, archived_ns: op.time_ns }), changedDecisions.add(id), n++;
+        }
+        return n;
+      }
       if (op.kind === 'decision') {
         const d = op.decision;
         if (decided.has(d.id)) return `a decision with id ${d.id} already exists`;
@@ -431,18 +520,30 @@ export class IndexedDbStore implements Store {
       } else if (op.kind === 'begin') {
         const i = op.intent;
         if (rows.get(i.id)) return `an execution with id ${i.id} already exists`;
-        rows.set(i.id, { ...executionSnapshot({ ...i, ...NO_OUTCOME }), t: sortKey(i.intent_ns) });
+        const keep = keepsInput(i);
+        if (keep) {
+          const hash = i.input_sha256!;
+          const held = texts.get(hash);
+          if (held !== undefined && held !== i.input_json) {
+            return `holds a different input under input_sha256 ${hash}; an input's hash must be the SHA-256 of its text`;
+          }
+          if (held === undefined) texts.set(hash, i.input_json!), newInputs.add(hash);
+        }
+        const row: ExecutionRow = { ...executionSnapshot({ ...i, ...NO_OUTCOME }), t: sortKey(i.intent_ns) };
+        rows.set(i.id, keep ? { ...row, input_json: null, input_ref: i.input_sha256! } : row);
         changed.add(i.id);
       } else {
         const row = rows.get(op.id);
         if (!row) return `no execution with id ${op.id} to finish`;
         if (row.result_ns !== null) return `execution ${op.id} already has a result`;
-        rows.set(op.id, { ...executionSnapshot({ ...row, ...op.outcome }), t: row.t });
+        rows.set(op.id, { ...row, ...executionSnapshot({ ...row, ...op.outcome }) });
         changed.add(op.id);
       }
       return undefined;
     });
+    for (const hash of newInputs) quiet(inputStore.put({ sha256: hash, json: texts.get(hash)! }));
     for (const id of changed) quiet(executions.put(rows.get(id)!));
+    for (const id of changedDecisions) quiet(decisions.put(decisionRows.get(id)!));
     await tx.done;
     return refusals;
   }
@@ -496,12 +597,18 @@ export class IndexedDbStore implements Store {
     }
   }
 
-  /** Every row of a store, oldest first, a page per transaction. */
-  async *#scan(name: 'decisions' | 'executions'): AsyncIterable<DecisionRow | ExecutionRow> {
+  /** Every row of a store, oldest first, a page per transaction; executions come with their inputs. */
+  async *#scan(name: 'decisions' | 'executions'): AsyncIterable<DecisionRow | ExecutionSnapshot> {
     let range: IDBKeyRange | undefined;
     for (;;) {
-      const page: (DecisionRow | ExecutionRow)[] = await this.#read(() => this.#db.getAllFromIndex(name, 'by_time', range, EXPORT_PAGE));
-      yield* page;
+      const page: (DecisionRow | ExecutionRow)[] = [];
+      const records = await this.#read(async () => {
+        const tx = this.#db.transaction([name, 'inputs']);
+        page.push(...(await tx.objectStore(name).index('by_time').getAll(range, EXPORT_PAGE)));
+        if (name === 'decisions') return page as DecisionRow[];
+        return Promise.all(page.map((row) => withInput(row as ExecutionRow, tx.objectStore('inputs'))));
+      });
+      yield* records;
       const last = page.at(-1);
       if (page.length < EXPORT_PAGE || !last) return;
       range = IDBKeyRange.lowerBound([last.t, last.id], true);
@@ -527,6 +634,18 @@ export class IndexedDbStore implements Store {
     if (this.#closed && name === 'InvalidStateError') return storeError(this.location, this.#closed);
     return storeError(this.location, describe(err), { dom_error: name, unwritable: name === 'QuotaExceededError' || undefined });
   }
+}
+
+/** Whether an intent's input is kept in `inputs` (it needs a hash to be kept by). */
+function keepsInput(i: ExecutionIntent): boolean {
+  return (i.input_sha256 ?? null) !== null && (i.input_json ?? null) !== null;
+}
+
+/** An execution row as a snapshot, with its input's text read from `inputs` when it keeps it there. */
+async function withInput(row: ExecutionRow, inputs: { get(key: string): Promise<InputRow | undefined> }): Promise<ExecutionSnapshot> {
+  if (row.input_ref === undefined) return executionSnapshot(row);
+  const input = await inputs.get(row.input_ref);
+  return executionSnapshot({ ...row, input_json: input?.json ?? null });
 }
 
 /** A row as kept, minus its sort key. */

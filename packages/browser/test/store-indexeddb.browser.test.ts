@@ -61,7 +61,7 @@ describe('IndexedDbStore', () => {
     await v1.put('executions', { ...row, t: i.intent_ns.padStart(32, '0') });
     v1.close();
     const store = await IndexedDbStore.open(name);
-    expect(SCHEMA_VERSION).toBe(2);
+    expect(SCHEMA_VERSION).toBe(3);
     expect(await store.getExecution(i.id)).toEqual(row);
     await store.finishExecution(i.id, outcome());
     expect((await store.getExecution(i.id))?.status).toBe('ok');
@@ -78,9 +78,56 @@ describe('IndexedDbStore', () => {
     expect(await store.listAudit()).toEqual([event]);
     await store.close();
     const raw = await openDB(name);
-    expect(raw.version).toBe(2);
-    expect([...raw.objectStoreNames].sort()).toEqual(['approvals', 'audit', 'decisions', 'executions', 'meta']);
+    expect(raw.version).toBe(3);
+    expect([...raw.objectStoreNames].sort()).toEqual(['approvals', 'audit', 'decisions', 'executions', 'inputs', 'meta']);
     raw.close();
+    await deleteDB(name);
+  });
+
+  it('upgrades a version-2 database: inputs move to one record per hash, and every execution reads back the same', async () => {
+    const name = freshName();
+    const v2 = await openDB(name, 2, {
+      upgrade(db, _old, _new, tx) {
+        db.createObjectStore('meta');
+        void tx.objectStore('meta').put('corral-snapshots', 'format');
+        db.createObjectStore('decisions', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+        const executions = db.createObjectStore('executions', { keyPath: 'id' });
+        executions.createIndex('by_time', ['t', 'id']);
+        executions.createIndex('by_tool', ['tool', 't', 'id']);
+        executions.createIndex('by_decision', ['decision_id', 't', 'id']);
+        db.createObjectStore('audit', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+        db.createObjectStore('approvals', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+      },
+    });
+    const done = (over: Partial<ReturnType<typeof intent>>) => {
+      const i = intent(over);
+      return { ...i, status: 'ok', ...outcome() };
+    };
+    const text = JSON.stringify({ diff: 'x'.repeat(10_000) });
+    const rows = [
+      done({ input_sha256: '1'.repeat(64), input_json: text }),
+      done({ input_sha256: '1'.repeat(64), input_json: text }),
+      // Its text disagrees with its hash (Corral never wrote such a row): it keeps its own.
+      done({ input_sha256: '1'.repeat(64), input_json: '{"other":1}' }),
+      done({ input_sha256: null, input_json: '{"n":1}' }),
+      done({ input_sha256: '2'.repeat(64), input_json: null }),
+    ];
+    for (const r of rows) await v2.put('executions', { ...r, t: r.intent_ns.padStart(32, '0') });
+    v2.close();
+    const store = await IndexedDbStore.open(name);
+    for (const r of rows) expect(await store.getExecution(r.id)).toEqual(r);
+    await store.close();
+    const raw = await openDB(name);
+    expect(raw.version).toBe(3);
+    expect(await raw.getAll('inputs')).toEqual([{ sha256: '1'.repeat(64), json: text }]);
+    raw.close();
+    // Pruning every call that keeps the input drops it.
+    const again = await IndexedDbStore.open(name);
+    await again.prune({ keep: 0 });
+    await again.close();
+    const empty = await openDB(name);
+    expect(await empty.count('inputs')).toBe(0);
+    empty.close();
     await deleteDB(name);
   });
 

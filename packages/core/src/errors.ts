@@ -247,6 +247,7 @@ export interface ErrorDetailsByCode {
       | 'outside_roots'
       | 'bad_mounts_meta'
       | 'undeclared_mount'
+      | 'unbound_mount'
       | 'bad_decision';
     max_depth?: number;
     /** The input's size as JSON, and the limit (maxInputBytes). */
@@ -259,9 +260,10 @@ export interface ErrorDetailsByCode {
     name?: string;
     /** Tool references that would be offered to a model under one name. */
     refs?: string[];
-    /** The guest path of the mount at fault, the mounts the spec declares, and the access asked for. */
+    /** The guest path of the mount at fault, the mounts the spec declares (and those a call left unbound), and the access asked for. */
     guest?: string;
     declared?: string[];
+    unbound?: string[];
     declared_access?: 'read' | 'read-write';
     requested_access?: string;
     /** A mount source's kind, and the kinds this host opens. */

@@ -35,11 +35,27 @@ export type {
   ExecutionResult,
   Executor,
   InvokeResult,
+  InvokeSuccess,
+  InvokeFailure,
+  InvokeResultFields,
   SnapshotRef,
 } from './types.js';
 export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type SpecValidation } from './spec.js';
 export type { Problem } from './schema.js';
-export { detectWasmKind, sha256Hex, type WasmKind } from './wasm.js';
+export {
+  detectWasmKind,
+  sha256Hex,
+  adapterReallocProblem,
+  componentCoreModules,
+  coreModuleInterface,
+  CABI_REALLOC_HINT,
+  type WasmKind,
+  type CoreExport,
+  type CoreExternKind,
+  type CoreImport,
+  type CoreModuleInterface,
+  type WasmProblem,
+} from './wasm.js';
 export { Registry, parseToolRef } from './registry.js';
 export { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
 export { Runtime, type InvokeOptions, type RuntimeOptions, type DecisionInput } from './invoke.js';

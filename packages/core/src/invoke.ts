@@ -11,7 +11,16 @@ import { compileUserSchema, errorText, problemsText, toProblems, type Problem } 
 import { specDefaults } from './spec.js';
 import { nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
 import { sha256Hex as sha256 } from './wasm.js';
-import type { ExecutionRequest, ExecutionResult, Executor, InvokeResult, MountBinding, SnapshotRef, Tool } from './types.js';
+import type {
+  ExecutionRequest,
+  ExecutionResult,
+  Executor,
+  InvokeResult,
+  InvokeResultFields,
+  MountBinding,
+  SnapshotRef,
+  Tool,
+} from './types.js';
 
 export interface InvokeOptions {
   /** What each mount the spec declares is bound to (its source: an in-memory tree, or a kind the host opens). */
@@ -388,7 +397,7 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
   const { name } = tool.spec;
   const declared = tool.spec.mounts ?? [];
   const seen = new Set<string>();
-  return bindings.map((given) => {
+  const bound = bindings.map((given) => {
     // Each field read once: a getter cannot pass the checks with one value and run with another.
     const binding: MountBinding = { ...given };
     if (typeof binding.guest !== 'string') throw inputError('Each mount needs a guest path (a string)', {});
@@ -426,6 +435,18 @@ function checkMounts(tool: Tool, bindings: MountBinding[]): MountBinding[] {
     }
     return { ...binding, guest };
   });
+  // A declared mount left unbound would be an empty folder to the tool, which
+  // then fails inside (E_UNEXPECTED_EXIT) after a worker start: refuse now.
+  const unbound = declared.filter((d) => !seen.has(d.guest)).map((d) => d.guest);
+  if (unbound.length > 0) {
+    const first = declared.find((d) => d.guest === unbound[0])!;
+    throw inputError(
+      `Tool ${name} declares mount${unbound.length > 1 ? 's' : ''} ${unbound.join(', ')} but the call binds nothing to ${unbound.length > 1 ? 'them' : 'it'}; ` +
+        `bind each, e.g. { guest: '${first.guest}', access: '${first.access}', source: … }`,
+      { reason: 'unbound_mount', guest: first.guest, unbound, declared: declared.map((d) => d.guest) },
+    );
+  }
+  return bound;
 }
 
 /** Turn what the executor reported into the tool's output, or throw the classified failure. */
@@ -708,12 +729,9 @@ function envelope(
   output: unknown,
   error: CorralErrorJSON | null,
 ): InvokeResult {
-  return {
-    ok: error === null,
+  const fields: InvokeResultFields = {
     tool,
     version,
-    output: error === null ? output : null,
-    error,
     exit_code: result?.exitCode ?? null,
     duration_ms: Math.round((performance.now() - started) * 100) / 100,
     stdout_head: result ? head(result.stdout) : '',
@@ -721,4 +739,10 @@ function envelope(
     stdout_truncated: result?.stdoutTruncated ?? false,
     stderr_truncated: result?.stderrTruncated ?? false,
   };
+  // Success means the tool resolved (a version) and ran (an exit code); anything else is a failure.
+  if (error === null && version !== null && fields.exit_code !== null) {
+    return { ok: true, ...fields, version, exit_code: fields.exit_code, output, error: null };
+  }
+  const failure = error ?? toErrorJSON(internalError('The call ended without an output or an error', null));
+  return { ok: false, ...fields, output: null, error: failure };
 }

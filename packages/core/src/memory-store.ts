@@ -5,6 +5,7 @@
  */
 import {
   checkExecutionFilter,
+  checkIds,
   checkPruneOptions,
   checkRecord,
   decisionSnapshot,
@@ -41,7 +42,8 @@ import {
   newestByTime,
 } from './policy-records.js';
 
-type Row = ExecutionIntent & Nullable<ExecutionOutcome>;
+/** An execution as kept: its input text lives in #inputs when it has a hash (`input_json` is then null here). */
+type Row = ExecutionIntent & Nullable<ExecutionOutcome> & { input_kept: boolean };
 
 export class MemoryStore implements Store {
   readonly location: string;
@@ -49,6 +51,9 @@ export class MemoryStore implements Store {
   readonly #executions = new Map<string, Row>();
   readonly #audit = new Map<string, AuditEvent>();
   readonly #approvals = new Map<string, ApprovalRecord>();
+  /** Input texts by SHA-256, each kept once however many executions refer to it. */
+  readonly #inputs = new Map<string, string>();
+  readonly #archived = new Set<string>();
   #closed = false;
 
   constructor(location = 'memory') {
@@ -66,7 +71,15 @@ export class MemoryStore implements Store {
     checkRecord('beginExecution', intent);
     this.#open();
     if (this.#executions.has(intent.id)) throw storeError(this.location, `an execution with id ${intent.id} already exists`);
-    this.#executions.set(intent.id, { ...intent, ...NO_OUTCOME });
+    const hash = intent.input_sha256 ?? null;
+    const json = intent.input_json ?? null;
+    const keep = hash !== null && json !== null;
+    if (keep) {
+      const held = this.#inputs.get(hash);
+      if (held !== undefined && held !== json) throw storeError(this.location, inputMismatch(hash));
+      this.#inputs.set(hash, json);
+    }
+    this.#executions.set(intent.id, { ...intent, input_json: keep ? null : json, input_kept: keep, ...NO_OUTCOME });
   }
 
   async finishExecution(id: string, outcome: ExecutionOutcome): Promise<void> {
@@ -81,7 +94,7 @@ export class MemoryStore implements Store {
   async getExecution(id: string): Promise<ExecutionSnapshot | null> {
     this.#open();
     const row = this.#executions.get(id);
-    return row ? snapshotOf(row) : null;
+    return row ? this.#snapshotOf(row) : null;
   }
 
   async getDecision(id: string): Promise<DecisionSnapshot | null> {
@@ -93,7 +106,7 @@ export class MemoryStore implements Store {
   async listExecutions(filter: ExecutionFilter = {}): Promise<ExecutionSnapshot[]> {
     checkExecutionFilter(filter);
     this.#open();
-    const found = [...this.#executions.values()].map(snapshotOf).filter((e) => matchesFilter(e, filter));
+    const found = [...this.#executions.values()].map((r) => this.#snapshotOf(r)).filter((e) => matchesFilter(e, filter));
     found.sort(newestFirst);
     return filter.limit === undefined ? found : found.slice(0, filter.limit);
   }
@@ -104,7 +117,7 @@ export class MemoryStore implements Store {
       newestFirst({ intent_ns: b.time_ns, id: b.id }, { intent_ns: a.time_ns, id: a.id }),
     );
     for (const d of decisions) yield { kind: 'decision', ...{ ...d } };
-    const executions = [...this.#executions.values()].map(snapshotOf).sort((a, b) => newestFirst(b, a));
+    const executions = [...this.#executions.values()].map((r) => this.#snapshotOf(r)).sort((a, b) => newestFirst(b, a));
     for (const e of executions) yield { kind: 'execution', ...e };
   }
 
@@ -115,9 +128,21 @@ export class MemoryStore implements Store {
     const records: SnapshotRecord[] = [];
     for await (const r of this.export()) if ((r.kind === 'decision' ? gone.decisions : gone.executions).has(r.id)) records.push(r);
     if (records.length > 0) await options.archive?.(records);
-    for (const id of gone.executions) this.#executions.delete(id);
-    for (const id of gone.decisions) this.#decisions.delete(id);
+    for (const id of gone.executions) this.#executions.delete(id), this.#archived.delete(id);
+    for (const id of gone.decisions) this.#decisions.delete(id), this.#archived.delete(id);
+    const kept = new Set([...this.#executions.values()].filter((r) => r.input_kept).map((r) => r.input_sha256));
+    for (const hash of this.#inputs.keys()) if (!kept.has(hash)) this.#inputs.delete(hash);
     return records;
+  }
+
+  async markArchived(ids: readonly string[]): Promise<number> {
+    checkIds('markArchived', ids);
+    this.#open();
+    let n = 0;
+    for (const id of new Set(ids)) {
+      if ((this.#executions.has(id) || this.#decisions.has(id)) && !this.#archived.has(id)) this.#archived.add(id), n++;
+    }
+    return n;
   }
 
   async recordAudit(event: AuditEvent): Promise<void> {
@@ -169,11 +194,16 @@ export class MemoryStore implements Store {
     this.#closed = true;
   }
 
+  #snapshotOf(row: Row): ExecutionSnapshot {
+    const { input_kept, ...rest } = row;
+    return executionSnapshot({ ...rest, input_json: input_kept ? (this.#inputs.get(row.input_sha256!) ?? null) : row.input_json });
+  }
+
   #open(): void {
     if (this.#closed) throw storeError(this.location, 'is closed');
   }
 }
 
-function snapshotOf(row: Row): ExecutionSnapshot {
-  return executionSnapshot(row);
+function inputMismatch(hash: string): string {
+  return `holds a different input under input_sha256 ${hash}; an input's hash must be the SHA-256 of its text`;
 }

@@ -42,7 +42,13 @@ export interface ExecutionIntent {
   wasm_sha256: string | null;
   /** SHA-256 of the exact stdin bytes (the input as JSON text); null if the input is not JSON at all. */
   input_sha256: string | null;
-  /** The input as the JSON text the tool received; null when the caller opted out. */
+  /**
+   * The input as the JSON text the tool received; null when the caller opted
+   * out (`recordInput: false`, `corral run --no-record-input`). Stores keep
+   * each input text once per `input_sha256`, however many calls had it, and
+   * drop it with the last execution that kept it. They trust the hash (the
+   * runtime computes it), and refuse a different text under a hash they hold.
+   */
   input_json: string | null;
   intent_ns: Nanos;
 }
@@ -233,8 +239,19 @@ export interface Store {
   getDecision(id: string): Promise<DecisionSnapshot | null>;
   listExecutions(filter?: ExecutionFilter): Promise<ExecutionSnapshot[]>;
   export(): AsyncIterable<SnapshotRecord>;
-  /** Removes what the options select and returns it. Audit events and approvals are not pruned. */
+  /**
+   * Removes what the options select and returns it, then the inputs no kept
+   * execution refers to, and gives the freed space back where the storage
+   * allows it (SQLite: incremental vacuum). Audit events and approvals are not pruned.
+   */
   prune(options: PruneOptions): Promise<SnapshotRecord[]>;
+  /**
+   * Mark records as archived: a full copy of each is kept durably outside
+   * the store (`corral snapshots export --output FILE` marks what it wrote).
+   * A size cap removes archived records before any other. Unknown ids are
+   * ignored; returns how many records were marked.
+   */
+  markArchived(ids: readonly string[]): Promise<number>;
   /** Append to the audit trail. Refuses an id that exists. */
   recordAudit(event: AuditEvent): Promise<void>;
   /** Audit events, newest first (by time, then id). */
@@ -383,6 +400,60 @@ export function selectPruned(
 }
 
 /**
+ * A record a size cap could remove, as adapters describe it: enough to order
+ * them and to know roughly what removing each gives back.
+ */
+export interface EvictionCandidate {
+  kind: 'decision' | 'execution';
+  id: string;
+  /** Intent time of an execution, time of a decision. */
+  time_ns: Nanos;
+  /** A copy is kept outside the store (see Store.markArchived). */
+  archived: boolean;
+  /** Has a result (decisions always do); an interrupted execution may still be running elsewhere. */
+  finished: boolean;
+  /** Roughly the bytes its row takes, not counting its input. */
+  bytes: number;
+  /** The input it keeps, if any: freed with the last execution keeping it. */
+  input_sha256: string | null;
+  /** Bytes of that input's text. */
+  input_bytes: number;
+}
+
+/**
+ * The order in which a size cap removes records: archived ones first (a copy
+ * exists elsewhere), then finished ones, then interrupted ones (which may
+ * still be running in another process), oldest first within each group.
+ */
+export function evictionOrder(a: EvictionCandidate, b: EvictionCandidate): number {
+  if (a.archived !== b.archived) return a.archived ? -1 : 1;
+  if (a.finished !== b.finished) return a.finished ? -1 : 1;
+  const d = BigInt(a.time_ns) - BigInt(b.time_ns);
+  return d !== 0n ? (d < 0n ? -1 : 1) : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/**
+ * Which candidates to remove to free at least `excess` bytes, in eviction
+ * order. An input counts once, when the first execution keeping it goes
+ * (an estimate: another execution outside the candidates may keep it).
+ */
+export function selectEvicted(candidates: EvictionCandidate[], excess: number): EvictionCandidate[] {
+  const chosen: EvictionCandidate[] = [];
+  const inputs = new Set<string>();
+  let freed = 0;
+  for (const c of [...candidates].sort(evictionOrder)) {
+    if (freed >= excess) break;
+    chosen.push(c);
+    freed += c.bytes;
+    if (c.input_sha256 !== null && !inputs.has(c.input_sha256)) {
+      inputs.add(c.input_sha256);
+      freed += c.input_bytes;
+    }
+  }
+  return chosen;
+}
+
+/**
  * Throws E_INPUT_VALIDATION for a record no store can key or order: not an
  * object, an id that is not a string, a time that is not Nanos. Adapters
  * call it first, so a bad record from a caller is never a TypeError or an
@@ -432,6 +503,13 @@ export function checkExecutionFilter(filter: ExecutionFilter): void {
 
 const STATUSES: readonly ExecutionStatus[] = ['ok', 'failed', 'interrupted'];
 
+/** Throws E_INPUT_VALIDATION unless `ids` is an array of strings (markArchived's argument). */
+export function checkIds(method: string, ids: unknown): void {
+  if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `${method}: ids must be an array of strings`, { option: 'ids' });
+  }
+}
+
 /** Check prune options up front, so a typo cannot remove everything. */
 export function checkPruneOptions(options: PruneOptions): void {
   const { olderThan, keep } = options;
@@ -469,6 +547,7 @@ export class UnavailableStore implements Store {
   getDecision = this.#fail;
   listExecutions = this.#fail;
   prune = this.#fail;
+  markArchived = this.#fail;
   recordAudit = this.#fail;
   listAudit = this.#fail;
   createApproval = this.#fail;

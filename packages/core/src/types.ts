@@ -106,13 +106,10 @@ export interface Executor {
   close?(): Promise<void>;
 }
 
-/** The result envelope of every invocation. */
-export interface InvokeResult<O = unknown> {
-  ok: boolean;
+/** What every invocation's envelope holds, whether it succeeded or not. */
+export interface InvokeResultFields {
   tool: string;
   version: string | null;
-  output: O | null;
-  error: import('./errors.js').CorralErrorJSON | null;
   exit_code: number | null;
   duration_ms: number;
   stdout_head: string;
@@ -126,6 +123,28 @@ export interface InvokeResult<O = unknown> {
    */
   snapshot?: SnapshotRef;
 }
+
+/** The tool ran, exited 0 and its output passed output_schema. */
+export interface InvokeSuccess<O = unknown> extends InvokeResultFields {
+  ok: true;
+  version: string;
+  output: O;
+  error: null;
+  exit_code: number;
+}
+
+/** The call was refused, or the tool failed: `error.code` says which way. */
+export interface InvokeFailure extends InvokeResultFields {
+  ok: false;
+  output: null;
+  error: import('./errors.js').CorralErrorJSON;
+}
+
+/**
+ * The result envelope of every invocation, discriminated on `ok`: after
+ * `if (result.ok)` the output is there, otherwise the error is.
+ */
+export type InvokeResult<O = unknown> = InvokeSuccess<O> | InvokeFailure;
 
 export interface SnapshotRef {
   id: string;

@@ -1,6 +1,18 @@
 /** Looking at wasm bytes without compiling them: what kind of binary, and its hash. */
 import { CorralError, ErrorCodes } from './errors.js';
 
+export {
+  adapterReallocProblem,
+  componentCoreModules,
+  coreModuleInterface,
+  CABI_REALLOC_HINT,
+  type CoreExport,
+  type CoreExternKind,
+  type CoreImport,
+  type CoreModuleInterface,
+  type WasmProblem,
+} from './wasm-sections.js';
+
 export type WasmKind = 'component' | 'module';
 
 // Every wasm binary starts with "\0asm" then a 4-byte version/layer word:

@@ -29,7 +29,9 @@ class FakeExecutor implements Executor {
 
 const printing = (stdout: string, more: Partial<ExecutionResult> = {}) => new FakeExecutor(() => ({ stdout: encode(stdout), ...more }));
 
-async function setup(executor: Executor, spec = goodSpec()) {
+/** The fake tool declares no mounts unless a test is about them: a declared mount must be bound. */
+const MOUNTED = goodSpec();
+async function setup(executor: Executor, spec = goodSpec({ mounts: undefined })) {
   const registry = new Registry();
   await registry.register(spec, MODULE_BYTES);
   return new Runtime({ registry, executor });
@@ -57,7 +59,7 @@ describe('Runtime.invoke', () => {
 
   it('returns the envelope on success and builds the request', async () => {
     const executor = printing('{"files":[]}', { stderr: encode('note\n') });
-    const runtime = await setup(executor);
+    const runtime = await setup(executor, MOUNTED);
     const result = await runtime.invoke('diff-summary@^1', INPUT, {
       mounts: [
         { guest: '/workspace', access: 'read', source: { kind: 'memory', tree: { 'a.txt': 'hi' } } },
@@ -152,7 +154,7 @@ describe('Runtime.invoke', () => {
   });
 
   it('refuses a mount the spec does not declare', async () => {
-    const runtime = await setup(printing('{}'));
+    const runtime = await setup(printing('{}'), MOUNTED);
     const result = await runtime.invoke('diff-summary', INPUT, { mounts: [{ guest: '/etc', access: 'read' }] });
     expect(result.error).toMatchObject({
       code: 'E_INPUT_VALIDATION',
@@ -160,8 +162,27 @@ describe('Runtime.invoke', () => {
     });
   });
 
+  it('refuses a call that leaves a declared mount unbound, before anything runs', async () => {
+    const executor = printing('{"files":[]}');
+    const runtime = await setup(executor, MOUNTED);
+    const none = await runtime.invoke('diff-summary', INPUT);
+    expect(none.error).toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      message: expect.stringMatching(/^Tool diff-summary declares mounts \/workspace, \/out but the call binds nothing to them/),
+      details: { reason: 'unbound_mount', guest: '/workspace', unbound: ['/workspace', '/out'], declared: ['/workspace', '/out'] },
+    });
+    const one = await runtime.invoke('diff-summary', INPUT, { mounts: [{ guest: '/workspace/', access: 'read' }] });
+    expect(one.error).toMatchObject({
+      message: expect.stringMatching(
+        /declares mount \/out but the call binds nothing to it; bind each, e\.g\. \{ guest: '\/out', access: 'read-write'/,
+      ),
+      details: { unbound: ['/out'] },
+    });
+    expect(executor.requests).toHaveLength(0);
+  });
+
   it('refuses widening a read mount to read-write', async () => {
-    const runtime = await setup(printing('{}'));
+    const runtime = await setup(printing('{}'), MOUNTED);
     const result = await runtime.invoke('diff-summary', INPUT, { mounts: [{ guest: '/workspace', access: 'read-write' }] });
     expect(result.error).toMatchObject({
       code: 'E_INPUT_VALIDATION',
@@ -171,7 +192,7 @@ describe('Runtime.invoke', () => {
 
   it("refuses a mount source that names no kind, before the executor sees it; which kinds exist is the host's business", async () => {
     const executor = printing('{"files":[]}');
-    const runtime = await setup(executor);
+    const runtime = await setup(executor, goodSpec({ mounts: [{ guest: '/workspace', access: 'read' }] }));
     for (const source of [null, 'memory', [], { tree: {} }, { kind: 7 }]) {
       const mounts = [{ guest: '/workspace', access: 'read', source }] as unknown as MountBinding[];
       const result = await runtime.invoke('diff-summary', INPUT, { mounts });
@@ -303,7 +324,7 @@ describe('Runtime.invoke', () => {
 
   it('invokeTool runs a tool the caller holds', async () => {
     const registry = new Registry();
-    const tool = await registry.register(goodSpec(), MODULE_BYTES);
+    const tool = await registry.register(goodSpec({ mounts: undefined }), MODULE_BYTES);
     const runtime = new Runtime({ registry, executor: printing('{"files":[1]}'), defaults: { outputLimitBytes: 10 } });
     const result = await runtime.invokeTool(tool, INPUT);
     expect(result).toMatchObject({ ok: true, output: { files: [1] } });
@@ -320,7 +341,7 @@ const nestedText = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 
 describe('JSON nesting depth (MAX_JSON_DEPTH)', () => {
   it('refuses output nested 500,000 deep as E_UNEXPECTED_EXIT, leaving an envelope JSON.stringify can print', async () => {
-    const runtime = await setup(printing(`{"files":${nestedText(500_000)}}`), goodSpec({ output_schema: undefined }));
+    const runtime = await setup(printing(`{"files":${nestedText(500_000)}}`), goodSpec({ output_schema: undefined, mounts: undefined }));
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result).toMatchObject({ ok: false, output: null, exit_code: 0 });
     expect(result.error).toMatchObject({
@@ -363,7 +384,7 @@ describe('JSON nesting depth (MAX_JSON_DEPTH)', () => {
   it('refuses input nested too deep with E_INPUT_VALIDATION, without throwing or running, and records it', async () => {
     const executor = printing('{"files":[]}');
     const registry = new Registry();
-    await registry.register(goodSpec({ input_schema: { type: 'object' } }), MODULE_BYTES);
+    await registry.register(goodSpec({ input_schema: { type: 'object' }, mounts: undefined }), MODULE_BYTES);
     const store = new MemoryStore();
     const runtime = new Runtime({ registry, executor, store });
     for (const depth of [MAX_JSON_DEPTH, 500_000]) {

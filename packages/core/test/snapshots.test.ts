@@ -32,7 +32,7 @@ class FakeExecutor implements Executor {
 
 async function setup(executor: Executor, store: Store = new MemoryStore(), more: { recordInputs?: boolean } = {}) {
   const registry = new Registry();
-  await registry.register(goodSpec(), MODULE_BYTES);
+  await registry.register(goodSpec({ mounts: undefined }), MODULE_BYTES);
   return { runtime: new Runtime({ registry, executor, store, ...more }), store, tool: registry.resolve('diff-summary') };
 }
 
@@ -211,7 +211,7 @@ describe('snapshots in the invoke pipeline', () => {
 
   it('records nothing, and adds no field, without a store', async () => {
     const registry = new Registry();
-    await registry.register(goodSpec(), MODULE_BYTES);
+    await registry.register(goodSpec({ mounts: undefined }), MODULE_BYTES);
     const runtime = new Runtime({ registry, executor: new FakeExecutor(() => ({ stdout: encode('{"files":[]}') })) });
     const result = await runtime.invoke('diff-summary', INPUT);
     expect(result.ok).toBe(true);

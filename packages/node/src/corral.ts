@@ -1,10 +1,10 @@
 import { createRequire } from 'node:module';
 import { dirname, sep } from 'node:path';
-import { Registry, type CorralError, type Store } from '@corral/core';
+import { CorralError, ErrorCodes, Registry, type Store } from '@corral/core';
 import { CorralHost, checkHostOptions, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
-import { SqliteStore, defaultStorePath } from './store-sqlite.js';
+import { SqliteStore, defaultStorePath, type SqliteStoreOptions } from './store-sqlite.js';
 
 /**
  * The first-party tools that ship with Corral: the folder of the @corral/tools
@@ -29,6 +29,14 @@ export interface CorralOptions extends WorkerExecutorOptions {
   store?: Store | string | false;
   /** Keep each call's input in its snapshot (the hash is always kept). Default true. */
   recordInputs?: boolean;
+  /**
+   * A size cap, in bytes, for the SQLite store Corral opens from a path: past
+   * it the oldest records go, archived ones first (see SqliteStoreOptions.maxBytes).
+   * A Store passed in takes its own cap.
+   */
+  storeMaxBytes?: number;
+  /** Told (a line of text) about slow store maintenance and what the size cap removed. */
+  onStoreProgress?: (message: string) => void;
 }
 
 /**
@@ -51,6 +59,8 @@ export class Corral extends CorralHost<WorkerExecutor> {
       toolDirs: 'string[]',
       store: 'store|path|false',
       recordInputs: 'boolean',
+      storeMaxBytes: 'size',
+      onStoreProgress: 'function',
       size: 'size',
       maxQueue: 'count',
       resourceLimits: 'object|false',
@@ -63,7 +73,19 @@ export class Corral extends CorralHost<WorkerExecutor> {
     for (const dir of dirs) loadErrors.push(...(await loadToolFolder(registry, dir)).errors);
     // Open the store before starting workers, so a refused store costs nothing to report.
     const given = options.store;
-    const store = given === false ? undefined : typeof given === 'object' ? given : await openStore(given ?? defaultStorePath());
+    if (typeof given === 'object' && options.storeMaxBytes !== undefined) {
+      throw new CorralError(
+        ErrorCodes.INPUT_VALIDATION,
+        'Corral.create: storeMaxBytes applies to a store Corral opens from a path; give your Store its own cap (SqliteStore.open(path, { maxBytes }))',
+        { option: 'storeMaxBytes' },
+      );
+    }
+    const storeOptions = {
+      ...(options.storeMaxBytes !== undefined ? { maxBytes: options.storeMaxBytes } : {}),
+      ...(options.onStoreProgress ? { onProgress: options.onStoreProgress } : {}),
+    };
+    const store =
+      given === false ? undefined : typeof given === 'object' ? given : await openStore(given ?? defaultStorePath(), storeOptions);
     const executor = new WorkerExecutor(options);
     return new Corral({ registry, executor, store, ownsStore: typeof given !== 'object', recordInputs: options.recordInputs }, loadErrors);
   }
@@ -74,6 +96,6 @@ export class Corral extends CorralHost<WorkerExecutor> {
  * one that merely cannot be written (read-only, full disk) still lets tools
  * run, and every call's envelope says its snapshot was not saved.
  */
-function openStore(path: string): Promise<Store> {
-  return openHostStore(path, () => SqliteStore.open(path));
+function openStore(path: string, options: SqliteStoreOptions): Promise<Store> {
+  return openHostStore(path, () => SqliteStore.open(path, options));
 }

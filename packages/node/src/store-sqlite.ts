@@ -11,6 +11,12 @@
  * A writer thread and a background checkpointer were tried: they lowered
  * the tail of NORMAL commits but not of FULL ones (the fsync itself is the
  * tail on these disks), so the simple design stays.
+ *
+ * Size: an input's text is kept once per SHA-256 in `inputs`, apart from the
+ * execution row, so finishing a call rewrites a small row, not the input, and
+ * calls with the same input share it. The file uses auto_vacuum=INCREMENTAL:
+ * prune (and the optional size cap, `maxBytes`) give freed pages back to the
+ * file system instead of leaving the file at its largest.
  */
 import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
@@ -23,14 +29,18 @@ import {
   checkApprovalFilter,
   checkAuditFilter,
   checkExecutionFilter,
+  checkIds,
   checkPruneOptions,
   checkRecord,
   decisionSnapshot,
   executionSnapshot,
+  selectEvicted,
   storeError,
+  type EvictionCandidate,
 } from '@corral/core/store-kit';
 import {
   CorralError,
+  nowNs,
   type ApprovalFilter,
   type ApprovalPatch,
   type ApprovalRecord,
@@ -48,7 +58,7 @@ import {
 } from '@corral/core';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 /** PRAGMA application_id of Corral stores ("CRRL"), to tell them from other SQLite files. */
 export const APPLICATION_ID = 0x4352524c;
 
@@ -129,7 +139,42 @@ const MIGRATIONS: string[] = [
    ) STRICT;
    CREATE INDEX approvals_by_status ON approvals (status, requested_ns);
    CREATE INDEX approvals_by_tool ON approvals (tool, requested_ns);`,
+  // 3: inputs kept once per SHA-256 (a 50 MB input was written twice per call:
+  // with the intent, and again when the result's UPDATE rewrote the row), and
+  // an archived mark for the size cap. Existing inputs move over; a row whose
+  // text disagrees with the one kept under its hash (never written by Corral)
+  // keeps its own text in executions.input_json, as rows without a hash do.
+  `CREATE TABLE inputs (
+     sha256 TEXT PRIMARY KEY,
+     json   TEXT NOT NULL
+   ) STRICT;
+   ALTER TABLE executions ADD COLUMN input_kept INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE executions ADD COLUMN archived_ns INTEGER;
+   ALTER TABLE decisions ADD COLUMN archived_ns INTEGER;
+   INSERT INTO inputs (sha256, json)
+     SELECT input_sha256, input_json FROM executions
+     WHERE input_sha256 IS NOT NULL AND input_json IS NOT NULL ORDER BY intent_ns, id
+     ON CONFLICT (sha256) DO NOTHING;
+   UPDATE executions SET input_kept = 1, input_json = NULL
+     WHERE input_json IS NOT NULL AND input_json = (SELECT json FROM inputs WHERE sha256 = executions.input_sha256);
+   CREATE INDEX executions_by_input ON executions (input_sha256) WHERE input_kept = 1;`,
 ];
+
+/**
+ * An execution row with its input text: from `inputs` when the row keeps its
+ * input there, else the row's own column (rows without a hash, older rows).
+ */
+const EXECUTIONS = `SELECT e.*, CASE WHEN e.input_kept = 1 THEN (SELECT json FROM inputs WHERE sha256 = e.input_sha256)
+                      ELSE e.input_json END AS input_text FROM executions e`;
+
+/** Drops every input no execution keeps. */
+const COLLECT_INPUTS = `DELETE FROM inputs WHERE NOT EXISTS
+  (SELECT 1 FROM executions WHERE input_kept = 1 AND input_sha256 = inputs.sha256)`;
+
+/** The most the WAL file keeps after a checkpoint (it is truncated to this), so one large write does not leave it large. */
+const WAL_SIZE_LIMIT = 4 * 1024 * 1024;
+/** A store bigger than this says so (progress) before its one-time compaction. */
+const SLOW_VACUUM_BYTES = 16 * 1024 * 1024;
 
 /** $CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db. */
 export function defaultStorePath(env: NodeJS.ProcessEnv = process.env): string {
@@ -142,6 +187,18 @@ export interface SqliteStoreOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** Open without writing anything (the file must exist); writes then fail with E_STORE. */
   readonly?: boolean;
+  /**
+   * A size cap in bytes for the live data in the file. After a write takes
+   * it over the cap, the store removes whole records until it is 10% under:
+   * archived ones first (see markArchived), then finished ones, then
+   * interrupted ones, oldest first within each, never a call this store has
+   * begun and not finished; then it returns the space to the file system.
+   * Removed records are not archived. An input larger than the cap itself is
+   * recorded by its hash only. Default: no cap.
+   */
+  maxBytes?: number;
+  /** Told about slow maintenance before it starts (the one-time compaction of a large store), and about what the size cap removed. */
+  onProgress?: (message: string) => void;
 }
 
 interface PendingWrite {
@@ -163,10 +220,17 @@ export class SqliteStore implements Store {
   #closed = false;
   readonly #statements = new Map<string, Database.Statement>();
   readonly #writeStatements = new Map<string, Database.Statement>();
+  readonly #maxBytes: number | undefined;
+  readonly #onProgress: ((message: string) => void) | undefined;
+  /** Calls begun through this store and not finished: the size cap never removes them. */
+  readonly #inFlight = new Set<string>();
+  #capping = false;
 
-  private constructor(location: string, db: Database.Database) {
+  private constructor(location: string, db: Database.Database, options: SqliteStoreOptions) {
     this.location = location;
     this.#db = db;
+    this.#maxBytes = options.maxBytes;
+    this.#onProgress = options.onProgress;
   }
 
   /**
@@ -180,6 +244,15 @@ export class SqliteStore implements Store {
    */
   static async open(path: string = defaultStorePath(), options: SqliteStoreOptions = {}): Promise<SqliteStore> {
     const location = resolve(path);
+    if (options.maxBytes !== undefined && !(Number.isFinite(options.maxBytes) && options.maxBytes > 0)) {
+      throw new CorralError(
+        'E_INPUT_VALIDATION',
+        `SqliteStore.open: maxBytes must be a positive number of bytes (got ${options.maxBytes})`,
+        {
+          option: 'maxBytes',
+        },
+      );
+    }
     const holdsData = checkFile(location);
     const unwritable = (what: string, err: unknown) =>
       storeError(location, `${what}: ${describe(err)}`, { sqlite_code: codeOf(err), unwritable: true });
@@ -202,8 +275,9 @@ export class SqliteStore implements Store {
       throw unwritable('cannot be opened', err);
     }
     try {
-      const store = new SqliteStore(location, db);
+      const store = new SqliteStore(location, db, options);
       store.#setUp(options);
+      if (!options.readonly) store.#enforceCap();
       return store;
     } catch (err) {
       db.close();
@@ -224,12 +298,40 @@ export class SqliteStore implements Store {
       return;
     }
     try {
+      // Only an empty file takes auto_vacuum from a pragma; an older store gets it from #compact's VACUUM.
+      if (version === 0) db.pragma('auto_vacuum = INCREMENTAL');
       db.pragma('journal_mode = WAL');
+      db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
       this.#migrate(version);
     } catch (err) {
       // A read-only or full disk: reading still works, every write will say why it failed.
       if (!isWriteProblem(err)) throw err;
       if (version < SCHEMA_VERSION) throw err;
+      return;
+    }
+    this.#compact();
+  }
+
+  /**
+   * Once per store made before schema 3: switch on incremental vacuum, which
+   * only a full VACUUM can do to a file that has tables, and drop the space
+   * the old layout left. Best effort: a store that cannot be compacted now
+   * (another process holds it, the disk is full) works as before and is
+   * tried again at the next open.
+   */
+  #compact(): void {
+    const db = this.#db;
+    if ((db.pragma('auto_vacuum', { simple: true }) as number) === 2) return;
+    try {
+      const bytes = statSync(this.location).size;
+      if (bytes > SLOW_VACUUM_BYTES) {
+        this.#onProgress?.(`compacting the snapshot store ${this.location} (${mb(bytes)}) once, for schema 3; this can take a while`);
+      }
+      db.pragma('auto_vacuum = INCREMENTAL');
+      db.exec('VACUUM');
+      db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch (err) {
+      if (!isWriteProblem(err) && !codeOf(err)?.startsWith('SQLITE_BUSY')) throw err;
     }
   }
 
@@ -267,20 +369,40 @@ export class SqliteStore implements Store {
 
   async beginExecution(i: ExecutionIntent): Promise<void> {
     checkRecord('beginExecution', i);
-    const sql = `INSERT INTO executions (id, decision_id, tool, version, wasm_sha256, input_sha256, input_json, intent_ns)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
+    const hash = i.input_sha256 ?? null;
+    const json = i.input_json ?? null;
+    // An input with a hash is kept once, in inputs; one without stays in the row (nothing to key it by).
+    const keep = hash !== null && json !== null && !(this.#maxBytes !== undefined && json.length > this.#maxBytes);
+    const ops: WriteOp[] = [];
+    if (keep) {
+      ops.push(
+        { sql: 'INSERT INTO inputs (sha256, json) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING', params: [hash, json] },
+        { sql: 'SELECT json = ? FROM inputs WHERE sha256 = ?', params: [json, hash], expect: inputMismatch(hash) },
+      );
+    }
+    const sql = `INSERT INTO executions (id, decision_id, tool, version, wasm_sha256, input_sha256, input_json, input_kept, intent_ns)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
     const params = [
       i.id,
       i.decision_id ?? null,
       i.tool,
       i.version ?? null,
       i.wasm_sha256 ?? null,
-      i.input_sha256 ?? null,
-      i.input_json ?? null,
+      hash,
+      hash === null ? json : null,
+      keep ? 1 : 0,
       nanos(i.intent_ns),
     ];
-    const result = await this.#write([{ sql, params }]);
-    if (!result.ok) throw this.#refused(result, `an execution with id ${i.id} already exists`);
+    ops.push({ sql, params });
+    this.#inFlight.add(i.id);
+    const result = await this.#write(ops).catch((err) => {
+      this.#inFlight.delete(i.id);
+      throw err;
+    });
+    if (!result.ok) {
+      this.#inFlight.delete(i.id);
+      throw this.#refused(result, `an execution with id ${i.id} already exists`);
+    }
   }
 
   async finishExecution(id: string, o: ExecutionOutcome): Promise<void> {
@@ -303,6 +425,7 @@ export class SqliteStore implements Store {
       id,
     ];
     const result = await this.#write([{ sql, params, probe: { sql: 'SELECT 1 FROM executions WHERE id = ?', params: [id] } }]);
+    this.#inFlight.delete(id);
     if (!result.ok) throw this.#refused(result);
     if (result.changes === 0) {
       throw storeError(this.location, result.found ? `execution ${id} already has a result` : `no execution with id ${id} to finish`);
@@ -310,7 +433,7 @@ export class SqliteStore implements Store {
   }
 
   async getExecution(id: string): Promise<ExecutionSnapshot | null> {
-    const row = await this.#read(() => this.#stmt('SELECT * FROM executions WHERE id = ?').get(id) as Row | undefined);
+    const row = await this.#read(() => this.#stmt(`${EXECUTIONS} WHERE id = ?`).get(id) as Row | undefined);
     return row ? toExecution(row) : null;
   }
 
@@ -332,7 +455,7 @@ export class SqliteStore implements Store {
     if (filter.status === 'ok') where.push('result_ns IS NOT NULL AND error_code IS NULL');
     if (filter.status === 'failed') where.push('result_ns IS NOT NULL AND error_code IS NOT NULL');
     const sql =
-      `SELECT * FROM executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY intent_ns DESC, id DESC` +
+      `${EXECUTIONS} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY intent_ns DESC, id DESC` +
       (filter.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(filter.limit))}` : '');
     return this.#read(() => (this.#stmt(sql).all(...params) as Row[]).map(toExecution));
   }
@@ -344,11 +467,11 @@ export class SqliteStore implements Store {
   async *export(): AsyncIterable<SnapshotRecord> {
     const PAGE = 500;
     for (const kind of ['decision', 'execution'] as const) {
-      const [table, time] = kind === 'decision' ? ['decisions', 'time_ns'] : ['executions', 'intent_ns'];
+      const [from, time] = kind === 'decision' ? ['SELECT * FROM decisions', 'time_ns'] : [EXECUTIONS, 'intent_ns'];
       let after: [bigint, string] = [-1n, ''];
       for (;;) {
         const rows = await this.#read(
-          () => this.#stmt(`SELECT * FROM ${table} WHERE (${time}, id) > (?, ?) ORDER BY ${time}, id LIMIT ${PAGE}`).all(...after) as Row[],
+          () => this.#stmt(`${from} WHERE (${time}, id) > (?, ?) ORDER BY ${time}, id LIMIT ${PAGE}`).all(...after) as Row[],
         );
         for (const row of rows) yield kind === 'decision' ? { kind, ...toDecision(row) } : { kind, ...toExecution(row) };
         if (rows.length < PAGE) break;
@@ -384,10 +507,10 @@ export class SqliteStore implements Store {
       return { executions, decisions };
     });
     const records: SnapshotRecord[] = [];
-    const rowsOf = (table: string, ids: string[]) =>
-      this.#read(() => this.#stmt(`SELECT * FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Row[]);
-    for (const row of await rowsOf('decisions', decisions)) records.push({ kind: 'decision', ...toDecision(row) });
-    for (const row of await rowsOf('executions', executions)) records.push({ kind: 'execution', ...toExecution(row) });
+    const rowsOf = (from: string, ids: string[]) =>
+      this.#read(() => this.#stmt(`${from} WHERE id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Row[]);
+    for (const row of await rowsOf('SELECT * FROM decisions', decisions)) records.push({ kind: 'decision', ...toDecision(row) });
+    for (const row of await rowsOf(EXECUTIONS, executions)) records.push({ kind: 'execution', ...toExecution(row) });
     records.sort((a, b) => (a.kind !== b.kind ? (a.kind === 'decision' ? -1 : 1) : Number(BigInt(timeOf(a)) - BigInt(timeOf(b)))));
     if (records.length === 0) return records;
     // The archive is written before anything is deleted; if it fails, nothing is.
@@ -395,9 +518,146 @@ export class SqliteStore implements Store {
     const deleted = await this.#write([
       { sql: 'DELETE FROM executions WHERE id IN (SELECT value FROM json_each(?))', params: [JSON.stringify(executions)] },
       { sql: 'DELETE FROM decisions WHERE id IN (SELECT value FROM json_each(?))', params: [JSON.stringify(decisions)] },
+      { sql: COLLECT_INPUTS, params: [] },
     ]);
     if (!deleted.ok) throw this.#refused(deleted);
+    await this.#read(() => this.#reclaim());
     return records;
+  }
+
+  async markArchived(ids: readonly string[]): Promise<number> {
+    checkIds('markArchived', ids);
+    const now = nanos(nowNs());
+    const list = JSON.stringify([...new Set(ids)]);
+    const result = await this.#write(
+      ['executions', 'decisions'].map((table) => ({
+        sql: `UPDATE ${table} SET archived_ns = ? WHERE archived_ns IS NULL AND id IN (SELECT value FROM json_each(?))`,
+        params: [now, list],
+      })),
+    );
+    if (!result.ok) throw this.#refused(result);
+    return result.changes;
+  }
+
+  /** Bytes of the file holding live data (pages not on the free list), as of the last commit. */
+  async usedBytes(): Promise<number> {
+    return this.#read(() => this.#usedBytes());
+  }
+
+  #usedBytes(): number {
+    const pragma = (name: string) => Number(this.#db.pragma(name, { simple: true }));
+    return (pragma('page_count') - pragma('freelist_count')) * pragma('page_size');
+  }
+
+  /**
+   * Give free pages back to the file system: incremental vacuum moves them
+   * to the end and truncates, and a checkpoint carries that into the file
+   * (and truncates the WAL) when no other process is reading.
+   */
+  #reclaim(): void {
+    this.#db.pragma('incremental_vacuum');
+    this.#db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  /** The size cap (see SqliteStoreOptions.maxBytes): called after every commit, and at open. */
+  #enforceCap(): void {
+    try {
+      this.#trimToCap();
+    } catch (err) {
+      // The writes are durable; the cap is tried again after the next commit.
+      this.#onProgress?.(`the snapshot store ${this.location} is over its size cap and could not be trimmed: ${describe(err)}`);
+    }
+  }
+
+  #trimToCap(): void {
+    const max = this.#maxBytes;
+    if (max === undefined || this.#capping) return;
+    let used = this.#usedBytes();
+    if (used <= max) return;
+    this.#capping = true;
+    const before = used;
+    let removed = 0;
+    try {
+      const target = Math.floor(max * 0.9);
+      while (used > target) {
+        const chosen = selectEvicted(this.#evictionCandidates(), used - target);
+        if (chosen.length === 0) break;
+        const ids = (kind: string) => JSON.stringify(chosen.filter((c) => c.kind === kind).map((c) => c.id));
+        this.#db
+          .transaction(() => {
+            this.#db.prepare('DELETE FROM executions WHERE id IN (SELECT value FROM json_each(?))').run(ids('execution'));
+            // Never a decision a kept execution points to (the candidates already leave those out).
+            this.#db
+              .prepare(
+                `DELETE FROM decisions WHERE id IN (SELECT value FROM json_each(?))
+                   AND id NOT IN (SELECT decision_id FROM executions WHERE decision_id IS NOT NULL)`,
+              )
+              .run(ids('decision'));
+            this.#db.prepare(COLLECT_INPUTS).run();
+          })
+          .immediate();
+        removed += chosen.length;
+        used = this.#usedBytes();
+      }
+      this.#reclaim();
+      this.#onProgress?.(
+        `the snapshot store ${this.location} was over its size cap (${mb(max)}): removed the ${removed} oldest record${removed === 1 ? '' : 's'}, ${mb(before)} → ${mb(this.#usedBytes())}`,
+      );
+    } finally {
+      this.#capping = false;
+    }
+  }
+
+  /** What the cap may remove, in small batches (it asks again until the store is under the cap). */
+  #evictionCandidates(): EvictionCandidate[] {
+    const BATCH = 1000;
+    const inFlight = JSON.stringify([...this.#inFlight]);
+    const executions = this.#db
+      .prepare(
+        `SELECT id, intent_ns AS t, archived_ns IS NOT NULL AS archived, result_ns IS NOT NULL AS finished,
+                CASE WHEN input_kept = 1 THEN input_sha256 END AS input,
+                CASE WHEN input_kept = 1 THEN (SELECT octet_length(json) FROM inputs WHERE sha256 = executions.input_sha256) ELSE 0 END AS input_bytes,
+                200 + coalesce(octet_length(input_json), 0) + coalesce(octet_length(error_message), 0) + coalesce(octet_length(stdout_head), 0)
+                    + coalesce(octet_length(stdout_tail), 0) + coalesce(octet_length(stderr_head), 0) + coalesce(octet_length(stderr_tail), 0) AS bytes
+         FROM executions WHERE id NOT IN (SELECT value FROM json_each(?))
+         ORDER BY archived_ns IS NULL, result_ns IS NULL, intent_ns, id LIMIT ${BATCH}`,
+      )
+      .safeIntegers(true)
+      .all(inFlight) as Row[];
+    const decisions = this.#db
+      .prepare(
+        `SELECT id, time_ns AS t, archived_ns IS NOT NULL AS archived, 100 + octet_length(output) AS bytes FROM decisions
+         WHERE id NOT IN (SELECT decision_id FROM executions WHERE decision_id IS NOT NULL)
+         ORDER BY archived_ns IS NULL, time_ns, id LIMIT ${BATCH}`,
+      )
+      .safeIntegers(true)
+      .all() as Row[];
+    return [
+      ...executions.map(
+        (r): EvictionCandidate => ({
+          kind: 'execution',
+          id: String(r.id),
+          time_ns: String(r.t),
+          archived: Number(r.archived) === 1,
+          finished: Number(r.finished) === 1,
+          bytes: Number(r.bytes),
+          input_sha256: r.input === null ? null : String(r.input),
+          input_bytes: Number(r.input_bytes ?? 0),
+        }),
+      ),
+      ...decisions.map(
+        (r): EvictionCandidate => ({
+          kind: 'decision',
+          id: String(r.id),
+          time_ns: String(r.t),
+          archived: Number(r.archived) === 1,
+          finished: true,
+          bytes: Number(r.bytes),
+          input_sha256: null,
+          input_bytes: 0,
+        }),
+      ),
+    ];
   }
 
   async recordAudit(event: AuditEvent): Promise<void> {
@@ -498,9 +758,10 @@ export class SqliteStore implements Store {
     return s;
   }
 
-  /** A write that failed on its own: a duplicate id, or what SQLite said. */
+  /** A write that failed on its own: a duplicate id, a failed check, or what SQLite said. */
   #refused(result: Extract<WriteResult, { ok: false }>, duplicate?: string): CorralError {
     if (duplicate && result.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return storeError(this.location, duplicate);
+    if (result.code === CHECK_FAILED) return storeError(this.location, result.message);
     return this.#error(result);
   }
 
@@ -541,6 +802,7 @@ export class SqliteStore implements Store {
     batch.forEach((w, i) => {
       w.resolve(results[i]!);
     });
+    this.#enforceCap();
   }
 
   /** Run a read after committing queued writes, so a caller reads what it wrote. */
@@ -566,7 +828,12 @@ interface WriteOp {
   params: unknown[];
   /** When the statement changes no row, run this and report whether it found one ("unknown id" vs "already done"). */
   probe?: { sql: string; params: unknown[] };
+  /** The statement is a query whose single value must be 1; otherwise the write fails with this message. */
+  expect?: string;
 }
+
+/** The code of a write refused by an `expect` check. */
+const CHECK_FAILED = 'CORRAL_CHECK_FAILED';
 
 /** How one write (a list of ops that succeed or fail together) went. */
 type WriteResult = { ok: true; changes: number; found?: boolean } | { ok: false; code?: string; message: string };
@@ -586,6 +853,15 @@ function commitBatch(db: Database.Database, writes: WriteOp[][], statements: Map
     let changes = 0;
     let found: boolean | undefined;
     for (const op of ops) {
+      if (op.expect !== undefined) {
+        if (
+          stmt(op.sql)
+            .pluck()
+            .get(...op.params) !== 1
+        )
+          throw Object.assign(new Error(op.expect), { code: CHECK_FAILED });
+        continue;
+      }
       const n = stmt(op.sql).run(...op.params).changes;
       changes += n;
       if (n === 0 && op.probe) found = stmt(op.probe.sql).get(...op.probe.params) !== undefined;
@@ -788,7 +1064,7 @@ function toExecution(r: Row): ExecutionSnapshot {
     version: str(r.version),
     wasm_sha256: str(r.wasm_sha256),
     input_sha256: str(r.input_sha256),
-    input_json: str(r.input_json),
+    input_json: str(r.input_text),
     intent_ns: String(r.intent_ns),
     result_ns: str(r.result_ns),
     exit_code: num(r.exit_code),
@@ -895,6 +1171,15 @@ function toApproval(r: Row, location: string): ApprovalRecord {
     location,
     'holds a damaged approval',
   );
+}
+
+function inputMismatch(hash: string): string {
+  return `holds a different input under input_sha256 ${hash}; an input's hash must be the SHA-256 of its text`;
+}
+
+/** Bytes in MB, for messages. */
+function mb(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MB`;
 }
 
 function timeOf(r: SnapshotRecord): string {

@@ -4,7 +4,16 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { CorralError, ErrorCodes, detectWasmKind, parseSpec, type ErrorDetails, type Registry, type Tool } from '@corral/core';
+import {
+  CorralError,
+  ErrorCodes,
+  adapterReallocProblem,
+  detectWasmKind,
+  parseSpec,
+  type ErrorDetails,
+  type Registry,
+  type Tool,
+} from '@corral/core';
 
 const SPEC_FILE = 'tool-spec.json';
 
@@ -52,8 +61,33 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
     const why = code === 'ENOENT' ? 'does not exist' : `cannot be read (${(err as Error).message})`;
     throw registrationError(`${specPath}: the wasm file ${wasmFile} ${why}`, { source: specPath, path: wasmFile });
   }
-  detectWasmKind(wasm, wasmFile); // so a bad file is named by its own path
+  // So a bad file is named by its own path.
+  if (detectWasmKind(wasm, wasmFile) === 'component') {
+    // Refused, not warned about: such a tool passes its small tests and then
+    // reads a large input short or traps in the adapter, a latent failure
+    // that no call-time error explains. (Imports Corral does not provide stay
+    // refused when the tool is first called, as E_NETWORK_BLOCKED or
+    // E_REGISTRATION: that is where fallbacks apply.)
+    const problem = reallocProblem(wasm, wasmPath ?? spec.component);
+    if (problem)
+      throw registrationError(`${specPath}: ${problem.message}. To fix it, ${problem.hint}`, { source: specPath, path: wasmFile });
+  }
   return registry.register(raw, wasm, specPath);
+}
+
+/**
+ * adapterReallocProblem, or undefined when the component's sections cannot
+ * be read: a malformed component is refused when it is first prepared (jco
+ * and the import check name what is wrong), as it was before this check;
+ * `corral validate` reports it at once.
+ */
+function reallocProblem(wasm: Uint8Array, source: string): ReturnType<typeof adapterReallocProblem> {
+  try {
+    return adapterReallocProblem(wasm, source);
+  } catch (err) {
+    if (CorralError.is(err)) return undefined;
+    throw err;
+  }
 }
 
 /** `dir/tool-spec.json` and `dir/*\/tool-spec.json`, in a stable order. */

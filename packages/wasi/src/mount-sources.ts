@@ -17,6 +17,10 @@
 import { CorralError, ErrorCodes, type ErrorDetails } from '@corral/core/errors';
 import type { MemoryMountSource, MountBinding, MountSource } from '@corral/core';
 import type { FsBackend } from './fs/backend.js';
+import { checkTreeName } from './fs/memory.js';
+
+/** How deep a memory tree's folders may nest: deeper, the copy (and the worker's) would run out of stack. */
+export const MAX_TREE_DEPTH = 1024;
 
 /** The kind every host opens: `{ kind: 'memory', tree }`. */
 export const MEMORY_KIND = 'memory';
@@ -112,7 +116,44 @@ export function checkMountSource(binding: MountBinding, kinds: readonly string[]
   if (typeof tree !== 'object' || tree === null || Array.isArray(tree) || tree instanceof Uint8Array) {
     throw badMountSource(guest, kind, `needs tree as an object of files and folders (got ${tree === null ? 'null' : typeof tree})`);
   }
-  return { kind: MEMORY_KIND, tree } as MemoryMountSource;
+  return { kind: MEMORY_KIND, tree: copyTree(tree, guest) } as MemoryMountSource;
+}
+
+/**
+ * A memory tree as plain data, each entry read once: what was checked is
+ * what goes on. A getter, a Proxy or a value that cannot be sent to the
+ * worker (a function) is the caller's mistake, E_INPUT_VALIDATION, never
+ * an internal error; so is a tree nested deeper than MAX_TREE_DEPTH.
+ */
+function copyTree(tree: object, guest: string): MemoryMountSource['tree'] {
+  const copy = (from: object, depth: number): Record<string, unknown> => {
+    if (depth > MAX_TREE_DEPTH) throw badMountSource(guest, MEMORY_KIND, `has folders nested deeper than ${MAX_TREE_DEPTH}`);
+    // No prototype: a file named __proto__ is a file, not the copy's prototype.
+    const out: Record<string, unknown> = Object.create(null);
+    for (const [name, value] of Object.entries(from) as [string, unknown][]) {
+      checkTreeName(name);
+      if (typeof value === 'string' || value instanceof Uint8Array) out[name] = value;
+      else if (typeof value === 'object' && value !== null && !Array.isArray(value)) out[name] = copy(value, depth + 1);
+      else {
+        const what = value === null || value === undefined ? String(value) : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+        throw badMountSource(
+          guest,
+          MEMORY_KIND,
+          `has ${JSON.stringify(name)} as ${what}: a file is a string or a Uint8Array, a folder an object`,
+          {
+            name,
+          },
+        );
+      }
+    }
+    return out;
+  };
+  try {
+    return copy(tree, 1) as MemoryMountSource['tree'];
+  } catch (err) {
+    if (err instanceof CorralError) throw err;
+    throw badMountSource(guest, MEMORY_KIND, `could not be read (${err instanceof Error ? err.message : String(err)})`);
+  }
 }
 
 /**

@@ -27,7 +27,9 @@ if (!validation.ok) throw new Error(`the installed diff-summary spec is invalid:
 const corral = await Corral.create({ store: false, size: 1 });
 try {
   const result: InvokeResult<DiffSummary> = await corral.invoke<DiffSummary>('diff-summary', example);
-  if (!result.ok || !result.output) throw new Error(`diff-summary failed: ${result.error?.code} ${result.error?.message}`);
+  // The envelope is a union on `ok`: no null checks after it (issue 12 found `output` "possibly null" here).
+  if (!result.ok) throw new Error(`diff-summary failed: ${result.error.code} ${result.error.message}`);
+  const files: number = result.output.files.length;
   const bad = await corral.invoke('diff-summary', { diff: 5 });
   if (bad.error?.code !== ErrorCodes.INPUT_VALIDATION) throw new Error(`expected E_INPUT_VALIDATION, got ${JSON.stringify(bad.error)}`);
   const mcp = createMcpServer(corral);
@@ -36,7 +38,7 @@ try {
   console.log(
     JSON.stringify({
       tools: names,
-      files: result.output.files.length,
+      files,
       summary: result.output.summary,
       mcp: typeof mcp,
       browser: browser[0].map((tool) => tool.name),

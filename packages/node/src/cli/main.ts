@@ -22,6 +22,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   approve: () => import('./approve.js'),
   approvals: () => import('./approvals.js'),
   audit: () => import('./audit.js'),
+  init: () => import('./init.js'),
+  build: () => import('./build.js'),
+  test: () => import('./test-tool.js'),
 };
 
 export const HELP = `corral — run sandboxed WASI tools for AI agents
@@ -41,6 +44,9 @@ Usage:
   corral approvals [--json]                    calls waiting for approval
   corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)
   corral audit [--json] [--since] [--tool]     grants, revocations, denials and approvals
+  corral init NAME --lang c|rust|js            start a new tool in ./NAME
+  corral build [DIR]                           compile a tool folder into its component
+  corral test [DIR] [--update]                 run a tool's examples and compare the outputs
 
 Run 'corral COMMAND --help' for a command's options; 'corral --version' prints the version.`;
 

@@ -31,6 +31,9 @@ only the protocol.
   --no-store      record no snapshots; approvals and the audit trail are kept in
                   memory only, so 'corral approve' cannot reach them and a call
                   that needs approval runs only if the client approves it
+  --store-max-mb MB
+                  cap the store's size: past it the oldest records go, archived
+                  (exported) ones first (default: $CORRAL_STORE_MAX_MB, else no cap)
   --policy FILE   the policy (default: $CORRAL_POLICY, else
                   $XDG_CONFIG_HOME/corral/policy.yaml, else ~/.config/corral/policy.yaml)
   --no-elicit-approvals
@@ -50,6 +53,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       'no-watch': { type: 'boolean' },
       store: { type: 'string' },
       'no-store': { type: 'boolean' },
+      'store-max-mb': { type: 'string' },
       policy: { type: 'string' },
       'no-elicit-approvals': { type: 'boolean' },
       'approval-timeout': { type: 'string' },
@@ -59,6 +63,9 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   if (values.help) return (print(help), EXIT_OK);
   const toolDirs = toolDirsFlag(values.tools);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
+  if (values['store-max-mb'] !== undefined && values['no-store']) throw new UsageError('--store-max-mb caps a store; --no-store has none.');
+  const { storeCapFlag } = await import('./store.js');
+  const storeMaxBytes = storeCapFlag(values['store-max-mb']);
   if (values.policy === '') throw new UsageError('--policy needs a file.');
   let approvalTimeoutMs: number | undefined;
   if (values['approval-timeout'] !== undefined) {
@@ -79,7 +86,13 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   ]);
   const store = values['no-store'] ? false : values.store;
   // The --tools folders are loaded by the watcher, so start-up and later changes take one path.
-  const corral = await Corral.create({ bundled: !values['no-bundled'], toolDirs: [], ...(store !== undefined ? { store } : {}) });
+  const corral = await Corral.create({
+    bundled: !values['no-bundled'],
+    toolDirs: [],
+    ...(store !== undefined ? { store } : {}),
+    ...(storeMaxBytes !== undefined ? { storeMaxBytes } : {}),
+    onStoreProgress: log,
+  });
   for (const err of corral.loadErrors) log(`skipped: ${err.message} (${err.code})`);
 
   // The --tools folders are never mountable: a tool that could write there could replace another tool and get its grants.

@@ -25,6 +25,10 @@ tool's input_schema; the tool's JSON output is printed.
                         (default: $CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db,
                         else ~/.local/share/corral/snapshots.db)
   --no-store            record nothing
+  --no-record-input     record the input's SHA-256 but not the input itself
+                        (such a call cannot be replayed)
+  --store-max-mb MB     cap the store's size: past it the oldest records go,
+                        archived (exported) ones first (default: $CORRAL_STORE_MAX_MB, else no cap)
 
 Exit status: 0 the tool succeeded, 1 the tool failed, 2 the command was misused.`;
 
@@ -43,11 +47,16 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       spec: { type: 'string' },
       store: { type: 'string' },
       'no-store': { type: 'boolean' },
+      'no-record-input': { type: 'boolean' },
+      'store-max-mb': { type: 'string' },
     },
     true,
   );
   if (values.help) return (print(help), EXIT_OK);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
+  if (values['store-max-mb'] !== undefined && values['no-store']) throw new UsageError('--store-max-mb caps a store; --no-store has none.');
+  const { storeCapOptions } = await import('./store.js');
+  const storeCap = storeCapOptions(values['store-max-mb']);
   const direct = values.wasm !== undefined || values.spec !== undefined;
   if (direct && (values.wasm === undefined || values.spec === undefined)) throw new UsageError('--wasm and --spec go together.');
   if (direct && positionals.length > 0) throw new UsageError('give either a tool NAME or --wasm/--spec, not both.');
@@ -75,6 +84,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     bundled: !direct,
     size: 1,
     ...(store !== undefined ? { store } : {}),
+    ...(values['no-record-input'] ? { recordInputs: false } : {}),
+    ...storeCap,
   });
   try {
     const options = { mounts, env, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };

@@ -44,6 +44,8 @@ Tools added to or removed from a --tools DIR while the server runs are picked up
                         $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db)
   --no-store            record no calls; approvals and the audit trail are then kept
                         in memory until the server stops (corral approve cannot reach them)
+  --store-max-mb MB     cap the store's size: past it the oldest records go, archived
+                        (exported) ones first (default: $CORRAL_STORE_MAX_MB, else no cap)
   --max-body-mb N       largest request body, in MiB (default 4)
   --concurrency N       most /execute calls in flight; one more gets 503 (default 256)
   --workers N           sandbox workers (default: one per core)
@@ -68,6 +70,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
       'no-bundled': { type: 'boolean' },
       store: { type: 'string' },
       'no-store': { type: 'boolean' },
+      'store-max-mb': { type: 'string' },
       'max-body-mb': { type: 'string' },
       concurrency: { type: 'string' },
       workers: { type: 'string' },
@@ -84,6 +87,9 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   if (values.help) return (print(help), EXIT_OK);
   const toolDirs = toolDirsFlag(values.tools);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
+  if (values['store-max-mb'] !== undefined && values['no-store']) throw new UsageError('--store-max-mb caps a store; --no-store has none.');
+  const { storeCapFlag } = await import('./store.js');
+  const storeMaxBytes = storeCapFlag(values['store-max-mb']);
   const port = integerFlag('--port', values.port, 0, 65535);
   const concurrency = integerFlag('--concurrency', values.concurrency, 1, 1_000_000);
   const workers = integerFlag('--workers', values.workers, 1, 1024);
@@ -98,7 +104,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   const token = readToken('--token-file', values['token-file'], 'CORRAL_TOKEN', fail);
   const approverToken = readToken('--approver-token-file', values['approver-token-file'], 'CORRAL_APPROVER_TOKEN', fail);
 
-  const { startHttpServer, checkHttpServerOptions, DEFAULT_HTTP_CONCURRENCY } = await import('../server/http.js');
+  const { startHttpServer, checkHttpServerOptions, DEFAULT_HTTP_CONCURRENCY, writeLogLine } = await import('../server/http.js');
   const options: HttpServerOptions = {
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(port !== undefined ? { port } : {}),
@@ -129,8 +135,9 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     // The server bounds calls in flight itself; the pool's queue must not refuse them first.
     maxQueue: Math.max(1000, concurrency ?? DEFAULT_HTTP_CONCURRENCY),
     ...(store !== undefined ? { store } : {}),
+    ...(storeMaxBytes !== undefined ? { storeMaxBytes } : {}),
+    onStoreProgress: (message) => writeLogLine({ time: new Date().toISOString(), event: 'notice', message }),
   });
-  const { writeLogLine } = await import('../server/http.js');
   // Diagnostics share the request log's shape: one JSON object per line on stderr.
   const log = (message: string) => writeLogLine({ time: new Date().toISOString(), event: 'notice', message });
   for (const err of corral.loadErrors) log(`skipped: ${err.message} (${err.code})`);

@@ -2,6 +2,7 @@
  * `corral snapshots list|show|export|prune`: reading back what ran and
  * trimming the store.
  */
+import { statSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
@@ -32,10 +33,13 @@ mid-call, or the call is still running).
   list      newest first (50 unless --limit; 0 for all). WHEN is a duration
             back from now (2h, 7d) or a date (2026-11-29T09:00Z)
   show      one execution or decision, in full
-  export    every record as JSON lines: decisions, then executions, oldest first
+  export    every record as JSON lines: decisions, then executions, oldest first.
+            With --output, the records written are marked archived: a size
+            cap (--store-max-mb on run, serve, mcp) removes those first
   prune     write the records it removes to an archive (JSONL, default beside
-            the store in archive/) and only then delete them; prints the path.
-            DURATION: 90s, 15m, 36h, 30d, 2w
+            the store in archive/) and only then delete them, with the inputs
+            no kept call shares; the file shrinks by what they took. Prints
+            the archive's path. DURATION: 90s, 15m, 36h, 30d, 2w
   --store PATH   the store to read (default as for corral run)`;
 
 const STATUSES: ExecutionStatus[] = ['ok', 'failed', 'interrupted'];
@@ -212,8 +216,15 @@ async function exportCommand(args: string[], print: Print): Promise<number> {
   if (!store) throw noStore(values.store);
   try {
     if (values.output !== undefined) {
-      const n = await writeJsonl(values.output, store.export(), '--output');
-      process.stderr.write(`corral: exported ${n} record${n === 1 ? '' : 's'} to ${cell(values.output)}\n`);
+      const ids: string[] = [];
+      const n = await writeJsonl(
+        values.output,
+        tap(store.export(), (r) => ids.push(r.id)),
+        '--output',
+      );
+      // The file is on disk (fsynced): these records now have a copy outside the store.
+      await store.markArchived(ids);
+      process.stderr.write(`corral: exported ${n} record${n === 1 ? '' : 's'} to ${cell(values.output)} (marked archived)\n`);
     } else {
       for await (const record of store.export()) print(JSON.stringify(record));
     }
@@ -244,6 +255,7 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
   }
   const store = await openExisting(values.store);
   if (!store) return (print('Nothing to prune (no store yet).'), EXIT_OK);
+  const before = fileBytes(store.location);
   try {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const archivePath = resolve(values.archive ?? join(dirname(store.location), 'archive', `snapshots-${stamp}.jsonl`));
@@ -259,6 +271,7 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
       `Removed ${executions} execution${executions === 1 ? '' : 's'} and ${removed.length - executions} decision${removed.length - executions === 1 ? '' : 's'}.`,
     );
     print(`Archive: ${archivePath}`);
+    print(`Store: ${megabytes(before)} → ${megabytes(fileBytes(store.location))}`);
     return EXIT_OK;
   } finally {
     await store.close();
@@ -327,6 +340,30 @@ export function parseSince(text: string): string {
   if (Number.isNaN(ms))
     throw new UsageError(`bad --since ${JSON.stringify(text)}: a duration back from now (2h, 7d) or a date (2026-11-29T09:00Z).`);
   return nsFromDate(ms);
+}
+
+/** The bytes a store takes on disk: the file and its WAL. */
+function fileBytes(location: string): number {
+  const size = (path: string) => {
+    try {
+      return statSync(path).size;
+    } catch {
+      return 0;
+    }
+  };
+  return size(location) + size(`${location}-wal`);
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MB`;
+}
+
+/** Pass records through, telling `seen` about each. */
+async function* tap(records: AsyncIterable<SnapshotRecord>, seen: (r: SnapshotRecord) => void): AsyncIterable<SnapshotRecord> {
+  for await (const r of records) {
+    seen(r);
+    yield r;
+  }
 }
 
 function pretty(json: string): string {

@@ -1,12 +1,28 @@
-/** `corral validate`: a tool-spec.json checked against the tool contract, every problem listed. */
+/** `corral validate`: a tool-spec.json checked against the tool contract, and the wasm it names, every problem listed. */
 import { readFile } from 'node:fs/promises';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { forTerminal } from '../terminal.js';
 import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli } from './shared.js';
 
-export const help = `corral validate SPEC
+export const help = `corral validate SPEC [--json]
 
-Check a tool-spec.json against Corral's tool contract and list every problem.`;
+Check a tool-spec.json against Corral's tool contract, and the wasm file it
+names the way the runtime will load it: the file exists and is WebAssembly,
+its kind matches "kind", it imports only what Corral provides (WASI 0.2's
+cli, clocks, filesystem, io and random for components; wasi_snapshot_preview1
+for modules), a component made from a preview1 module exports cabi_realloc,
+and it transpiles, compiles and instantiates (its entry point is not called).
+Every problem is listed by its place in the spec, with a hint.
+
+  --json    print { ok, problems: [{ path, message, hint? }] }
+
+Exit status: 0 valid, 1 any problem, 2 the command was misused.`;
+
+interface Problem {
+  path: string;
+  message: string;
+  hint?: string;
+}
 
 export async function command(args: string[], { print }: Cli): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, true);
@@ -15,19 +31,28 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   const path = positionals[0]!;
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(path, 'utf8'));
+    raw = JSON.parse((await readFile(path, 'utf8')).replace(/^\uFEFF/, ''));
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new CorralError(ErrorCodes.REGISTRATION, `Cannot read ${path} as JSON: ${reason}`, { path });
   }
-  const { validateSpec } = await import('@corral/core');
+  const [{ validateSpec }, { checkToolWasm }] = await Promise.all([import('@corral/core'), import('../wasm-check.js')]);
   const verdict = validateSpec(raw);
-  if (values.json) print(JSON.stringify(verdict.ok ? { ok: true } : { ok: false, problems: verdict.problems }, null, 2));
-  else if (verdict.ok) print(`${path}: valid (${verdict.spec.name}@${verdict.spec.version})`);
+  const problems: Problem[] = verdict.ok ? [] : [...verdict.problems];
+  // The wasm is looked at even when the rest of the spec has problems, so one pass shows everything
+  // to fix; not when "component" itself is one (missing, or a path that climbs out of the folder).
+  if (!problems.some((p) => p.path === '/component')) problems.push(...(await checkToolWasm(raw, path)));
+  const ok = problems.length === 0;
+
+  if (values.json) print(JSON.stringify(ok ? { ok: true } : { ok: false, problems }, null, 2));
+  else if (ok && verdict.ok) print(`${path}: valid (${verdict.spec.name}@${verdict.spec.version})`);
   else {
-    print(`${path}: ${verdict.problems.length} problem${verdict.problems.length === 1 ? '' : 's'}`);
+    print(`${path}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`);
     // Paths and messages quote the spec's own keys and values: keep each problem on its line.
-    for (const p of verdict.problems) print(`  ${forTerminal(`${p.path}: ${p.message}`, { oneLine: true })}`);
+    for (const p of problems) {
+      print(`  ${forTerminal(`${p.path}: ${p.message}`, { oneLine: true })}`);
+      if (p.hint) print(`    ${forTerminal(`hint: ${p.hint}`, { oneLine: true })}`);
+    }
   }
-  return verdict.ok ? EXIT_OK : EXIT_TOOL_FAILED;
+  return ok ? EXIT_OK : EXIT_TOOL_FAILED;
 }

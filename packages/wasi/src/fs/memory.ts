@@ -339,7 +339,7 @@ function setTimesOf(node: NodeBase, atime: NewTime, mtime: NewTime): void {
   node.ctime = now;
 }
 
-function checkTreeName(name: string): void {
+export function checkTreeName(name: string): void {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
     // The caller's mistake, not the tool's: a name no directory can hold.
     throw new CorralError(

@@ -1,0 +1,48 @@
+/** `corral init NAME --lang c|rust|js`: a new tool folder that builds and passes `corral test` at once. */
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve } from 'node:path';
+import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
+
+export const help = `corral init NAME --lang c|rust|js [--dir PATH]
+
+Create a new tool: tool-spec.json, the source, a README and an example
+input with its expected output, in ./NAME (or PATH).
+  --lang c|rust|js   the language (js covers TypeScript: src/index.ts)
+  --dir PATH         the folder to create (default: ./NAME); refused if it holds files
+
+Then: corral build NAME && corral test NAME`;
+
+/** The tool-spec.json name rule. */
+const NAME = /^[a-z0-9][a-z0-9._-]*$/;
+
+export async function command(args: string[], { print, io }: Cli): Promise<number> {
+  const { values, positionals } = parse(args, { lang: { type: 'string' }, dir: { type: 'string' } }, true);
+  if (values.help) return (print(help), EXIT_OK);
+  if (positionals.length !== 1) throw new UsageError('name the new tool, e.g. corral init word-count --lang rust');
+  const name = positionals[0]!;
+  if (!NAME.test(name))
+    throw new UsageError(
+      `bad tool name ${JSON.stringify(name)}: use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit.`,
+    );
+  const { LANGUAGE_NAMES, isLanguageName, language } = await import('../author/languages.js');
+  if (values.lang === undefined) throw new UsageError(`choose a language: --lang ${LANGUAGE_NAMES.join('|')}`);
+  if (!isLanguageName(values.lang))
+    throw new UsageError(`unknown --lang ${JSON.stringify(values.lang)}: use ${LANGUAGE_NAMES.join(', ')}.`);
+
+  const dir = resolve(values.dir ?? name);
+  const existing = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return [];
+    throw new UsageError(`cannot use ${dir}: ${err.code === 'ENOTDIR' ? 'it is a file' : err.message}`);
+  });
+  if (existing.length > 0) throw new UsageError(`${dir} already exists and is not empty: choose another name or --dir.`);
+
+  const files = (await language(values.lang)).scaffold(name);
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  const shown = relative(process.cwd(), dir) || '.';
+  io.stderr.write(`Created ${values.lang} tool ${name} in ${shown}/: ${Object.keys(files).sort().join(', ')}\n`);
+  print(`Next: corral build ${shown} && corral test ${shown}`);
+  return EXIT_OK;
+}

@@ -1,0 +1,203 @@
+// `corral validate` checks the wasm a spec names, the way the runtime will
+// load it (issue 12): it said "valid", exit 0, for a missing component and
+// for a text file renamed .wasm, and a component built without cabi_realloc
+// passed validate and registration, then read a large input short or trapped
+// ("assertion failed at adapter line"). One test per problem, through the
+// real CLI, asserting what a user reads and the exit status.
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { componentEmbed, componentNew, parse } from '@bytecodealliance/jco';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const CLI = join(ROOT, 'packages/node/bin/corral.js');
+const FIXTURES = join(ROOT, 'test/fixtures');
+const DIFF_SUMMARY = join(ROOT, 'wasm-tools/diff-summary');
+
+async function corral(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, [CLI, ...args], { cwd: ROOT }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+  );
+}
+
+/** A tool folder in a fresh temporary folder: tool-spec.json with `spec` over a minimal valid one, plus `files`. */
+function toolFolder(spec: Record<string, unknown>, files: Record<string, string | Uint8Array> = {}): { dir: string; spec: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-validate-'));
+  const full = { name: 'probe', version: '1.0.0', component: 'tool.wasm', input_schema: { type: 'object' }, ...spec };
+  writeFileSync(join(dir, 'tool-spec.json'), JSON.stringify(full));
+  for (const [name, content] of Object.entries(files)) {
+    if (typeof content === 'string' && content.startsWith('/')) copyFileSync(content, join(dir, name));
+    else writeFileSync(join(dir, name), content);
+  }
+  return { dir, spec: join(dir, 'tool-spec.json') };
+}
+
+type Problem = { path: string; message: string; hint?: string };
+
+/** `corral validate --json SPEC`: the exit status and the problems. */
+async function validateJson(spec: string): Promise<{ code: number; problems: Problem[]; ok: boolean }> {
+  const r = await corral(['validate', spec, '--json']);
+  const parsed = JSON.parse(r.stdout) as { ok: boolean; problems?: Problem[] };
+  return { code: r.code, ok: parsed.ok, problems: parsed.problems ?? [] };
+}
+
+describe('corral validate checks the wasm too', () => {
+  it('a first-party tool is valid: exit 0', async () => {
+    const r = await corral(['validate', join(DIFF_SUMMARY, 'tool-spec.json')]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/tool-spec\.json: valid \(diff-summary@1\.0\.0\)\n$/);
+    expect(await validateJson(join(DIFF_SUMMARY, 'tool-spec.json'))).toEqual({ code: 0, ok: true, problems: [] });
+  });
+
+  it('a component file that does not exist: /component, exit 1', async () => {
+    const { spec, dir } = toolFolder({ component: 'missing.wasm' });
+    const r = await corral(['validate', spec]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`/component: missing.wasm does not exist (looked for ${join(dir, 'missing.wasm')})`);
+    expect(r.stdout).toContain('hint: build the tool first, or correct "component": it is relative to the folder of tool-spec.json');
+    const json = await validateJson(spec);
+    expect(json).toMatchObject({
+      code: 1,
+      ok: false,
+      problems: [{ path: '/component', message: expect.stringContaining('does not exist') }],
+    });
+  });
+
+  it('a text file renamed .wasm: not a WebAssembly file, exit 1', async () => {
+    const { spec } = toolFolder({}, { 'tool.wasm': 'console.log("hello")\n' });
+    const r = await corral(['validate', spec]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('/component: tool.wasm is not a WebAssembly file (it starts with 63 6f 6e 73 6f 6c 65 2e "console.")');
+    expect(r.stdout).toContain('hint: point "component" at the WebAssembly binary your build produces');
+  });
+
+  it('kind "module" naming a component: /kind, exit 1', async () => {
+    const { spec } = toolFolder({ kind: 'module' }, { 'tool.wasm': join(DIFF_SUMMARY, 'diff-summary.wasm') });
+    const r = await corral(['validate', spec]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('/kind: the spec says "kind": "module" but tool.wasm is a component');
+    expect(r.stdout).toContain('hint: set "kind": "component", or leave "kind" out and Corral detects it');
+  });
+
+  it('kind "component" naming a preview1 module: /kind, exit 1', async () => {
+    const { spec } = toolFolder({ kind: 'component' }, { 'tool.wasm': join(DIFF_SUMMARY, 'diff-summary.module.wasm') });
+    const { code, problems } = await validateJson(spec);
+    expect(code).toBe(1);
+    expect(problems).toEqual([
+      {
+        path: '/kind',
+        message: 'the spec says "kind": "component" but tool.wasm is a core module (WASI preview1)',
+        hint: 'set "kind": "module", or leave "kind" out and Corral detects it; or turn the module into a component with `jco new MODULE --wasi-command`',
+      },
+    ]);
+  });
+
+  it('a module importing something other than wasi_snapshot_preview1: exit 1, the import named', async () => {
+    const { spec } = toolFolder({}, { 'tool.wasm': join(FIXTURES, 'preview1/bad-import/p1-bad-import.wasm') });
+    const r = await corral(['validate', spec]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(
+      /\/component: tool\.wasm imports env\.host_magic, which Corral's preview1 host does not provide.*\(E_REGISTRATION\)/,
+    );
+    expect(r.stdout).toContain('hint: a preview1 tool may import only wasi_snapshot_preview1 functions');
+  });
+
+  it('a component importing wasi:http: E_NETWORK_BLOCKED, exit 1', async () => {
+    const { spec } = toolFolder({}, { 'tool.wasm': join(FIXTURES, 'network/uses-http/uses-http.wasm') });
+    const { code, problems } = await validateJson(spec);
+    expect(code).toBe(1);
+    expect(problems).toEqual([
+      {
+        path: '/component',
+        message: expect.stringMatching(/^tool\.wasm imports wasi:http\/outgoing-handler@0\.2\.0; .*\(E_NETWORK_BLOCKED\)$/),
+        hint: expect.stringContaining('Corral tools run without network access'),
+      },
+    ]);
+  });
+
+  it('a preview1-adapted component without cabi_realloc: exit 1, with the fix', async () => {
+    const { spec } = toolFolder({}, { 'tool.wasm': join(FIXTURES, 'validate/no-realloc.wasm') });
+    const r = await corral(['validate', spec]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      '/component: tool.wasm is a preview1 module adapted into a component, and that module does not export cabi_realloc',
+    );
+    expect(r.stdout).toContain('hint: export cabi_realloc from the core module before `jco new --wasi-command`');
+    // The same module with a cabi_realloc export is valid: the check is about that export alone.
+    const fixed = toolFolder({}, { 'tool.wasm': join(FIXTURES, 'validate/with-realloc.wasm') });
+    expect(await validateJson(fixed.spec)).toEqual({ code: 0, ok: true, problems: [] });
+  });
+
+  it('a module that cannot be instantiated (a data segment past its memory): exit 1', async () => {
+    const wasm = await parse(`(module
+      (import "wasi_snapshot_preview1" "proc_exit" (func (param i32)))
+      (memory (export "memory") 1)
+      (data (i32.const 70000) "x")
+      (func (export "_start")))`);
+    const { spec } = toolFolder({}, { 'tool.wasm': wasm });
+    const { code, problems } = await validateJson(spec);
+    expect(code).toBe(1);
+    expect(problems).toEqual([
+      {
+        path: '/component',
+        message: expect.stringMatching(/^tool\.wasm trapped: .*out of bounds.*\(E_UNEXPECTED_EXIT\)$/),
+        hint: expect.any(String),
+      },
+    ]);
+  });
+
+  it('a component that is not a wasi:cli command (it exports a bare run function): exit 1', async () => {
+    const core = await componentEmbed({
+      dummy: true,
+      witSource: 'package corral:probe;\nworld w { export run: func() -> u32; }',
+      world: 'w',
+    });
+    const { spec } = toolFolder({}, { 'tool.wasm': await componentNew(core, []) });
+    const { code, problems } = await validateJson(spec);
+    expect(code).toBe(1);
+    expect(problems).toEqual([
+      {
+        path: '/component',
+        message: 'tool.wasm does not export wasi:cli/run; Corral tools must be wasi:cli command components. (E_UNEXPECTED_EXIT)',
+        hint: 'build it as a command component (`jco new MODULE --wasi-command`), not a library or reactor',
+      },
+    ]);
+  });
+
+  it('spec problems and wasm problems are listed together', async () => {
+    const { spec } = toolFolder({ version: 'one', component: 'gone.wasm' });
+    const { code, problems } = await validateJson(spec);
+    expect(code).toBe(1);
+    expect(problems.map((p) => p.path)).toEqual(['/version', '/component']);
+    // A "component" that is itself a spec problem is not read: one problem, not two.
+    const climbing = toolFolder({ component: '../tool.wasm' });
+    expect((await validateJson(climbing.spec)).problems).toEqual([
+      { path: '/component', message: "must be a relative path to a .wasm file, with '/' separators and no '..' segments" },
+    ]);
+  });
+});
+
+describe('registration refuses a preview1-adapted component without cabi_realloc', () => {
+  it('corral tools --tools DIR skips it with E_REGISTRATION and the fix; corral run --wasm refuses it', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'corral-validate-folder-'));
+    mkdirSync(join(root, 'naive'));
+    copyFileSync(join(FIXTURES, 'validate/no-realloc.wasm'), join(root, 'naive/naive.wasm'));
+    const spec = join(root, 'naive/tool-spec.json');
+    writeFileSync(spec, JSON.stringify({ name: 'naive', version: '1.0.0', component: 'naive.wasm', input_schema: { type: 'object' } }));
+
+    const tools = await corral(['tools', '--tools', root]);
+    expect(tools.stdout).not.toMatch(/^naive@/m);
+    expect(tools.stderr).toMatch(
+      /naive\.wasm is a preview1 module adapted into a component, and that module does not export cabi_realloc.*\(E_REGISTRATION\)/,
+    );
+    expect(tools.stderr).toContain('To fix it, export cabi_realloc from the core module');
+
+    const run = await corral(['run', '--wasm', join(root, 'naive/naive.wasm'), '--spec', spec, '--input', '{}', '--no-store']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/does not export cabi_realloc.*\(E_REGISTRATION\)/);
+  });
+});
