@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/json.h"
+#include "corral.h"
 
 /* Octopus merges can have many parents; beyond this a combined hunk is
  * reported as malformed rather than tracked. */
@@ -103,7 +103,7 @@ static slice after(slice l, size_t k) {
 
 static char *dupn(const char *s, size_t n) {
   char *r = malloc(n + 1);
-  if (!r) json_fail("out of memory");
+  if (!r) corral_fail("out of memory");
   memcpy(r, s, n);
   r[n] = '\0';
   return r;
@@ -121,7 +121,7 @@ static int has_prefix(const char *s, const char *p) {
  * is no closing quote. */
 static char *unquote(const char *s, size_t n, size_t *used) {
   char *out = malloc(n + 1); /* decoding never lengthens */
-  if (!out) json_fail("out of memory");
+  if (!out) corral_fail("out of memory");
   size_t w = 0;
   for (size_t i = 1; i < n; i++) {
     char c = s[i];
@@ -281,7 +281,7 @@ static void push(diff_result *out, const diff_file *d) {
   if (out->count == out->cap) {
     size_t ncap = out->cap ? out->cap * 2 : 16;
     diff_file *nf = realloc(out->files, ncap * sizeof *nf);
-    if (!nf) json_fail("out of memory");
+    if (!nf) corral_fail("out of memory");
     out->files = nf;
     out->cap = ncap;
   }

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/json.h"
+#include "corral.h"
 
 #define ROOT "/workspace"
 /* Deeper trees are almost certainly a loop or an attack; stop descending. */
@@ -34,9 +34,8 @@ typedef struct {
   const char *pattern;
   int pattern_has_slash;
   size_t base_len; /* length of the walked root, to form relative paths */
-  jbuf *out;
+  corral_writer *out; /* inside the "files" array */
   totals sum;
-  int first;
 } walk_ctx;
 
 static int is_ws(unsigned char c) {
@@ -46,7 +45,7 @@ static int is_ws(unsigned char c) {
 
 static void count_file(walk_ctx *ctx, const char *path) {
   int fd = open(path, O_RDONLY);
-  if (fd < 0) json_fail("cannot open %s: %s", path, strerror(errno));
+  if (fd < 0) corral_fail("cannot open %s: %s", path, strerror(errno));
   static unsigned char buf[64 * 1024];
   uint64_t lines = 0, words = 0, bytes = 0;
   int in_word = 0; /* carried across reads: a word may span two chunks */
@@ -55,7 +54,7 @@ static void count_file(walk_ctx *ctx, const char *path) {
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      json_fail("cannot read %s: %s", path, strerror(errno));
+      corral_fail("cannot read %s: %s", path, strerror(errno));
     }
     bytes += (uint64_t)n;
     for (ssize_t i = 0; i < n; i++) {
@@ -71,17 +70,16 @@ static void count_file(walk_ctx *ctx, const char *path) {
   }
   close(fd);
 
-  if (!ctx->first) jb_putc(ctx->out, ',');
-  ctx->first = 0;
-  jb_puts(ctx->out, "{\"path\":");
-  jb_cstr(ctx->out, path);
-  jb_puts(ctx->out, ",\"lines\":");
-  jb_u64(ctx->out, lines);
-  jb_puts(ctx->out, ",\"words\":");
-  jb_u64(ctx->out, words);
-  jb_puts(ctx->out, ",\"bytes\":");
-  jb_u64(ctx->out, bytes);
-  jb_putc(ctx->out, '}');
+  corral_begin_object(ctx->out);
+  corral_key(ctx->out, "path");
+  corral_cstring(ctx->out, path);
+  corral_key(ctx->out, "lines");
+  corral_uint(ctx->out, lines);
+  corral_key(ctx->out, "words");
+  corral_uint(ctx->out, words);
+  corral_key(ctx->out, "bytes");
+  corral_uint(ctx->out, bytes);
+  corral_end_object(ctx->out);
   ctx->sum.files++;
   ctx->sum.lines += lines;
   ctx->sum.words += words;
@@ -108,7 +106,7 @@ static int cmp_names(const void *a, const void *b) {
 static char *join(const char *dir, const char *name) {
   size_t dl = strlen(dir), nl = strlen(name);
   char *p = malloc(dl + nl + 2);
-  if (!p) json_fail("out of memory");
+  if (!p) corral_fail("out of memory");
   memcpy(p, dir, dl);
   p[dl] = '/';
   memcpy(p + dl + 1, name, nl + 1);
@@ -122,7 +120,7 @@ static void walk(walk_ctx *ctx, const char *dir, int depth) {
     return;
   }
   DIR *d = opendir(dir);
-  if (!d) json_fail("cannot list %s: %s", dir, strerror(errno));
+  if (!d) corral_fail("cannot list %s: %s", dir, strerror(errno));
   /* readdir order is whatever the host filesystem gives; sort by bytes so
    * the output is the same on every host. */
   char **names = NULL;
@@ -133,11 +131,11 @@ static void walk(walk_ctx *ctx, const char *dir, int depth) {
     if (n == cap) {
       cap = cap ? cap * 2 : 32;
       char **nn = realloc(names, cap * sizeof *nn);
-      if (!nn) json_fail("out of memory");
+      if (!nn) corral_fail("out of memory");
       names = nn;
     }
     names[n] = strdup(e->d_name);
-    if (!names[n]) json_fail("out of memory");
+    if (!names[n]) corral_fail("out of memory");
     n++;
   }
   closedir(d);
@@ -166,13 +164,13 @@ static void walk(walk_ctx *ctx, const char *dir, int depth) {
 /* Accepts "/workspace" and "/workspace/..." without "." or ".." segments;
  * returns a copy with duplicate and trailing slashes removed. */
 static char *check_path(const char *p, size_t len) {
-  if (strlen(p) != len) json_fail("\"path\" must not contain NUL characters");
+  if (strlen(p) != len) corral_fail("\"path\" must not contain NUL characters");
   size_t rl = strlen(ROOT);
   if (strncmp(p, ROOT, rl) != 0 || (p[rl] != '\0' && p[rl] != '/'))
-    json_fail("\"path\" must be /workspace or a path under it, got \"%.200s\"",
+    corral_fail("\"path\" must be /workspace or a path under it, got \"%.200s\"",
               p);
   char *out = malloc(len + 1);
-  if (!out) json_fail("out of memory");
+  if (!out) corral_fail("out of memory");
   size_t w = 0;
   const char *s = p;
   while (*s) {
@@ -182,7 +180,7 @@ static char *check_path(const char *p, size_t len) {
     while (*s && *s != '/') s++;
     size_t sl = (size_t)(s - seg);
     if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
-      json_fail("\"path\" must not contain '.' or '..' segments");
+      corral_fail("\"path\" must not contain '.' or '..' segments");
     out[w++] = '/';
     memcpy(out + w, seg, sl);
     w += sl;
@@ -192,55 +190,35 @@ static char *check_path(const char *p, size_t len) {
 }
 
 int main(void) {
-  size_t len;
-  char *input = read_all_stdin(&len);
-  json_object obj;
-  char err[256];
-  if (json_parse_object(input, len, &obj, err, sizeof err)) json_fail("%s", err);
+  const corral_value *input = corral_input();
+  static const char *const fields[] = {"path", "pattern", NULL};
+  corral_only_fields(input, fields, "\"path\" and/or \"pattern\"");
 
-  const char *path_in = ROOT, *pattern = NULL;
-  size_t path_len = strlen(ROOT);
-  for (size_t i = 0; i < obj.count; i++) {
-    const json_field *f = &obj.fields[i];
-    int is_path = f->key_len == 4 && memcmp(f->key, "path", 4) == 0;
-    int is_pattern = f->key_len == 7 && memcmp(f->key, "pattern", 7) == 0;
-    if (!is_path && !is_pattern) {
-      jbuf k;
-      jb_init(&k);
-      jb_str(&k, f->key, f->key_len);
-      jb_putc(&k, '\0');
-      json_fail("unknown input field %s (expected \"path\" and/or "
-                "\"pattern\")", k.data);
-    }
-    if (f->type != JSON_STRING)
-      json_fail("\"%s\" must be a string, got %s", f->key,
-                json_type_name(f->type));
-    if (is_path) {
-      path_in = f->str;
-      path_len = f->str_len;
-    } else {
-      if (strlen(f->str) != f->str_len || f->str_len == 0)
-        json_fail("\"pattern\" must be a non-empty glob without NUL characters");
-      pattern = f->str;
-    }
-  }
+  size_t path_len;
+  const char *path_in = corral_get_string(input, "path", ROOT, &path_len);
+  size_t pattern_len;
+  const char *pattern = corral_get_string(input, "pattern", NULL, &pattern_len);
+  if (pattern && (strlen(pattern) != pattern_len || pattern_len == 0))
+    corral_fail("\"pattern\" must be a non-empty glob without NUL characters");
   char *root = check_path(path_in, path_len);
 
   struct stat st;
   if (stat(root, &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR)
-      json_fail("path not found: %s", root);
-    json_fail("cannot access %s: %s (is /workspace mounted?)", root,
-              strerror(errno));
+      corral_fail("path not found: %s", root);
+    corral_fail("cannot access %s: %s (is /workspace mounted?)", root,
+                strerror(errno));
   }
 
-  jbuf out;
-  jb_init(&out);
-  jb_puts(&out, "{\"root\":");
-  jb_cstr(&out, root);
-  jb_puts(&out, ",\"files\":[");
+  corral_writer out;
+  corral_writer_init(&out);
+  corral_begin_object(&out);
+  corral_key(&out, "root");
+  corral_cstring(&out, root);
+  corral_key(&out, "files");
+  corral_begin_array(&out);
   walk_ctx ctx = {pattern, pattern && strchr(pattern, '/') != NULL,
-                  strlen(root), &out, {0, 0, 0, 0}, 1};
+                  strlen(root), &out, {0, 0, 0, 0}};
   if (S_ISDIR(st.st_mode)) {
     walk(&ctx, root, 0);
   } else if (S_ISREG(st.st_mode)) {
@@ -248,20 +226,21 @@ int main(void) {
     ctx.base_len = (size_t)(slash - root);
     if (matches(&ctx, root, slash + 1)) count_file(&ctx, root);
   } else {
-    json_fail("%s is neither a file nor a folder", root);
+    corral_fail("%s is neither a file nor a folder", root);
   }
-  jb_puts(&out, "],\"totals\":{\"files\":");
-  jb_u64(&out, ctx.sum.files);
-  jb_puts(&out, ",\"lines\":");
-  jb_u64(&out, ctx.sum.lines);
-  jb_puts(&out, ",\"words\":");
-  jb_u64(&out, ctx.sum.words);
-  jb_puts(&out, ",\"bytes\":");
-  jb_u64(&out, ctx.sum.bytes);
-  jb_puts(&out, "}}\n");
-  if (jb_flush_stdout(&out)) {
-    fprintf(stderr, "error: cannot write to stdout\n");
-    return 1;
-  }
+  corral_end_array(&out);
+  corral_key(&out, "totals");
+  corral_begin_object(&out);
+  corral_key(&out, "files");
+  corral_uint(&out, ctx.sum.files);
+  corral_key(&out, "lines");
+  corral_uint(&out, ctx.sum.lines);
+  corral_key(&out, "words");
+  corral_uint(&out, ctx.sum.words);
+  corral_key(&out, "bytes");
+  corral_uint(&out, ctx.sum.bytes);
+  corral_end_object(&out);
+  corral_end_object(&out);
+  corral_output(&out);
   return 0;
 }
