@@ -50,7 +50,8 @@ function importedPackages(dir: string): Map<string, string> {
           /^\s*(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm;
         for (const m of text.matchAll(statements)) {
           const specifier = (m[1] ?? m[2] ?? m[3])!;
-          if (specifier.startsWith('.') || specifier.startsWith('node:') || builtinModules.includes(specifier)) continue;
+          // A scheme (node:, or wasi: in the JS tool wrapper `corral build` writes) is not a package.
+          if (specifier.startsWith('.') || /^[a-z][a-z0-9+.-]*:/.test(specifier) || builtinModules.includes(specifier)) continue;
           const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
           if (!found.has(name)) found.set(name, path.slice(ROOT.length));
         }

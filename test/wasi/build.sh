@@ -6,7 +6,7 @@
 # files are committed, so the tests need no C toolchain; rebuild after
 # changing a program (npm run build:tools runs this too).
 #
-# Like every Corral C tool they link wasm-tools/common/command.c (its
+# Like every Corral C tool they link packages/node/kit/c/corral.c (its
 # _start and cabi_realloc let the same module run under node:wasi, Corral's
 # preview1 host, and as a component through jco's preview1 adapter).
 set -euo pipefail
@@ -15,7 +15,7 @@ root="$(cd "$here/../.." && pwd)"
 obj="$(mktemp -d)"
 trap 'rm -rf "$obj"' EXIT
 
-clang --target=wasm32-wasi -O2 -c -o "$obj/command.o" "$root/wasm-tools/common/command.c"
+clang --target=wasm32-wasi -O2 -c -o "$obj/command.o" "$root/packages/node/kit/c/corral.c"
 # Compile with -O2 but link without it: clang's link step runs whatever
 # wasm-opt is on PATH when given -O.
 for src in "$here"/programs/*.c; do
