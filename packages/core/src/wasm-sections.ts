@@ -15,6 +15,7 @@
  * so a malformed file ends in E_REGISTRATION, never a hang.
  */
 import { CorralError, ErrorCodes } from './errors.js';
+import { MalformedWasm as Malformed, WasmReader as Reader } from './wasm-reader.js';
 
 export type CoreExternKind = 'function' | 'table' | 'memory' | 'global' | 'tag';
 
@@ -49,65 +50,6 @@ const CORE_SECTION_EXPORT = 7;
 const COMPONENT_SECTION_CORE_MODULE = 1;
 const COMPONENT_SECTION_COMPONENT = 4;
 
-class Malformed extends Error {
-  constructor(what: string, at: number) {
-    super(`${what} (at byte ${at})`);
-  }
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** A cursor over `bytes[pos, end)` that refuses to read past `end`. */
-class Reader {
-  pos: number;
-  constructor(
-    readonly bytes: Uint8Array,
-    start: number,
-    readonly end: number,
-  ) {
-    this.pos = start;
-  }
-
-  byte(): number {
-    if (this.pos >= this.end) throw new Malformed('unexpected end of section', this.pos);
-    return this.bytes[this.pos++]!;
-  }
-
-  /** Unsigned LEB128 of at most 5 bytes (u32). */
-  u32(): number {
-    const at = this.pos;
-    let value = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      const b = this.byte();
-      value += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) {
-        if (value > 0xffff_ffff) throw new Malformed('u32 out of range', at);
-        return value;
-      }
-    }
-    throw new Malformed('u32 longer than 5 bytes', at);
-  }
-
-  /** Any LEB128 of at most 10 bytes (u64 limits of memory64, s33 heap types), stepped over. */
-  skipLeb(): void {
-    const at = this.pos;
-    for (let i = 0; i < 10; i++) if ((this.byte() & 0x80) === 0) return;
-    throw new Malformed('LEB128 longer than 10 bytes', at);
-  }
-
-  name(): string {
-    const len = this.u32();
-    if (len > this.end - this.pos) throw new Malformed(`a ${len}-byte name runs past the end of its section`, this.pos);
-    const start = this.pos;
-    this.pos += len;
-    try {
-      return utf8.decode(this.bytes.subarray(start, this.pos));
-    } catch {
-      throw new Malformed('a name is not valid UTF-8', start);
-    }
-  }
-}
-
 /** Each section as [id, body start, body end], after checking its size fits. */
 function* sections(bytes: Uint8Array, start: number, end: number): Generator<[number, number, number]> {
   const r = new Reader(bytes, start, end);
@@ -123,7 +65,7 @@ function* sections(bytes: Uint8Array, start: number, end: number): Generator<[nu
 /** A reference or value type: one byte, or 0x63/0x64 (ref null ht / ref ht) and a heap type. */
 function skipValType(r: Reader): void {
   const b = r.byte();
-  if (b === 0x63 || b === 0x64) r.skipLeb();
+  if (b === 0x63 || b === 0x64) r.skipLeb(10);
 }
 
 /** limits: a flags byte, the minimum, the maximum when flag 1 is set, a page size when flag 8 is. */
@@ -131,8 +73,8 @@ function skipLimits(r: Reader): void {
   const at = r.pos;
   const flags = r.byte();
   if (flags > 0x0f) throw new Malformed(`unknown limits flags 0x${flags.toString(16)}`, at);
-  r.skipLeb();
-  if (flags & 0x01) r.skipLeb();
+  r.skipLeb(10);
+  if (flags & 0x01) r.skipLeb(10);
   if (flags & 0x08) r.u32();
 }
 

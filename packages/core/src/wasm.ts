@@ -12,6 +12,7 @@ export {
   type CoreModuleInterface,
   type WasmProblem,
 } from './wasm-sections.js';
+export { MalformedWasm, WasmReader } from './wasm-reader.js';
 
 export type WasmKind = 'component' | 'module';
 

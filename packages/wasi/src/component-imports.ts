@@ -17,6 +17,7 @@
  * malformed file ends in E_REGISTRATION, never a hang or a huge allocation.
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { MalformedWasm as Malformed, WasmReader as Reader } from '@corral/core/wasm';
 
 /**
  * The interfaces Corral's component host provides (version-less; any 0.2.x
@@ -57,66 +58,6 @@ const PROVIDED_VERSION = /^0\.2(\.\d+)?$/;
 // preamble ::= magic version layer: "\0asm", then 0x0d 0x00 (binary version 13), then 0x01 0x00 (component layer).
 const PREAMBLE = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
 const SECTION_IMPORT = 10;
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-class Malformed extends Error {
-  constructor(what: string, at: number) {
-    super(`${what} (at byte ${at})`);
-  }
-}
-
-/** A cursor over `bytes[pos, end)` that refuses to read past `end`. */
-class Reader {
-  pos: number;
-  constructor(
-    readonly bytes: Uint8Array,
-    start: number,
-    readonly end: number,
-  ) {
-    this.pos = start;
-  }
-
-  byte(): number {
-    if (this.pos >= this.end) throw new Malformed('unexpected end of section', this.pos);
-    return this.bytes[this.pos++]!;
-  }
-
-  /** core:u32, unsigned LEB128 of at most 5 bytes. */
-  u32(): number {
-    const at = this.pos;
-    let value = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      const b = this.byte();
-      value += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) {
-        if (value > 0xffff_ffff) throw new Malformed('u32 out of range', at);
-        return value;
-      }
-    }
-    throw new Malformed('u32 longer than 5 bytes', at);
-  }
-
-  /** A signed LEB128 of at most 5 bytes (s33: valtype, typeidx); only stepped over. */
-  skipS33(): void {
-    const at = this.pos;
-    for (let i = 0; i < 5; i++) if ((this.byte() & 0x80) === 0) return;
-    throw new Malformed('s33 longer than 5 bytes', at);
-  }
-
-  /** core:name ::= len:u32 bytes (UTF-8). */
-  string(): string {
-    const len = this.u32();
-    if (len > this.end - this.pos) throw new Malformed(`a ${len}-byte name runs past the end of its section`, this.pos);
-    const start = this.pos;
-    this.pos += len;
-    try {
-      return utf8.decode(this.bytes.subarray(start, this.pos));
-    } catch {
-      throw new Malformed('a name is not valid UTF-8', start);
-    }
-  }
-}
 
 /**
  * Every import a component declares at its top level, as written in the
@@ -167,7 +108,7 @@ function readImport(r: Reader): string {
   const at = r.pos;
   const form = r.byte();
   if (form > 0x02) throw new Malformed(`unknown import name form 0x${form.toString(16)}`, at);
-  let name = r.string();
+  let name = r.name();
   if (form === 0x02) {
     // attribute ::= 0x00 len:<u32> in:<interfacename>   (implements: the import stays named by its plain name)
     //             | 0x01 len:<u32> vs:<semversuffix>    (versionsuffix: completes a canonical version)
@@ -175,7 +116,7 @@ function readImport(r: Reader): string {
     for (let count = r.u32(); count > 0; count--) {
       const kind = r.byte();
       if (kind > 0x02) throw new Malformed(`unknown import attribute 0x${kind.toString(16)}`, r.pos - 1);
-      const value = r.string();
+      const value = r.name();
       if (kind === 0x01) name += value;
     }
   }
@@ -208,7 +149,7 @@ function skipExternType(r: Reader): void {
       return;
     case 0x02:
       if (r.byte() === 0x00) r.u32();
-      else r.skipS33();
+      else r.skipLeb(5);
       return;
     case 0x03:
       if (r.byte() === 0x00) r.u32();
