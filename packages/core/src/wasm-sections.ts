@@ -49,6 +49,21 @@ const CORE_SECTION_IMPORT = 2;
 const CORE_SECTION_EXPORT = 7;
 const COMPONENT_SECTION_CORE_MODULE = 1;
 const COMPONENT_SECTION_COMPONENT = 4;
+/**
+ * The most imports and exports a core module may have: V8's limits
+ * (kV8MaxWasmImports, kV8MaxWasmExports) and wasmparser's, so no engine runs
+ * a module with more. Counted before anything is kept, so a file of
+ * millions of 4-byte imports costs no more than this many objects.
+ */
+const MAX_IMPORTS = 100_000;
+const MAX_EXPORTS = 100_000;
+/**
+ * The most core modules, and nested components, read in one component
+ * (wasmparser's MAX_WASM_MODULES and MAX_WASM_COMPONENTS per component are
+ * 1,000): bounds what is kept, and how deep the walk recurses.
+ */
+const MAX_MODULES = 1_000;
+const MAX_COMPONENTS = 1_000;
 
 /** Each section as [id, body start, body end], after checking its size fits. */
 function* sections(bytes: Uint8Array, start: number, end: number): Generator<[number, number, number]> {
@@ -91,7 +106,11 @@ function readModuleInterface(bytes: Uint8Array, start: number, end: number): Cor
   for (const [id, bodyStart, bodyEnd] of sections(bytes, start, end)) {
     if (id !== CORE_SECTION_IMPORT && id !== CORE_SECTION_EXPORT) continue;
     const r = new Reader(bytes, bodyStart, bodyEnd);
-    for (let count = r.u32(); count > 0; count--) {
+    const count = r.u32();
+    const [kept, most, what] =
+      id === CORE_SECTION_EXPORT ? [exports.length, MAX_EXPORTS, 'exports'] : [imports.length, MAX_IMPORTS, 'imports'];
+    if (count > most - kept) throw new Malformed(`more than ${most} ${what}, the most a WebAssembly engine accepts`, bodyStart);
+    for (let left = count; left > 0; left--) {
       if (id === CORE_SECTION_EXPORT) {
         const name = r.name();
         const kind = externKind(r);
@@ -139,14 +158,20 @@ export function coreModuleInterface(bytes: Uint8Array, source = 'module'): CoreM
  */
 export function componentCoreModules(bytes: Uint8Array, source = 'component'): Uint8Array[] {
   const found: Uint8Array[] = [];
+  let components = 0;
   const walk = (start: number, end: number) => {
     for (const [id, bodyStart, bodyEnd] of sections(bytes, start, end)) {
       // Both bodies begin with their own 8-byte preamble.
       if (bodyEnd - bodyStart < HEADER && (id === COMPONENT_SECTION_CORE_MODULE || id === COMPONENT_SECTION_COMPONENT)) {
         throw new Malformed(`section ${id} is too short to hold a module or component`, bodyStart);
       }
-      if (id === COMPONENT_SECTION_CORE_MODULE) found.push(bytes.subarray(bodyStart, bodyEnd));
-      else if (id === COMPONENT_SECTION_COMPONENT) walk(bodyStart + HEADER, bodyEnd);
+      if (id === COMPONENT_SECTION_CORE_MODULE) {
+        if (found.length === MAX_MODULES) throw new Malformed(`more than ${MAX_MODULES} core modules`, bodyStart);
+        found.push(bytes.subarray(bodyStart, bodyEnd));
+      } else if (id === COMPONENT_SECTION_COMPONENT) {
+        if (++components > MAX_COMPONENTS) throw new Malformed(`more than ${MAX_COMPONENTS} nested components`, bodyStart);
+        walk(bodyStart + HEADER, bodyEnd);
+      }
     }
   };
   try {
@@ -180,11 +205,12 @@ export const CABI_REALLOC_HINT =
  * real inputs. Undefined when the component has no such module.
  */
 export function adapterReallocProblem(component: Uint8Array, source = 'component'): WasmProblem | undefined {
-  const adapted = componentCoreModules(component, source)
-    .map((bytes, index) => ({ index, ...coreModuleInterface(bytes, `${source} (core module ${index})`) }))
-    .filter((m) => m.imports.some((i) => i.module === PREVIEW1));
-  const missing = adapted.filter((m) => !m.exports.some((e) => e.name === 'cabi_realloc' && e.kind === 'function'));
-  if (missing.length === 0) return undefined;
+  // One module's lists at a time: only whether it misses cabi_realloc is kept.
+  const missing = componentCoreModules(component, source).some((bytes, index) => {
+    const { imports, exports } = coreModuleInterface(bytes, `${source} (core module ${index})`);
+    return imports.some((i) => i.module === PREVIEW1) && !exports.some((e) => e.name === 'cabi_realloc' && e.kind === 'function');
+  });
+  if (!missing) return undefined;
   return {
     message:
       `${source} is a preview1 module adapted into a component, and that module does not export cabi_realloc: ` +

@@ -35,6 +35,7 @@ import {
 } from '@corral/wasi';
 import { Preview1Host } from '@corral/wasi/internal';
 import { ComponentCache } from './cache.js';
+import { forTerminal } from './terminal.js';
 
 /** One problem, by JSON pointer into the spec (`/component`, `/kind`), with how to fix it. */
 export interface WasmCheckProblem {
@@ -176,7 +177,9 @@ async function prepare(bytes: Uint8Array, name: string, options: WasmCheckOption
 }
 
 function defaultOnTranspile(name: string): void {
-  if (isatty(2)) process.stderr.write(`corral: preparing ${name} to check it (first time only; cached after)…\n`);
+  // `name` is the spec's "component", which may hold any character but '\\' and NUL.
+  if (isatty(2))
+    process.stderr.write(`corral: preparing ${forTerminal(name, { oneLine: true })} to check it (first time only; cached after)…\n`);
 }
 
 /** A RunRequest for instantiating the tool: no input, no mounts, the spec's memory cap. */

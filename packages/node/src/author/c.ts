@@ -13,12 +13,12 @@
  * links without -O because with it clang runs whatever `wasm-opt` is on PATH.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { MissingToolchain, type BuildContext, type Language, type Scaffold } from './language.js';
+import { MissingToolchain, writeBuilt, type BuildContext, type Language, type Scaffold } from './language.js';
 
 /** The kit's folder: corral.h, corral.c and their README. */
 export const C_KIT_DIR = fileURLToPath(new URL('../../kit/c/', import.meta.url));
@@ -96,8 +96,8 @@ export async function buildC(opts: CBuildOptions): Promise<void> {
     const adapter = await readFile(jco.preview1AdapterCommandPath());
     const component = await jco.componentNew(module, [['wasi_snapshot_preview1', adapter]]);
 
-    if (opts.moduleOut) await writeAtomically(opts.moduleOut, module);
-    await writeAtomically(opts.out, component);
+    if (opts.moduleOut) await writeBuilt(opts.dir, opts.moduleOut, module);
+    await writeBuilt(opts.dir, opts.out, component);
     log(`wrote ${opts.out} (${component.byteLength} bytes)`);
   } finally {
     await rm(tmp, { recursive: true, force: true });
@@ -227,12 +227,6 @@ interface JcoApi {
 
 async function loadJco(): Promise<JcoApi> {
   return (await import(pathToFileURL(jcoMain()).href)) as JcoApi;
-}
-
-async function writeAtomically(path: string, bytes: Uint8Array): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}`;
-  await writeFile(tmp, bytes, { mode: 0o644 });
-  await rename(tmp, path);
 }
 
 // ---- corral init NAME --lang c ------------------------------------------

@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MissingToolchain, type BuildContext, type Language, type Scaffold } from './language.js';
+import { MissingToolchain, writeBuilt, type BuildContext, type Language, type Scaffold } from './language.js';
 import { EXAMPLES, readme, toolSpec } from './templates.js';
 import { jcoEntry } from './toolchain.js';
 
@@ -106,9 +106,10 @@ export const js: Language = {
         jco,
         sourcePath: join(work, 'corral-main.js'),
         witPath: join(work, 'wit'),
-        out,
+        out: join(work, 'component.wasm'),
         cwd: work,
       });
+      await writeBuilt(dir, out, new Uint8Array(await readFile(join(work, 'component.wasm'))));
     } finally {
       await rm(work, { recursive: true, force: true });
     }

@@ -4,6 +4,9 @@
  * component its tool-spec.json names. One module per language (c.ts,
  * rust.ts, js.ts); the commands know only this interface.
  */
+import { randomBytes } from 'node:crypto';
+import { realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 
 /** The languages a tool can be written in. `js` covers TypeScript too. */
 export type LanguageName = 'c' | 'rust' | 'js';
@@ -36,4 +39,31 @@ export interface Language {
   detect(dir: string): Promise<boolean>;
   /** Build the component; throws MissingToolchain when a compiler is absent, Error with the compiler's output otherwise. */
   build(ctx: BuildContext): Promise<void>;
+}
+
+/**
+ * Write a built file to `out`, which must lie inside the tool folder `dir`.
+ * A hostile tool folder may hold `tool.wasm -> ~/.bashrc`, or a folder on
+ * the way to it that is a symlink out: writing through either overwrote a
+ * file outside the folder with the build's bytes (which the tool's source
+ * chooses in part). So the folder `out` lands in is resolved and must be
+ * inside `dir`, the bytes go to a new file (O_EXCL, never through a link)
+ * beside it, and a rename puts that file in `out`'s place, replacing a
+ * symlink there instead of following it.
+ */
+export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): Promise<void> {
+  const [root, folder] = await Promise.all([realpath(dir), realpath(dirname(out))]);
+  const inside = relative(root, folder);
+  if (inside.startsWith('..') || isAbsolute(inside)) {
+    throw new Error(`${out} is not inside the tool folder ${dir}: ${dirname(out)} leads to ${folder}; refusing to write there`);
+  }
+  const target = join(folder, basename(out));
+  const tmp = join(folder, `.${basename(out)}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  await writeFile(tmp, bytes, { mode: 0o644, flag: 'wx' });
+  try {
+    await rename(tmp, target);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
 }

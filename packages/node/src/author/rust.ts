@@ -12,10 +12,10 @@
  * empty, and Rust's stdout is its own buffer, not C stdio, so nothing is
  * flushed in the middle of a write (checked on a 3 MB input, test/author).
  */
-import { access, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MissingToolchain, type BuildContext, type Language, type Scaffold } from './language.js';
+import { MissingToolchain, writeBuilt, type BuildContext, type Language, type Scaffold } from './language.js';
 import { EXAMPLES, readme, toolSpec } from './templates.js';
 import { componentizeCommand, runProcess, wasmOpt } from './toolchain.js';
 
@@ -109,7 +109,7 @@ export const rust: Language = {
       log('wasm-opt -O2');
       await wasmOpt(linked, module);
       log('jco new --wasi-command');
-      await writeFile(out, await componentizeCommand(new Uint8Array(await readFile(module))));
+      await writeBuilt(dir, out, await componentizeCommand(new Uint8Array(await readFile(module))));
     } finally {
       await rm(work, { recursive: true, force: true });
     }

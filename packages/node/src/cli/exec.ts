@@ -14,6 +14,7 @@ import { EXEC_DEFAULTS, execRequest } from '@corral/wasi';
 import { WorkerExecutor } from '../executor.js';
 import { hostSource } from '../mounts.js';
 import { EXIT_USAGE, UsageError, parseEnvFlags, type Cli, usageFromParseArgs } from './shared.js';
+import { forTerminal } from '../terminal.js';
 
 export const help = `corral exec FILE.wasm [options] [-- ARGS...]
 
@@ -137,7 +138,12 @@ export async function command(args: string[], { io, fail }: Cli): Promise<number
         ...limits,
         signal: stopped.signal,
         // Only on a terminal: the program's stderr is the command's, and a pipe gets it untouched.
-        ...(isatty(2) ? { onPrepare: () => io.stderr.write(`corral: preparing ${basename(file)} (first run only; cached after)…\n`) } : {}),
+        ...(isatty(2)
+          ? {
+              onPrepare: () =>
+                io.stderr.write(`corral: preparing ${forTerminal(basename(file), { oneLine: true })} (first run only; cached after)…\n`),
+            }
+          : {}),
       }),
       wasm,
     );

@@ -1,0 +1,68 @@
+/**
+ * `corral build` on a hostile tool folder: the file its spec's `component`
+ * names may be a symlink out of the folder (`tool.wasm -> ~/.bashrc`), or lie
+ * under a folder that is one. The build wrote through both: the file outside
+ * was overwritten with the component's bytes, which the tool's own source
+ * chooses in part (a data segment holding shell lines). Through the real CLI
+ * (a child process): Rust wrote with writeFile (through the link), C
+ * through a temporary file under the folder on the way (through the link).
+ */
+import { spawnSync } from 'node:child_process';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const CLI = resolve(import.meta.dirname, '../../packages/node/bin/corral.js');
+// The languages' toolchains are in CI (AUTHORING.md); without one, its case is skipped.
+const hasClang = spawnSync('clang', ['--version']).status === 0;
+const hasRustc = spawnSync('rustc', ['--version']).status === 0;
+
+let root: string;
+const corral = (args: string[]) =>
+  spawnSync(process.execPath, [CLI, ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      CORRAL_STORE: join(root, 'snapshots.db'),
+      CORRAL_POLICY: join(root, 'policy.json'),
+      CORRAL_CACHE_DIR: join(root, 'cache'),
+    },
+    timeout: 240_000,
+  });
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'corral-build-outside-'));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('corral build writes only inside the tool folder', () => {
+  it.skipIf(!hasRustc)('a component that is a symlink out is replaced, and the file it pointed at is untouched', () => {
+    expect(corral(['init', 'linked', '--lang', 'rust']).status).toBe(0);
+    const victim = join(root, 'victim-bashrc');
+    writeFileSync(victim, 'precious\n');
+    symlinkSync(victim, join(root, 'linked', 'linked.wasm'));
+
+    const build = corral(['build', 'linked']);
+    expect(build.status, build.stderr).toBe(0);
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(lstatSync(join(root, 'linked', 'linked.wasm')).isFile()).toBe(true);
+    expect(corral(['test', 'linked']).status).toBe(0);
+  });
+
+  it.skipIf(!hasClang)('a component under a folder that is a symlink out is refused, and nothing is written there', () => {
+    expect(corral(['init', 'via-dir', '--lang', 'c']).status).toBe(0);
+    const outside = join(root, 'outside');
+    mkdirSync(outside);
+    symlinkSync(outside, join(root, 'via-dir', 'out'));
+    const specPath = join(root, 'via-dir', 'tool-spec.json');
+    const spec = JSON.parse(readFileSync(specPath, 'utf8')) as Record<string, unknown>;
+    writeFileSync(specPath, JSON.stringify({ ...spec, component: 'out/via-dir.wasm' }));
+
+    const build = corral(['build', 'via-dir']);
+    expect(build.status).toBe(1);
+    expect(build.stderr).toMatch(/not inside the tool folder/);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+});
