@@ -15,8 +15,18 @@ export const toolFiles = [
     moduleUrl: new URL('./diff-summary/diff-summary.module.wasm', import.meta.url).href,
   },
   {
+    name: 'edit',
+    wasmUrl: new URL('./edit/edit.wasm', import.meta.url).href,
+    moduleUrl: new URL('./edit/edit.module.wasm', import.meta.url).href,
+  },
+  {
     name: 'file-stats',
     wasmUrl: new URL('./file-stats/file-stats.wasm', import.meta.url).href,
     moduleUrl: new URL('./file-stats/file-stats.module.wasm', import.meta.url).href,
+  },
+  {
+    name: 'read',
+    wasmUrl: new URL('./read/read.wasm', import.meta.url).href,
+    moduleUrl: new URL('./read/read.module.wasm', import.meta.url).href,
   },
 ];
