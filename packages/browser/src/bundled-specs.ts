@@ -150,6 +150,131 @@ export const BUNDLED_SPECS: Record<string, object> = {
     "mounts": [],
     "env": []
   },
+  "edit": {
+    "name": "edit",
+    "version": "1.0.0",
+    "description": "Replace exact text in a file of the mounted /workspace. Each old_text must occur exactly once (or set replace_all); edits apply in order and all or none (written to a temporary file and renamed over the original). The answer includes a git-style unified diff of the change.",
+    "component": "edit.wasm",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "path": {
+          "type": "string",
+          "minLength": 1,
+          "description": "The file, relative to /workspace (\"src/main.c\") or under it (\"/workspace/src/main.c\"); '.' and '..' segments are refused."
+        },
+        "edits": {
+          "type": "array",
+          "minItems": 1,
+          "description": "Applied in order, each to the text the previous ones left; if any fails, the file is not changed.",
+          "items": {
+            "type": "object",
+            "properties": {
+              "old_text": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Exact text to find (whitespace and line endings included)."
+              },
+              "new_text": {
+                "type": "string",
+                "description": "What replaces it."
+              },
+              "replace_all": {
+                "type": "boolean",
+                "default": false,
+                "description": "Replace every occurrence instead of requiring exactly one."
+              }
+            },
+            "required": [
+              "old_text",
+              "new_text"
+            ],
+            "additionalProperties": false
+          }
+        }
+      },
+      "required": [
+        "path",
+        "edits"
+      ],
+      "additionalProperties": false
+    },
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "path": {
+          "type": "string",
+          "description": "The path relative to /workspace."
+        },
+        "changed": {
+          "type": "boolean",
+          "description": "false when the edits together left the text as it was (then nothing is written)."
+        },
+        "edits": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "replacements": {
+                "type": "integer",
+                "minimum": 1
+              },
+              "lines": {
+                "type": "array",
+                "items": {
+                  "type": "integer",
+                  "minimum": 1
+                },
+                "description": "The line of each replacement, in the text before this edit."
+              }
+            },
+            "required": [
+              "replacements",
+              "lines"
+            ],
+            "additionalProperties": false
+          }
+        },
+        "additions": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "deletions": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "diff": {
+          "type": "string",
+          "description": "Unified diff of the file (diff --git a/P b/P, --- a/P, +++ b/P, 3 lines of context); empty when unchanged."
+        }
+      },
+      "required": [
+        "path",
+        "changed",
+        "edits",
+        "additions",
+        "deletions",
+        "diff"
+      ],
+      "additionalProperties": false
+    },
+    "resources": {
+      "cpu_cores": 0.5,
+      "memory_mb": 256,
+      "disk_mb": 128,
+      "timeout_ms": 10000,
+      "network_access": [
+        "none"
+      ]
+    },
+    "mounts": [
+      {
+        "guest": "/workspace",
+        "access": "read-write"
+      }
+    ],
+    "env": []
+  },
   "file-stats": {
     "name": "file-stats",
     "version": "1.0.0",
@@ -249,6 +374,141 @@ export const BUNDLED_SPECS: Record<string, object> = {
     "resources": {
       "cpu_cores": 0.5,
       "memory_mb": 64,
+      "disk_mb": 0,
+      "timeout_ms": 10000,
+      "network_access": [
+        "none"
+      ]
+    },
+    "mounts": [
+      {
+        "guest": "/workspace",
+        "access": "read"
+      }
+    ],
+    "env": []
+  },
+  "read": {
+    "name": "read",
+    "version": "1.0.0",
+    "description": "Read a text file of the mounted /workspace, or a line range of it, with line numbers (as `cat -n`), line and byte limits and a marker when cut short. Binary files (a NUL in the first 8000 bytes, git's test) are refused; UTF-16 with a byte order mark is decoded and reported; bytes that are not UTF-8 are reported.",
+    "component": "read.wasm",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "path": {
+          "type": "string",
+          "minLength": 1,
+          "description": "The file, relative to /workspace (\"src/main.c\") or under it (\"/workspace/src/main.c\"); '.' and '..' segments are refused."
+        },
+        "offset_line": {
+          "type": "integer",
+          "minimum": 1,
+          "default": 1,
+          "description": "The first line to show (1-based)."
+        },
+        "limit_lines": {
+          "type": "integer",
+          "minimum": 1,
+          "default": 2000,
+          "description": "At most this many lines."
+        },
+        "max_bytes": {
+          "type": "integer",
+          "minimum": 1,
+          "default": 262144,
+          "description": "At most this many bytes of file content (line-number prefixes not counted); whole lines only, except a first line longer than this, whose start is shown."
+        }
+      },
+      "required": [
+        "path"
+      ],
+      "additionalProperties": false
+    },
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "path": {
+          "type": "string",
+          "description": "The path relative to /workspace."
+        },
+        "encoding": {
+          "enum": [
+            "utf-8",
+            "utf-8-bom",
+            "utf-16le",
+            "utf-16be",
+            "non-utf-8"
+          ]
+        },
+        "line_endings": {
+          "enum": [
+            "lf",
+            "crlf",
+            "mixed",
+            "none"
+          ]
+        },
+        "total_lines": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "total_bytes": {
+          "type": "integer",
+          "minimum": 0,
+          "description": "The file's size on disk."
+        },
+        "start_line": {
+          "type": "integer",
+          "minimum": 0,
+          "description": "The first line shown; 0 when none is (an empty file)."
+        },
+        "end_line": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "content": {
+          "type": "string",
+          "description": "Each line as `%6d<TAB>line`, then, when cut short, a last line `[truncated: ...]` saying what was left out and where to continue."
+        },
+        "truncated": {
+          "type": "boolean"
+        },
+        "next_offset_line": {
+          "type": "integer",
+          "minimum": 1,
+          "description": "When truncated: the offset_line that continues."
+        },
+        "invalid_utf8_bytes": {
+          "type": "integer",
+          "minimum": 1,
+          "description": "Bytes that are not UTF-8 (shown as U+FFFD)."
+        },
+        "notes": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          },
+          "description": "Sentences about the encoding, line endings and the last newline."
+        }
+      },
+      "required": [
+        "path",
+        "encoding",
+        "line_endings",
+        "total_lines",
+        "total_bytes",
+        "start_line",
+        "end_line",
+        "content",
+        "truncated",
+        "notes"
+      ],
+      "additionalProperties": false
+    },
+    "resources": {
+      "cpu_cores": 0.5,
+      "memory_mb": 256,
       "disk_mb": 0,
       "timeout_ms": 10000,
       "network_access": [
