@@ -10,6 +10,11 @@
 /** @type {import('./index.js').BundledToolFiles[]} */
 export const toolFiles = [
   {
+    name: 'apply-patch',
+    wasmUrl: new URL('./apply-patch/apply-patch.wasm', import.meta.url).href,
+    moduleUrl: new URL('./apply-patch/apply-patch.module.wasm', import.meta.url).href,
+  },
+  {
     name: 'diff-summary',
     wasmUrl: new URL('./diff-summary/diff-summary.wasm', import.meta.url).href,
     moduleUrl: new URL('./diff-summary/diff-summary.module.wasm', import.meta.url).href,

@@ -3,7 +3,7 @@
  * whole file, git's binary test, encoding checks and atomic writes.
  *
  * Header-only on purpose: a tool includes it as "../../lib-text/text.h",
- * so wasm-tools/build.mjs (which compiles each tool's src/*.c and the kit)
+ * so wasm-tools/build.mjs (which compiles each tool's src/ C files and the kit)
  * needs no change, and a tool pays only for what it calls (every function is
  * static; the unused ones are dropped by the compiler).
  */
