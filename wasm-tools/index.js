@@ -10,13 +10,28 @@
 /** @type {import('./index.js').BundledToolFiles[]} */
 export const toolFiles = [
   {
+    name: 'apply-patch',
+    wasmUrl: new URL('./apply-patch/apply-patch.wasm', import.meta.url).href,
+    moduleUrl: new URL('./apply-patch/apply-patch.module.wasm', import.meta.url).href,
+  },
+  {
     name: 'diff-summary',
     wasmUrl: new URL('./diff-summary/diff-summary.wasm', import.meta.url).href,
     moduleUrl: new URL('./diff-summary/diff-summary.module.wasm', import.meta.url).href,
   },
   {
+    name: 'edit',
+    wasmUrl: new URL('./edit/edit.wasm', import.meta.url).href,
+    moduleUrl: new URL('./edit/edit.module.wasm', import.meta.url).href,
+  },
+  {
     name: 'file-stats',
     wasmUrl: new URL('./file-stats/file-stats.wasm', import.meta.url).href,
     moduleUrl: new URL('./file-stats/file-stats.module.wasm', import.meta.url).href,
+  },
+  {
+    name: 'read',
+    wasmUrl: new URL('./read/read.wasm', import.meta.url).href,
+    moduleUrl: new URL('./read/read.module.wasm', import.meta.url).href,
   },
 ];

@@ -7,6 +7,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { aiSdkTools } from '@corral/ai-sdk';
 import type { Corral } from '@corral/node';
 import { adapterHost, exampleInput } from './host.js';
+import { toolFiles } from '@corral/tools';
 
 let corral: Corral;
 beforeAll(async () => {
@@ -45,7 +46,7 @@ function toolResultSeenByModel(model: MockLanguageModelV3): unknown {
 describe('@corral/ai-sdk', () => {
   it('offers every bundled tool with its description and JSON Schema', async () => {
     const tools = aiSdkTools(corral);
-    expect(Object.keys(tools)).toEqual(['diff-summary', 'file-stats']);
+    expect(Object.keys(tools)).toEqual(toolFiles.map((t) => t.name));
     expect(tools['diff-summary']!.description).toBe(corral.registry.resolve('diff-summary').spec.description);
   });
 

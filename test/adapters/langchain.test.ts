@@ -6,6 +6,7 @@ import { ToolInputParsingException } from '@langchain/core/tools';
 import { ToolCallError, langchainTools } from '@corral/langchain';
 import type { Corral, InvokeResult } from '@corral/node';
 import { adapterHost, exampleInput } from './host.js';
+import { toolFiles } from '@corral/tools';
 
 let corral: Corral;
 beforeAll(async () => {
@@ -22,7 +23,7 @@ function diffSummary() {
 describe('@corral/langchain', () => {
   it('offers every bundled tool with its spec description and input schema', () => {
     const tools = langchainTools(corral);
-    expect(tools.map((t) => t.name)).toEqual(['diff-summary', 'file-stats']);
+    expect(tools.map((t) => t.name)).toEqual(toolFiles.map((t) => t.name));
     const spec = corral.registry.resolve('diff-summary').spec;
     expect(diffSummary().description).toBe(spec.description);
     expect(diffSummary().schema).toEqual(spec.input_schema);

@@ -29,6 +29,11 @@ import { delimiter, dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+// Every bundled tool: the folders of wasm-tools/ with a tool-spec.json, in name order.
+const BUNDLED = readdirSync(join(ROOT, 'wasm-tools'), { withFileTypes: true })
+  .filter((e) => e.isDirectory() && existsSync(join(ROOT, 'wasm-tools', e.name, 'tool-spec.json')))
+  .map((e) => e.name)
+  .sort();
 const rootRequire = createRequire(join(ROOT, 'package.json'));
 const rootManifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Manifest;
 
@@ -243,7 +248,7 @@ describe('the packed packages, installed in an empty folder', () => {
     }
     // The tools package: each tool's spec, both builds and its examples; not the sources.
     const tools = packed.find((p) => p.name === '@corral/tools')!.files.map((f) => f.path);
-    for (const tool of ['diff-summary', 'file-stats']) {
+    for (const tool of BUNDLED) {
       expect(tools).toEqual(expect.arrayContaining([`${tool}/tool-spec.json`, `${tool}/${tool}.wasm`, `${tool}/${tool}.module.wasm`]));
     }
     expect(tools).toContain('diff-summary/examples/example.diff.json');
@@ -298,7 +303,7 @@ describe('the packed packages, installed in an empty folder', () => {
     );
     expect(replies.get(1)).toMatchObject({ serverInfo: { name: 'corral' } });
     const listed = replies.get(2) as { tools: { name: string }[] };
-    expect(listed.tools.map((t) => t.name).sort()).toEqual(['diff-summary', 'file-stats']);
+    expect(listed.tools.map((t) => t.name).sort()).toEqual(BUNDLED);
     expect(replies.get(3)?.isError).not.toBe(true);
     expect(replies.get(3)).toMatchObject({ structuredContent: { summary: expect.stringMatching(/^3 files changed/) } });
   });
@@ -327,11 +332,11 @@ describe('the packed packages, installed in an empty folder', () => {
     const r = await timed('consumer', () => run(process.execPath, ['out/consumer.js'], { cwd: app }));
     expect(r.code, explain(r)).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({
-      tools: ['diff-summary', 'file-stats'],
+      tools: BUNDLED,
       files: 3,
       summary: expect.stringMatching(/^3 files changed/),
       mcp: 'object',
-      browser: ['diff-summary', 'file-stats'],
+      browser: BUNDLED,
       isError: true,
     });
   });
