@@ -5,9 +5,11 @@
 // (`--others --exclude-standard`) in a repository with no commit, and the
 // tracked files once everything is committed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { commitAll, generatedRepo, git, projectRepo, removeRepo, runtime, zList } from './grep-fixtures.js';
+import { PROJECT, commitAll, generatedRepo, git, projectRepo, removeRepo, runtime, zList } from './grep-fixtures.js';
 
 const spec = JSON.parse(readFileSync(new URL('../../wasm-tools/glob/tool-spec.json', import.meta.url), 'utf8'));
 const ajv = new Ajv({ strict: false, allErrors: true });
@@ -168,6 +170,22 @@ describe('glob after a commit', () => {
     for (const patterns of [['**/*.ts'], ['**/*.{c,h}', '!**/test/**']]) {
       const want = zList(git(project, ['ls-files', '-z', '--', ...pathspecs(patterns)]));
       expect((await glob(project, { patterns })).files).toEqual(want);
+    }
+  });
+});
+
+describe('the examples', () => {
+  it('pass under `corral test`, which binds examples/workspace/ to /workspace', () => {
+    for (const tool of ['glob', 'grep']) {
+      const out = execFileSync(
+        process.execPath,
+        [join(PROJECT, 'packages/node/bin/corral.js'), 'test', join(PROJECT, 'wasm-tools', tool)],
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      expect(out, tool).toMatch(/ passed, 0 failed/);
     }
   });
 });
