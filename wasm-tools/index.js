@@ -30,6 +30,16 @@ export const toolFiles = [
     moduleUrl: new URL('./file-stats/file-stats.module.wasm', import.meta.url).href,
   },
   {
+    name: 'glob',
+    wasmUrl: new URL('./glob/glob.wasm', import.meta.url).href,
+    moduleUrl: new URL('./glob/glob.module.wasm', import.meta.url).href,
+  },
+  {
+    name: 'grep',
+    wasmUrl: new URL('./grep/grep.wasm', import.meta.url).href,
+    moduleUrl: new URL('./grep/grep.module.wasm', import.meta.url).href,
+  },
+  {
     name: 'read',
     wasmUrl: new URL('./read/read.wasm', import.meta.url).href,
     moduleUrl: new URL('./read/read.module.wasm', import.meta.url).href,

@@ -19,6 +19,8 @@ message (E_INPUT_VALIDATION, ...), so failures can be examples too.
   --update   write what the tool answers now as the expected files
 
 Nothing is recorded in the snapshot store: examples are not agents' calls.
+A folder examples/workspace/ is bound, read-only, to a /workspace mount the
+tool declares (tools that search or read a folder have examples too).
 
 Exit status: 0 every example passed, 1 one failed (or the tool does not
 load), 2 misuse or no examples.`;
@@ -57,6 +59,17 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
       fail(`${message}${/does not exist/.test(message) ? ` (run: corral build ${relative(process.cwd(), dir) || '.'})` : ''}`);
       return EXIT_TOOL_FAILED;
     }
+    // examples/workspace/ is the folder a tool with a /workspace mount sees, read-only.
+    const workspace = join(examplesDir, 'workspace');
+    const hasWorkspace =
+      (tool.spec.mounts ?? []).some((m) => m.guest === '/workspace') &&
+      (await stat(workspace).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ));
+    const mounts = hasWorkspace
+      ? [{ guest: '/workspace', access: 'read' as const, source: { kind: 'host' as const, path: workspace } }]
+      : [];
     io.stderr.write(`Testing ${tool.spec.name}@${tool.spec.version}: ${names.length} example${names.length === 1 ? '' : 's'}\n`);
     let failed = 0;
     for (const name of names) {
@@ -69,7 +82,7 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
         continue;
       }
       const started = performance.now();
-      const actual = answer(await corral.invokeTool(tool, input.value));
+      const actual = answer(await corral.invokeTool(tool, input.value, { mounts }));
       const ms = Math.round(performance.now() - started);
       if (values.update) {
         await writeFile(expectedPath, `${JSON.stringify(actual, null, 2)}\n`);
