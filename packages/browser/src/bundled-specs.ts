@@ -575,6 +575,320 @@ export const BUNDLED_SPECS: Record<string, object> = {
     ],
     "env": []
   },
+  "glob": {
+    "name": "glob",
+    "version": "1.0.0",
+    "description": "List the files of the mounted /workspace whose paths match glob patterns (git pathspec semantics: '*' and '?' stay within a folder, '**' segments cross folders, [...] sets, {a,b} alternatives, '!pattern' excludes), honouring .gitignore files unless told not to. Paths are relative to `path`, sorted in byte order like `git ls-files`; symlinks are listed, never followed.",
+    "component": "glob.wasm",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "pattern": {
+          "type": "string",
+          "minLength": 1,
+          "description": "A glob relative to `path`, e.g. \"src/**/*.{ts,tsx}\". A pattern with no glob character also matches everything under the folder it names. \"!pattern\" excludes."
+        },
+        "patterns": {
+          "type": "array",
+          "items": {
+            "type": "string",
+            "minLength": 1
+          },
+          "maxItems": 256,
+          "description": "Several patterns: a file is listed when it matches one of them and none of the \"!\" ones (only \"!\" patterns: every file but those)."
+        },
+        "path": {
+          "type": "string",
+          "pattern": "^/workspace(/.*)?$",
+          "default": "/workspace",
+          "description": "The folder to search, /workspace or under it; '.' and '..' segments are refused."
+        },
+        "gitignore": {
+          "type": "boolean",
+          "default": true,
+          "description": "Skip what .gitignore files (and .git/info/exclude) ignore, as `git ls-files --others --exclude-standard` does. `.git` itself is always skipped."
+        },
+        "max_results": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000,
+          "default": 1000,
+          "description": "Return at most this many paths; `truncated` says whether there were more."
+        }
+      },
+      "anyOf": [
+        {
+          "required": [
+            "pattern"
+          ]
+        },
+        {
+          "required": [
+            "patterns"
+          ]
+        }
+      ],
+      "additionalProperties": false
+    },
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "root": {
+          "type": "string",
+          "description": "The normalized `path` that was searched."
+        },
+        "files": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          },
+          "description": "Matching files and symlinks, relative to root, in byte order."
+        },
+        "count": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "truncated": {
+          "type": "boolean",
+          "description": "true when more files matched than max_results."
+        }
+      },
+      "required": [
+        "root",
+        "files",
+        "count",
+        "truncated"
+      ],
+      "additionalProperties": false
+    },
+    "resources": {
+      "cpu_cores": 0.5,
+      "memory_mb": 64,
+      "disk_mb": 0,
+      "timeout_ms": 10000,
+      "network_access": [
+        "none"
+      ]
+    },
+    "mounts": [
+      {
+        "guest": "/workspace",
+        "access": "read"
+      }
+    ],
+    "env": []
+  },
+  "grep": {
+    "name": "grep",
+    "version": "1.0.0",
+    "description": "Search the files of the mounted /workspace for a POSIX extended regular expression (or a fixed string), line by line like `git grep -n --column -I -E`: case-insensitive, whole-word, context lines, include/exclude globs, .gitignore aware, binary files skipped. Answers structured matches {path, line, column, text}, paths relative to `path`, in byte order of paths.",
+    "component": "grep.wasm",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "pattern": {
+          "type": "string",
+          "minLength": 1,
+          "pattern": "^[^\\n]*$",
+          "description": "A POSIX extended regular expression (as `grep -E`), matched against each line by bytes; or a plain string with fixed_strings."
+        },
+        "path": {
+          "type": "string",
+          "pattern": "^/workspace(/.*)?$",
+          "default": "/workspace",
+          "description": "A folder or file under /workspace; '.' and '..' segments are refused."
+        },
+        "ignore_case": {
+          "type": "boolean",
+          "default": false,
+          "description": "Fold ASCII letters (git grep -i)."
+        },
+        "fixed_strings": {
+          "type": "boolean",
+          "default": false,
+          "description": "The pattern is a plain string (git grep -F)."
+        },
+        "word": {
+          "type": "boolean",
+          "default": false,
+          "description": "Only matches with no letter, digit or '_' just before or after them (git grep -w)."
+        },
+        "context": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 100,
+          "default": 0,
+          "description": "Lines of context before and after each match (git grep -C)."
+        },
+        "before_context": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 100,
+          "description": "Lines before each match (-B); default `context`."
+        },
+        "after_context": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 100,
+          "description": "Lines after each match (-A); default `context`."
+        },
+        "include": {
+          "oneOf": [
+            {
+              "type": "string",
+              "minLength": 1
+            },
+            {
+              "type": "array",
+              "items": {
+                "type": "string",
+                "minLength": 1
+              },
+              "maxItems": 256
+            }
+          ],
+          "description": "Only files matching one of these globs (.gitignore syntax: \"*.ts\" matches at any depth, \"src/**/*.c\" from `path`, \"vendor/\" a folder and all in it; {a,b} expands)."
+        },
+        "exclude": {
+          "oneOf": [
+            {
+              "type": "string",
+              "minLength": 1
+            },
+            {
+              "type": "array",
+              "items": {
+                "type": "string",
+                "minLength": 1
+              },
+              "maxItems": 256
+            }
+          ],
+          "description": "Skip files and folders matching one of these globs (same syntax as include)."
+        },
+        "gitignore": {
+          "type": "boolean",
+          "default": true,
+          "description": "Skip what .gitignore files (and .git/info/exclude) ignore. `.git` itself is always skipped."
+        },
+        "max_results": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000,
+          "default": 1000,
+          "description": "Return at most this many matching lines; `truncated` says whether there were more."
+        },
+        "max_line_length": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1048576,
+          "default": 1000,
+          "description": "Cut longer lines (match and context) to this many bytes; a cut match has text_truncated: true."
+        }
+      },
+      "required": [
+        "pattern"
+      ],
+      "additionalProperties": false
+    },
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "root": {
+          "type": "string",
+          "description": "The folder paths are relative to (`path`, or the folder of a single file)."
+        },
+        "matches": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "path": {
+                "type": "string"
+              },
+              "line": {
+                "type": "integer",
+                "minimum": 1
+              },
+              "column": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "1-based byte offset of the first match in the line (git grep --column)."
+              },
+              "text": {
+                "type": "string",
+                "description": "The line without its newline (a CR of a CRLF line is kept, as git grep prints it)."
+              },
+              "text_truncated": {
+                "type": "boolean"
+              },
+              "before": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              },
+              "after": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              }
+            },
+            "required": [
+              "path",
+              "line",
+              "column",
+              "text"
+            ],
+            "additionalProperties": false
+          }
+        },
+        "count": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "truncated": {
+          "type": "boolean",
+          "description": "true when more lines matched than max_results."
+        },
+        "files_searched": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "files_skipped": {
+          "type": "integer",
+          "minimum": 0,
+          "description": "Binary files (a NUL in the first 8000 bytes), files over 32 MiB and unreadable ones."
+        }
+      },
+      "required": [
+        "root",
+        "matches",
+        "count",
+        "truncated",
+        "files_searched",
+        "files_skipped"
+      ],
+      "additionalProperties": false
+    },
+    "resources": {
+      "cpu_cores": 0.5,
+      "memory_mb": 128,
+      "disk_mb": 0,
+      "timeout_ms": 20000,
+      "network_access": [
+        "none"
+      ]
+    },
+    "mounts": [
+      {
+        "guest": "/workspace",
+        "access": "read"
+      }
+    ],
+    "env": []
+  },
   "read": {
     "name": "read",
     "version": "1.0.0",
