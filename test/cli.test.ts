@@ -265,7 +265,7 @@ describe('corral completion', () => {
     );
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/--input-file/);
-    expect(r.stdout).toMatch(/^diff-summary file-stats$/m);
+    expect(r.stdout).toMatch(/^apply-patch diff-summary edit file-stats glob grep read$/m);
     expect(r.stdout).toMatch(/^FILES$/m);
   });
 

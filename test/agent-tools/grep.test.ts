@@ -105,7 +105,7 @@ const PROJECT_CASES: Array<[string, Flags?]> = [
   ['map', { word: true, ignore_case: true }],
   ['a.b', { fixed_strings: true }],
   ['error(', { fixed_strings: true, ignore_case: true }],
-  ['[', { fixed_strings: true }],
+  ['[0]', { fixed_strings: true }],
   ['readonly', { fixed_strings: true, word: true }],
 ];
 

@@ -11,7 +11,9 @@ import { ListRootsRequestSchema, ToolListChangedNotificationSchema, type Root } 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const CLI = join(ROOT, 'packages/node/bin/corral.js');
 export const FIXTURE_TOOLS = join(ROOT, 'test/fixtures/tools');
-export const BUNDLED_SPECS = ['diff-summary', 'file-stats'].map(
+/** What `corral mcp` lists with no --tools: every tool @corral/tools ships, by name. */
+export const BUNDLED_NAMES = ['apply-patch', 'diff-summary', 'edit', 'file-stats', 'glob', 'grep', 'read'];
+export const BUNDLED_SPECS = BUNDLED_NAMES.map(
   (name) => JSON.parse(readFileSync(join(ROOT, 'wasm-tools', name, 'tool-spec.json'), 'utf8')) as Record<string, unknown>,
 );
 export const EXAMPLE_DIFF = JSON.parse(readFileSync(join(ROOT, 'wasm-tools/diff-summary/examples/example.diff.json'), 'utf8')) as {

@@ -6,7 +6,7 @@ import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEvent, ExecutionSnapshot } from '@corral/node';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { BUNDLED_SPECS, EXAMPLE_DIFF, copyFixtureTool, type TestClient, type Workspace } from './helpers.js';
+import { BUNDLED_NAMES, BUNDLED_SPECS, EXAMPLE_DIFF, copyFixtureTool, type TestClient, type Workspace } from './helpers.js';
 
 export interface ServerUnderTest {
   workspace: Workspace;
@@ -44,14 +44,16 @@ export function mcpScenarios(label: string, start: () => Promise<ServerUnderTest
 
     it('lists every tool once, by name, with its spec schemas unchanged', async () => {
       const { tools } = await noRoots.client.listTools();
-      expect(tools.map((t) => t.name)).toEqual(['diff-summary', 'file-stats']);
+      expect(tools.map((t) => t.name)).toEqual(BUNDLED_NAMES);
       for (const spec of BUNDLED_SPECS) {
         const tool = tools.find((t) => t.name === spec.name)!;
         expect(tool.inputSchema).toEqual(spec.input_schema);
         expect(tool.outputSchema).toEqual(spec.output_schema);
         expect(tool.description).toBe(spec.description);
         expect(tool._meta).toMatchObject({ 'corral/version': spec.version, 'corral/declared-mounts': spec.mounts });
-        expect(tool.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
+        // A tool that may write (a read-write mount: edit, apply-patch) is not read-only to a client.
+        const writes = ((spec.mounts ?? []) as { access: string }[]).some((m) => m.access === 'read-write');
+        expect(tool.annotations).toEqual({ readOnlyHint: !writes, openWorldHint: false });
       }
     });
 
@@ -96,7 +98,7 @@ export function mcpScenarios(label: string, start: () => Promise<ServerUnderTest
       const added = nextToolsChanged();
       const folder = copyFixtureTool('echo', sut.workspace.tools);
       await added;
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['diff-summary', 'echo', 'file-stats']);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual([...BUNDLED_NAMES, 'echo'].sort());
       const echoed = (await client.callTool({ name: 'echo', arguments: { hello: 'world' } })) as Result;
       expect(echoed.isError).toBeFalsy();
       expect(echoed.structuredContent).toEqual({ hello: 'world' });
@@ -104,7 +106,7 @@ export function mcpScenarios(label: string, start: () => Promise<ServerUnderTest
       const removed = nextToolsChanged();
       rmSync(folder, { recursive: true });
       await removed;
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['diff-summary', 'file-stats']);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(BUNDLED_NAMES);
       await expect(client.callTool({ name: 'echo', arguments: {} })).rejects.toMatchObject({ code: -32602 });
     });
 
@@ -112,7 +114,7 @@ export function mcpScenarios(label: string, start: () => Promise<ServerUnderTest
       const folder = copyFixtureTool('not-wasm', sut.workspace.tools);
       // Give the watcher time to read it; nothing was added, so nothing is announced.
       await new Promise((r) => setTimeout(r, 800));
-      expect((await noRoots.client.listTools()).tools.map((t) => t.name)).toEqual(['diff-summary', 'file-stats']);
+      expect((await noRoots.client.listTools()).tools.map((t) => t.name)).toEqual(BUNDLED_NAMES);
       rmSync(folder, { recursive: true });
       const ok = (await noRoots.client.callTool({ name: 'diff-summary', arguments: { diff: '' } })) as Result;
       expect(ok.isError).toBeFalsy();

@@ -173,7 +173,7 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
     const modules = await BrowserCorral.create({ size: 1, store: false, cache: false });
     try {
       const tools = await registerBundledTools(modules, { kind: 'module' });
-      expect(tools.map((t) => t.spec.kind)).toEqual(['module', 'module']);
+      expect(tools.map((t) => t.spec.kind)).toEqual(bundledTools.map(() => 'module'));
       const viaModule = await modules.invoke('diff-summary', { diff: REAL_DIFF });
       const viaComponent = await invoke('diff-summary', { diff: REAL_DIFF });
       expect(viaModule.error).toBeNull();
@@ -190,7 +190,7 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
   });
 
   it('bundledTools lists each tool with its spec and fetchable .wasm URLs', async () => {
-    expect(bundledTools.map((t) => t.name)).toEqual(['diff-summary', 'file-stats']);
+    expect(bundledTools.map((t) => t.name)).toEqual(['apply-patch', 'diff-summary', 'edit', 'file-stats', 'glob', 'grep', 'read']);
     for (const tool of bundledTools) {
       expect((tool.spec as { name: string }).name).toBe(tool.name);
       for (const url of [tool.wasmUrl, tool.moduleUrl]) {

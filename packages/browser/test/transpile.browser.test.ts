@@ -100,7 +100,7 @@ describe('transpiling components in the browser', () => {
     try {
       // A component header followed by garbage: detected as a component, refused when its imports are read.
       const bogus = new Uint8Array([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0, 0xff, 0xff, 0xff]);
-      const spec = { ...(bundledTools[0]!.spec as object), name: 'bogus' };
+      const spec = { ...(bundledTools.find((t) => t.name === 'diff-summary')!.spec as object), name: 'bogus' };
       await corral.register(spec, bogus);
       const result = await corral.invoke('bogus', { diff: '' });
       expect(result.error?.code).toBe('E_REGISTRATION');
