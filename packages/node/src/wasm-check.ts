@@ -256,7 +256,7 @@ function probeTimeoutMs(spec: Record<string, unknown>): number {
 /** A refusal from the runtime as a problem: its sentence, and a hint chosen by what it refused. */
 function problemOf(err: unknown, at: At): WasmCheckProblem {
   if (!CorralError.is(err)) return at(`checking the wasm failed: ${err instanceof Error ? err.message : String(err)}`);
-  const details = err.details as { imports?: unknown; exports?: unknown; resource?: unknown };
+  const details = err.details as { imports?: unknown; exports?: unknown; resource?: unknown; worker_heap_limit_mb?: unknown };
   let hint: string | undefined;
   if (err.code === 'E_NETWORK_BLOCKED') hint = NETWORK_HINT;
   else if (err.code === 'E_REGISTRATION' && Array.isArray(details.imports)) {
@@ -266,6 +266,9 @@ function problemOf(err: unknown, at: At): WasmCheckProblem {
   } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'time' && /^instantiation/.test(err.message)) {
     hint =
       'a wasm start section runs while the tool is instantiated, before every call: make it return (move the work into _start or main); validate allows resources.timeout_ms, at most 30000 ms';
+  } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'memory' && details.worker_heap_limit_mb !== undefined) {
+    hint =
+      "transpiling or instantiating it filled its sandbox worker's JS heap (not wasm memory, which memory_mb caps): real tools need a few MB there";
   } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'memory') {
     hint = 'raise resources.memory_mb in the spec, or make the module start with less memory';
   } else if (err.code === 'E_UNEXPECTED_EXIT' && /wasi:cli\/run/.test(err.message)) {
