@@ -64,9 +64,10 @@ export class SandboxWorker implements PoolWorker {
   readonly crashed: Promise<CorralError>;
   alive = true;
 
-  constructor(options: PoolOptions) {
+  /** `url`: the worker script; another one (wasm-check-worker.js) starts with the same flags, environment and limits. */
+  constructor(options: PoolOptions, url: URL = WORKER_URL) {
     const resourceLimits = { ...DEFAULT_RESOURCE_LIMITS, ...options.resourceLimits };
-    this.thread = new Worker(WORKER_URL, {
+    this.thread = new Worker(url, {
       resourceLimits,
       // Not the parent's flags: from `node --input-type=module -e …` they made
       // every worker fail to start, and --import/--loader/--inspect would run

@@ -12,6 +12,11 @@
  * the same on-disk cache as `corral run`) and compiled with its memory
  * capped and instantiated by the very runners that run tools — only the
  * tool's entry point (`wasi:cli/run`, `_start`) is never called.
+ *
+ * Transpiling and instantiating run a hostile file's code (a wasm start
+ * function runs at instantiation), so they happen in a sandbox worker
+ * (wasm-check-worker.ts) driven by the runtime's own executor, under the
+ * call's time limit (see probeTimeoutMs); never in the CLI's thread.
  */
 import { isatty } from 'node:tty';
 import { readFile } from 'node:fs/promises';
@@ -20,21 +25,17 @@ import {
   adapterReallocProblem,
   CorralError,
   detectWasmKind,
-  sha256Hex,
+  ErrorCodes,
   specDefaults,
   type ExecutionResult,
   type WasmKind,
 } from '@corral/core';
-import {
-  ComponentRunner,
-  Preview1Runner,
-  checkComponentImports,
-  transpileComponent,
-  type PreparedComponent,
-  type RunRequest,
-} from '@corral/wasi';
-import { Preview1Host } from '@corral/wasi/internal';
+import { checkComponentImports } from '@corral/wasi';
+import { PoolExecutor, SandboxPool } from '@corral/wasi/host-kit';
+import type { ResourceLimits } from 'node:worker_threads';
 import { ComponentCache } from './cache.js';
+import { hostMountChecks } from './mounts.js';
+import { SandboxWorker } from './pool.js';
 import { forTerminal } from './terminal.js';
 
 /** One problem, by JSON pointer into the spec (`/component`, `/kind`), with how to fix it. */
@@ -49,6 +50,8 @@ export interface WasmCheckOptions {
   cache?: ComponentCache | false;
   /** Called before a component is transpiled because the cache does not have it (seconds, the first time). */
   onTranspile?: (file: string) => void;
+  /** V8 heap limits of the worker the tool is instantiated in (default: the sandbox workers', DEFAULT_RESOURCE_LIMITS). */
+  resourceLimits?: ResourceLimits;
 }
 
 const NETWORK_HINT =
@@ -111,16 +114,23 @@ export async function checkToolWasm(raw: unknown, specPath: string, options: Was
     ];
   }
 
-  const memoryMb = memoryLimit(spec);
-  return kind === 'component' ? componentProblems(bytes, component, memoryMb, at, options) : moduleProblems(bytes, component, memoryMb, at);
+  const limits: ProbeLimits = { memoryMb: memoryLimit(spec), timeoutMs: probeTimeoutMs(spec) };
+  return kind === 'component'
+    ? componentProblems(bytes, component, limits, at, options)
+    : moduleProblems(bytes, component, limits, at, options);
 }
 
 type At = (message: string, hint?: string, path?: string) => WasmCheckProblem;
 
+interface ProbeLimits {
+  memoryMb: number;
+  timeoutMs: number;
+}
+
 async function componentProblems(
   bytes: Uint8Array,
   name: string,
-  memoryMb: number,
+  limits: ProbeLimits,
   at: At,
   options: WasmCheckOptions,
 ): Promise<WasmCheckProblem[]> {
@@ -142,20 +152,74 @@ async function componentProblems(
   // jco refuses what checkComponentImports refused, with the same words: check the rest only when they passed.
   if (!importsOk) return problems;
   try {
-    const prepared = await prepare(bytes, name, options);
-    instantiated(await new ComponentProbe().run('validate', prepared, probeRequest(name, memoryMb)));
+    await probe(bytes, name, limits, options);
   } catch (err) {
     problems.push(problemOf(err, at));
   }
   return problems;
 }
 
-async function moduleProblems(bytes: Uint8Array, name: string, memoryMb: number, at: At): Promise<WasmCheckProblem[]> {
+async function moduleProblems(
+  bytes: Uint8Array,
+  name: string,
+  limits: ProbeLimits,
+  at: At,
+  options: WasmCheckOptions,
+): Promise<WasmCheckProblem[]> {
   try {
-    instantiated(await new Preview1Probe().run('validate', bytes, probeRequest(name, memoryMb)));
+    await probe(bytes, name, limits, options);
     return [];
   } catch (err) {
     return [problemOf(err, at)];
+  }
+}
+
+const PROBE_WORKER = new URL('./wasm-check-worker.js', import.meta.url);
+
+/**
+ * Transpile (components only; from the cache `corral run` uses, or jco now,
+ * cached for the first run) and instantiate the tool in a sandbox worker of
+ * its own, as `corral exec` runs a program: PoolExecutor, SandboxPool and
+ * SandboxWorker are the runtime's, so the limits, the timeout and a crashed
+ * worker (E_RESOURCE_EXHAUSTED when it ran out of heap) are handled as in a
+ * call. The worker only instantiates (wasm-check-worker.ts).
+ */
+async function probe(bytes: Uint8Array, name: string, { memoryMb, timeoutMs }: ProbeLimits, options: WasmCheckOptions): Promise<void> {
+  const pool = new SandboxPool(
+    () => new SandboxWorker(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}, PROBE_WORKER),
+    { size: 1 },
+  );
+  const cache = options.cache === false ? undefined : (options.cache ?? new ComponentCache());
+  const executor = new PoolExecutor(pool, { cache, mountSources: hostMountChecks });
+  try {
+    const result = await executor.exec(
+      {
+        name,
+        args: [],
+        env: { TZ: 'UTC' },
+        mounts: [],
+        memoryLimitBytes: memoryMb * 2 ** 20,
+        diskLimitBytes: 0,
+        outputLimitBytes: 1 << 20,
+        timeoutMs,
+        onPrepare: () => (options.onTranspile ?? defaultOnTranspile)(name),
+      },
+      bytes,
+    );
+    instantiated(result);
+  } catch (err) {
+    // The call's time limit ran out (a transpile's is 120 s, longer than any probeTimeoutMs).
+    const details = CorralError.is(err) ? (err.details as { resource?: unknown; timeout_ms?: unknown }) : {};
+    if (details.resource === 'time' && details.timeout_ms === timeoutMs) {
+      throw new CorralError(
+        ErrorCodes.RESOURCE_EXHAUSTED,
+        `instantiation did not finish within ${timeoutMs} ms: does a start function loop?`,
+        { resource: 'time', timeout_ms: timeoutMs },
+      );
+    }
+    throw err;
+  } finally {
+    await pool.close();
   }
 }
 
@@ -164,36 +228,10 @@ function instantiated(result: ExecutionResult): void {
   if (result.error) throw CorralError.fromJSON(result.error);
 }
 
-/** The transpiled component from the cache `corral run` uses, or jco now (and cached for the first run). */
-async function prepare(bytes: Uint8Array, name: string, options: WasmCheckOptions): Promise<PreparedComponent> {
-  const cache = options.cache === false ? undefined : (options.cache ?? new ComponentCache());
-  const key = await sha256Hex(bytes);
-  const cached = await cache?.get(key);
-  if (cached) return cached;
-  (options.onTranspile ?? defaultOnTranspile)(name);
-  const prepared = await transpileComponent(bytes, name);
-  await cache?.set(key, prepared);
-  return prepared;
-}
-
 function defaultOnTranspile(name: string): void {
   // `name` is the spec's "component", which may hold any character but '\\' and NUL.
   if (isatty(2))
     process.stderr.write(`corral: preparing ${forTerminal(name, { oneLine: true })} to check it (first time only; cached after)…\n`);
-}
-
-/** A RunRequest for instantiating the tool: no input, no mounts, the spec's memory cap. */
-function probeRequest(toolName: string, memoryMb: number): RunRequest {
-  return {
-    toolName,
-    stdin: new Uint8Array(0),
-    args: [toolName],
-    env: { TZ: 'UTC' },
-    mounts: [],
-    outputLimitBytes: 1 << 20,
-    memoryLimitBytes: memoryMb * 2 ** 20,
-    diskLimitBytes: 0,
-  };
 }
 
 function memoryLimit(spec: Record<string, unknown>): number {
@@ -201,16 +239,36 @@ function memoryLimit(spec: Record<string, unknown>): number {
   return typeof mb === 'number' && Number.isInteger(mb) && mb >= 1 && mb <= 4096 ? mb : specDefaults.resources.memory_mb;
 }
 
+/**
+ * How long instantiating may take: the spec's timeout_ms, which bounds every
+ * call and so every instantiation the runtime makes (one slower than that
+ * fails every call), but at most Corral's default (30 s), so that a spec
+ * asking for an hour cannot hold a CI job validating untrusted tools that
+ * long. Real tools instantiate in milliseconds (a 12 MB componentize-js one
+ * in about 1.5 s), so the cap only ever stops a start function that loops.
+ */
+function probeTimeoutMs(spec: Record<string, unknown>): number {
+  const ms = (spec.resources as { timeout_ms?: unknown } | undefined)?.timeout_ms;
+  const asked = typeof ms === 'number' && Number.isInteger(ms) && ms >= 1 ? ms : specDefaults.resources.timeout_ms;
+  return Math.min(asked, specDefaults.resources.timeout_ms);
+}
+
 /** A refusal from the runtime as a problem: its sentence, and a hint chosen by what it refused. */
 function problemOf(err: unknown, at: At): WasmCheckProblem {
   if (!CorralError.is(err)) return at(`checking the wasm failed: ${err instanceof Error ? err.message : String(err)}`);
-  const details = err.details as { imports?: unknown; exports?: unknown; resource?: unknown };
+  const details = err.details as { imports?: unknown; exports?: unknown; resource?: unknown; worker_heap_limit_mb?: unknown };
   let hint: string | undefined;
   if (err.code === 'E_NETWORK_BLOCKED') hint = NETWORK_HINT;
   else if (err.code === 'E_REGISTRATION' && Array.isArray(details.imports)) {
     hint = /preview1/.test(err.message) ? MODULE_IMPORTS_HINT : COMPONENT_IMPORTS_HINT;
   } else if (err.code === 'E_REGISTRATION' && Array.isArray(details.exports)) {
     hint = 'build it as a WASI command: a main() linked with the default start-up files or your own _start, not -mexec-model=reactor';
+  } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'time' && /^instantiation/.test(err.message)) {
+    hint =
+      'a wasm start section runs while the tool is instantiated, before every call: make it return (move the work into _start or main); validate allows resources.timeout_ms, at most 30000 ms';
+  } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'memory' && details.worker_heap_limit_mb !== undefined) {
+    hint =
+      "transpiling or instantiating it filled its sandbox worker's JS heap (not wasm memory, which memory_mb caps): real tools need a few MB there";
   } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'memory') {
     hint = 'raise resources.memory_mb in the spec, or make the module start with less memory';
   } else if (err.code === 'E_UNEXPECTED_EXIT' && /wasi:cli\/run/.test(err.message)) {
@@ -219,55 +277,4 @@ function problemOf(err: unknown, at: At): WasmCheckProblem {
     hint = "instantiating it failed before any of the tool's own code ran: rebuild it with a current toolchain";
   }
   return at(`${err.message} (${err.code})`, hint);
-}
-
-/**
- * The exports of a component as ComponentRunner's instantiation returns
- * them, with each `wasi:cli/run` interface replaced by one whose run does
- * nothing: the runner instantiates the component and looks for its run
- * export as it always does, and the tool's code never runs. An export by
- * that name that is not such an interface (a bare `run` function) is left
- * out, so the runner says the component is not a wasi:cli command, where a
- * real call would fail calling it.
- */
-function withoutRunning(exports: Record<string, unknown>): Record<string, unknown> {
-  const isRun = (name: string) => name === 'run' || name.startsWith('wasi:cli/run');
-  const runnable = (value: unknown) =>
-    typeof value === 'object' && value !== null && typeof (value as { run?: unknown }).run === 'function';
-  return Object.fromEntries(
-    Object.entries(exports).flatMap(([name, value]) => (!isRun(name) ? [[name, value]] : runnable(value) ? [[name, { run() {} }]] : [])),
-  );
-}
-
-type Instantiate = (...args: never[]) => Promise<Record<string, unknown>>;
-
-/** ComponentRunner, instantiating without running (see withoutRunning). */
-class ComponentProbe extends ComponentRunner {
-  protected override start(...[compiled, call, request]: Parameters<ComponentRunner['start']>): ReturnType<ComponentRunner['start']> {
-    const loaded = compiled as unknown as { instantiate: Instantiate };
-    const instantiate: Instantiate = async (...args) => withoutRunning(await loaded.instantiate(...args));
-    return super.start({ ...compiled, instantiate } as typeof compiled, call, request);
-  }
-}
-
-/** The JS API's instantiate (this package compiles without the WebAssembly namespace's types). */
-const wasmApi = (
-  globalThis as unknown as {
-    WebAssembly: { instantiate(module: unknown, imports: unknown): Promise<{ exports: Record<string, unknown> }> };
-  }
-).WebAssembly;
-
-/** Preview1Runner, instantiating against the real preview1 host without calling `_start`. */
-class Preview1Probe extends Preview1Runner {
-  protected override start(...[compiled, call]: Parameters<Preview1Runner['start']>): ReturnType<Preview1Runner['start']> {
-    const host = new Preview1Host(call.guest);
-    return {
-      async run() {
-        // The instantiation Preview1Runner makes, minus the call to _start that follows it there.
-        const instance = await wasmApi.instantiate(compiled, { wasi_snapshot_preview1: host.imports });
-        host.bind(instance.exports.memory as Parameters<Preview1Host['bind']>[0]);
-      },
-      peakMemoryBytes: () => 0,
-    };
-  }
 }

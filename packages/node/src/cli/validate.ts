@@ -11,7 +11,8 @@ names the way the runtime will load it: the file exists and is WebAssembly,
 its kind matches "kind", it imports only what Corral provides (WASI 0.2's
 cli, clocks, filesystem, io and random for components; wasi_snapshot_preview1
 for modules), a component made from a preview1 module exports cabi_realloc,
-and it transpiles, compiles and instantiates (its entry point is not called).
+and it transpiles, compiles and instantiates (its entry point is not called)
+in a sandbox worker, within resources.timeout_ms (at most 30 s).
 Every problem is listed by its place in the spec, with a hint.
 
   --json    print { ok, problems: [{ path, message, hint? }] }

@@ -1,0 +1,129 @@
+/**
+ * `corral validate` instantiates the tool to check that it can be: a wasm
+ * start section runs then, and one that loops (`(start $s)` over
+ * `(loop $l (br $l))`) made `corral validate` hang forever, in the CLI's own
+ * thread — a CI job validating untrusted tools never ended. The probe now
+ * runs in a sandbox worker under the spec's timeout_ms (at most 30 s), which
+ * is stopped at the limit, and the loop is a problem at /component. The
+ * fixtures are made here from WAT, as test/fixtures/validate/build.mjs makes
+ * its own; each CLI runs in a child process with an outer timeout.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { componentNew, parse } from '@bytecodealliance/jco';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'packages/node/bin/corral.js');
+const TIMEOUT_MS = 1000;
+/** Node's start, a first transpile of the component (seconds on a busy machine), and the worker's stop. */
+const SLACK_MS = 25_000;
+
+const root = mkdtempSync(join(tmpdir(), 'corral-validate-start-loop-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A start function that never returns, in a preview1 command module (`cabi_realloc` for the adapter). */
+const loopingModule = `(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 2)
+  (func $s (loop $l (br $l)))
+  (start $s)
+  (func (export "_start"))
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32) (i32.const 0)))`;
+
+const specs: Record<'module' | 'component', string> = { module: '', component: '' };
+
+beforeAll(async () => {
+  const module = await parse(loopingModule);
+  // The adapter `jco new --wasi-command` uses, as in test/fixtures/validate/build.mjs.
+  const adapter = readFileSync(new URL('../lib/wasi_snapshot_preview1.command.wasm', import.meta.resolve('@bytecodealliance/jco')));
+  const files = { module, component: await componentNew(module, [['wasi_snapshot_preview1', adapter]]) };
+  for (const kind of ['module', 'component'] as const) {
+    writeFileSync(join(root, `${kind}.wasm`), files[kind]);
+    specs[kind] = join(root, `${kind}-spec.json`);
+    writeFileSync(
+      specs[kind],
+      JSON.stringify({
+        name: `start-loop-${kind}`,
+        version: '1.0.0',
+        description: 'a start function that loops',
+        component: `${kind}.wasm`,
+        input_schema: { type: 'object' },
+        output_schema: { type: 'object' },
+        resources: { timeout_ms: TIMEOUT_MS },
+      }),
+    );
+  }
+});
+
+/** `node corral.js ARGS` in a child process with temporary state; killed after two minutes whatever happens. */
+function corral(args: string[]): Promise<{ code: number | null; signal: string | null; stdout: string; ms: number }> {
+  const started = performance.now();
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      {
+        cwd: ROOT,
+        timeout: 120_000,
+        env: {
+          ...process.env,
+          CORRAL_STORE: join(root, 'snapshots.db'),
+          CORRAL_POLICY: join(root, 'policy.json'),
+          CORRAL_CACHE_DIR: join(root, 'cache'),
+        },
+      },
+      (err, stdout) => {
+        const e = err as { code?: number; signal?: string } | null;
+        done({ code: e ? (e.code ?? null) : 0, signal: e?.signal ?? null, stdout, ms: performance.now() - started });
+      },
+    );
+  });
+}
+
+it.each(['module', 'component'] as const)(
+  'a %s whose start function loops: exit 1 within timeout_ms, the loop named at /component',
+  async (kind) => {
+    const r = await corral(['validate', specs[kind], '--json']);
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(1);
+    expect(r.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    const { ok, problems } = JSON.parse(r.stdout) as { ok: boolean; problems: { path: string; message: string; hint?: string }[] };
+    expect(ok).toBe(false);
+    expect(problems).toEqual([
+      {
+        path: '/component',
+        message: expect.stringContaining(`instantiation did not finish within ${TIMEOUT_MS} ms: does a start function loop?`),
+        hint: expect.stringContaining('start section'),
+      },
+    ]);
+  },
+  150_000,
+);
+
+it('a first-party tool still validates: exit 0', async () => {
+  const r = await corral(['validate', join(ROOT, 'wasm-tools/diff-summary/tool-spec.json'), '--json']);
+  expect(r.code).toBe(0);
+  expect(JSON.parse(r.stdout)).toEqual({ ok: true });
+}, 150_000);
+
+// Anything that fills the probe worker's JS heap ends that worker, not the CLI: the worker's
+// heap is made too small for the glue here to get there. In a child process, as host-survives does.
+it('a probe that runs its worker out of heap is a problem, and the process lives', async () => {
+  const script = `
+    import { checkToolWasm } from ${JSON.stringify(join(ROOT, 'packages/node/dist/wasm-check.js'))};
+    const problems = await checkToolWasm({ component: 'with-realloc.wasm' }, ${JSON.stringify(join(ROOT, 'test/fixtures/validate/tool-spec.json'))},
+      { cache: false, resourceLimits: { maxOldGenerationSizeMb: 2, maxYoungGenerationSizeMb: 1 } });
+    console.log(JSON.stringify(problems));`;
+  const out = await new Promise<{ code: number | null; stdout: string }>((done) =>
+    execFile(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, timeout: 120_000 }, (err, stdout) =>
+      done({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout }),
+    ),
+  );
+  expect(out.code).toBe(0);
+  expect(JSON.parse(out.stdout)).toEqual([
+    expect.objectContaining({ path: '/component', message: expect.stringMatching(/out of JS heap.*E_RESOURCE_EXHAUSTED/) }),
+  ]);
+}, 150_000);
