@@ -23,6 +23,13 @@ beforeAll(async () => {
   broken = join(home, 'tools');
   await mkdir(join(broken, 'mytool'), { recursive: true });
   await writeFile(join(broken, 'mytool/tool-spec.json'), JSON.stringify({ name: 'mytool', version: '1.0.0' }));
+  // A good spec whose wasm is a text file: the failure names the wasm, not the spec.
+  await mkdir(join(broken, 'textwasm'));
+  await writeFile(
+    join(broken, 'textwasm/tool-spec.json'),
+    JSON.stringify({ name: 'appc', version: '1.0.0', component: 'appc.wasm', input_schema: { type: 'object' } }),
+  );
+  await writeFile(join(broken, 'textwasm/appc.wasm'), 'hello\n');
 });
 
 const env = () => ({ ...process.env, CORRAL_STORE: join(home, 'snapshots.db'), CORRAL_POLICY: join(home, 'policy.yaml') });
@@ -213,6 +220,19 @@ const ROWS: Row[] = [
     says: /--wasm \/no\/such\.wasm: no such file/,
   },
   {
+    case: 'run a tool whose wasm is a text file, with --json: its own E_REGISTRATION, not "no tool named"',
+    args: () => ['run', 'appc', '--tools', broken, '--input', '{}', '--json'],
+    code: 1,
+    says: /textwasm\/appc\.wasm is not a WebAssembly file .*\(E_REGISTRATION\)/,
+    envelope: 'E_REGISTRATION',
+  },
+  {
+    case: 'run a tool that declares a mount without --mount: refused before running, with the flag to add',
+    args: () => ['run', 'file-stats', '--input', '{}'],
+    code: 1,
+    says: /declares mount \/workspace but the call binds nothing to it.*\n.*give the tool a folder: --mount HOSTDIR:\/workspace/,
+  },
+  {
     case: 'validate a spec file that does not exist: the path, not a bare ENOENT',
     args: () => ['validate', 'no/such/tool-spec.json', '--json'],
     code: 2,
@@ -305,6 +325,18 @@ describe('corral misused: exit status and message, row by row', () => {
       }
     });
   }
+
+  it('run --json of a missing tool beside broken ones says why each was skipped, in details.load_errors', async () => {
+    const r = await corral(['run', 'nosuch', '--tools', broken, '--input', '{}', '--json']);
+    const { error } = JSON.parse(r.stdout);
+    expect(error.code).toBe('E_TOOL_NOT_FOUND');
+    expect(error.details.load_errors).toEqual(
+      expect.arrayContaining([
+        { code: 'E_REGISTRATION', message: expect.stringMatching(/mytool\/tool-spec\.json.*corral validate/) },
+        { code: 'E_REGISTRATION', message: expect.stringMatching(/appc\.wasm is not a WebAssembly file/) },
+      ]),
+    );
+  });
 
   it("run's --json envelope has one shape, whether the call ran or was refused before it", async () => {
     const ran = JSON.parse((await corral(['run', 'nosuch', '--input', '{}', '--json'])).stdout);

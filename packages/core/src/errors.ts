@@ -223,6 +223,8 @@ export interface ErrorDetailsByCode {
     /** `corral replay`: the execution snapshot whose tool is missing. */
     id?: string;
     cause?: string;
+    /** `corral run --json`: the tools of --tools folders that could not be loaded, and why. */
+    load_errors?: { code: string; message: string }[];
   };
   E_INPUT_VALIDATION: {
     /** Schema problems of the input (or of a tool's output_schema), by JSON pointer. */

@@ -51,13 +51,21 @@ type TypeScript = typeof import('typescript');
 /** typescript from the tool folder, else from where Corral is installed. */
 function loadTypeScript(dir: string): TypeScript {
   for (const base of [join(dir, 'package.json'), import.meta.url]) {
+    let ts: TypeScript;
     try {
-      return createRequire(base)('typescript') as TypeScript;
+      ts = createRequire(base)('typescript') as TypeScript;
     } catch {
-      // not there: try the next place
+      continue; // not there: try the next place
     }
+    // TypeScript 7 (the native compiler) has no transpileModule API in its package; 5.x does.
+    if (!ts.version?.startsWith('5.')) {
+      throw new MissingToolchain(
+        `TypeScript sources need typescript 5.x (its transpileModule API); found typescript ${String(ts.version)}: run npm install --save-dev typescript@5 in ${dir}.`,
+      );
+    }
+    return ts;
   }
-  throw new MissingToolchain(`TypeScript sources need the typescript package: run npm install --save-dev typescript in ${dir}.`);
+  throw new MissingToolchain(`TypeScript sources need the typescript package: run npm install --save-dev typescript@5 in ${dir}.`);
 }
 
 export const js: Language = {

@@ -5,7 +5,7 @@
  * rust.ts, js.ts); the commands know only this interface.
  */
 import { randomBytes } from 'node:crypto';
-import { realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 
 /** The languages a tool can be written in. `js` covers TypeScript too. */
@@ -52,7 +52,16 @@ export interface Language {
  * symlink there instead of following it.
  */
 export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): Promise<void> {
-  const [root, folder] = await Promise.all([realpath(dir), realpath(dirname(out))]);
+  // A component path in a folder not made yet ("out/x.wasm") gets it, once the part that exists is found inside.
+  let existing = dirname(out);
+  while (!(await exists(existing)) && dirname(existing) !== existing) existing = dirname(existing);
+  const root = await realpath(dir);
+  const within = relative(root, await realpath(existing));
+  if (within.startsWith('..') || isAbsolute(within)) {
+    throw new Error(`${out} is not inside the tool folder ${dir}: ${existing} leads out of it; refusing to write there`);
+  }
+  await mkdir(dirname(out), { recursive: true });
+  const folder = await realpath(dirname(out));
   const inside = relative(root, folder);
   if (inside.startsWith('..') || isAbsolute(inside)) {
     throw new Error(`${out} is not inside the tool folder ${dir}: ${dirname(out)} leads to ${folder}; refusing to write there`);
@@ -65,5 +74,14 @@ export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): P
   } catch (err) {
     await rm(tmp, { force: true });
     throw err;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
   }
 }

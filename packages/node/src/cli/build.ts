@@ -71,13 +71,10 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   try {
     await lang.build({ dir, name: spec.name, out, log });
   } catch (err) {
-    if (err instanceof MissingToolchain) {
-      fail(err.message);
-      return EXIT_TOOL_FAILED;
-    }
-    fail(`build failed: ${(err as Error).message.split('\n')[0]}`);
-    const rest = (err as Error).message.split('\n').slice(1).join('\n');
-    if (rest) io.stderr.write(`${forTerminal(rest)}\n`);
+    // A compiler's output spans lines: the first goes on the `corral:` line, the rest as it was printed.
+    const [first, ...rest] = (err as Error).message.split('\n');
+    fail(err instanceof MissingToolchain ? first! : `build failed: ${first}`);
+    if (rest.length > 0) io.stderr.write(`${forTerminal(rest.join('\n'))}\n`);
     return EXIT_TOOL_FAILED;
   }
 

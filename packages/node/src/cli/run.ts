@@ -1,6 +1,6 @@
 /** `corral run`: one tool call, through the whole pipeline, recorded in the snapshot store. */
 import { readFile } from 'node:fs/promises';
-import { basename, dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { InvokeResult, MountBinding } from '@corral/core';
@@ -151,19 +151,29 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       // The tool is in a --tools folder but could not be loaded: that is the answer, not "no such tool".
       if (skipped.length > 0 && !corral.registry.list().some((t) => t.spec.name === name.replace(/(.)@.*$/, '$1'))) throw skipped[0];
       result = await corral.invoke(name, input, options);
-      if (result.error?.code === ErrorCodes.TOOL_NOT_FOUND)
+      if (result.error?.code === ErrorCodes.TOOL_NOT_FOUND && corral.loadErrors.length > 0) {
         for (const err of corral.loadErrors)
           io.stderr.write(
             `corral: skipped, could not load: ${forTerminal(err.message + ` (${err.code})` + registrationHint(err), { oneLine: true })}\n`,
           );
+        // A program reading --json sees why too, not only a person reading stderr.
+        result.error.details.load_errors = corral.loadErrors.map((err) => ({
+          code: err.code,
+          message: err.message + registrationHint(err),
+        }));
+      }
     }
     if (values.json) {
       print(JSON.stringify(result, null, 2));
     } else if (result.ok) {
       print(JSON.stringify(result.output, null, 2));
     } else {
-      const err = result.error!;
+      const err = result.error;
       process.stderr.write(`corral: ${forTerminal(err.message, { oneLine: true })} (${err.code})\n`);
+      if (err.code === ErrorCodes.INPUT_VALIDATION && err.details.reason === 'unbound_mount') {
+        const flags = (err.details.unbound ?? []).map((guest) => `--mount HOSTDIR:${guest}`).join(' ');
+        process.stderr.write(`corral: give the tool a folder: ${forTerminal(flags, { oneLine: true })} (add :ro for read-only)\n`);
+      }
     }
     // Never a silent drop: the result stands, but say that its record is missing.
     if (result.snapshot?.error) {
@@ -218,8 +228,10 @@ async function loadErrorsFor(ref: string, errors: readonly CorralError[]): Promi
   const name = ref.replace(/(.)@.*$/, '$1');
   const found: CorralError[] = [];
   for (const err of errors) {
-    const source = (err.details as { source?: unknown }).source;
-    if (typeof source !== 'string' || !source.endsWith('.json')) continue;
+    const where = (err.details as { source?: unknown }).source;
+    if (typeof where !== 'string') continue;
+    // A wasm that failed names its file: the spec beside it says which tool it was.
+    const source = where.endsWith('.json') ? where : join(dirname(where), 'tool-spec.json');
     let named: unknown;
     try {
       named = (JSON.parse(await readFile(source, 'utf8')) as { name?: unknown }).name;

@@ -7,7 +7,7 @@ import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import type { InvokeResult } from '@corral/core';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, indent, parse, type Cli } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, indent, parse, prepareProgress, type Cli } from './shared.js';
 
 export const help = `corral test [DIR] [--update]
 
@@ -49,7 +49,7 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
 
   const [{ Corral }, { loadToolFiles }] = await Promise.all([import('../corral.js'), import('../tool-folder.js')]);
   // No store: example runs would bury the user's real calls in `corral snapshots list`.
-  const corral = await Corral.create({ bundled: false, store: false, size: 1 });
+  const corral = await Corral.create({ bundled: false, store: false, size: 1, ...prepareProgress(io.stderr) });
   try {
     let tool;
     try {
