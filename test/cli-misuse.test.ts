@@ -233,6 +233,30 @@ const ROWS: Row[] = [
     says: /declares mount \/workspace but the call binds nothing to it.*\n.*give the tool a folder: --mount HOSTDIR:\/workspace/,
   },
   {
+    case: 'validate given the tool folder: its tool-spec.json, as build and test take a folder',
+    args: () => ['validate', join(ROOT, 'wasm-tools/diff-summary')],
+    code: 0,
+    says: /^$/,
+  },
+  {
+    case: 'validate given the .wasm: says to give the spec',
+    args: () => ['validate', join(ROOT, 'wasm-tools/diff-summary/diff-summary.wasm')],
+    code: 2,
+    says: /diff-summary\.wasm is the tool's wasm; validate takes its tool-spec\.json \(or the tool's folder\)/,
+  },
+  {
+    case: 'a mistyped --version: did you mean',
+    args: () => ['--versoin'],
+    code: 2,
+    says: /unknown command '--versoin'\. Did you mean --version\?/,
+  },
+  {
+    case: 'a mistyped command: did you mean',
+    args: () => ['valdate', 'x'],
+    code: 2,
+    says: /unknown command 'valdate'\. Did you mean validate\?/,
+  },
+  {
     case: 'validate a spec file that does not exist: the path, not a bare ENOENT',
     args: () => ['validate', 'no/such/tool-spec.json', '--json'],
     code: 2,

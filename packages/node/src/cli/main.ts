@@ -11,6 +11,7 @@ import {
   EXIT_USAGE,
   UsageError,
   cliFor,
+  closest,
   registrationHint,
   type CliIo,
   type Command,
@@ -95,7 +96,12 @@ export async function main(
         return command === undefined ? EXIT_USAGE : EXIT_OK;
       }
       default: {
-        if (!known) throw new UsageError(`unknown command '${command}'. Commands: ${Object.keys(COMMANDS).join(', ')}.`);
+        if (!known) {
+          const near = closest(command, [...Object.keys(COMMANDS), '--version', '--help']);
+          throw new UsageError(
+            `unknown command '${command}'.${near ? ` Did you mean ${near}?` : ''} Commands: ${Object.keys(COMMANDS).join(', ')}.`,
+          );
+        }
         loaded = await COMMANDS[command]!();
         return await loaded.command(rest, cli);
       }

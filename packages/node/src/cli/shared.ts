@@ -105,7 +105,12 @@ export function usageFromParseArgs(err: unknown, options: Options): UsageError {
   const flag = quoted.replace(/ <value>$/, '');
   switch (code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
-      const near = closest(flag, optionNames(options));
+      const near = flag.startsWith('--')
+        ? closest(
+            flag,
+            optionNames(options).filter((n) => n.startsWith('--')),
+          )
+        : undefined;
       return new UsageError(`unknown option ${flag}.${near ? ` Did you mean ${near}?` : ''}`, { option: flag });
     }
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
@@ -124,13 +129,11 @@ function optionNames(options: Options): string[] {
   return Object.entries(options).flatMap(([name, o]) => [`--${name}`, ...(o.short ? [`-${o.short}`] : [])]);
 }
 
-/** The known option nearest a mistyped one (at most 2 edits, or a prefix of it), for "Did you mean". */
-function closest(typed: string, known: string[]): string | undefined {
-  if (!typed.startsWith('--')) return undefined;
+/** The known word nearest a mistyped one (at most 2 edits, or a prefix of it), for "Did you mean": an option, a command. */
+export function closest(typed: string, known: string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = 3;
   for (const name of known) {
-    if (!name.startsWith('--')) continue;
     const d = name.startsWith(typed) && typed.length > 3 ? 1 : editDistance(typed, name);
     if (d < bestDistance) [best, bestDistance] = [name, d];
   }

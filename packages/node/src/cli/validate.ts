@@ -1,10 +1,12 @@
 /** `corral validate`: a tool-spec.json checked against the tool contract, and the wasm it names, every problem listed. */
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { forTerminal } from '../terminal.js';
 import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, fileFlag, parse, type Cli } from './shared.js';
 
-export const help = `corral validate SPEC [--json]
+export const help = `corral validate SPEC|DIR [--json]
 
 Check a tool-spec.json against Corral's tool contract, and the wasm file it
 names the way the runtime will load it: the file exists and is WebAssembly,
@@ -29,8 +31,15 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, true);
   if (values.help) return (print(help), EXIT_OK);
   if (positionals.length !== 1) throw new UsageError('name one spec file, e.g. corral validate tool-spec.json');
-  // A spec file that is not there is a mistyped argument (exit 2), as for every command.
-  const path = fileFlag('SPEC', positionals[0]!);
+  // A tool folder means its tool-spec.json, as for build and test; a spec file that is not there
+  // is a mistyped argument (exit 2), as for every command.
+  const given = positionals[0]!;
+  const path = fileFlag('SPEC', isFolder(given) ? join(given, 'tool-spec.json') : given);
+  if (path.endsWith('.wasm')) {
+    throw new UsageError(`${path} is the tool's wasm; validate takes its tool-spec.json (or the tool's folder), which names the wasm.`, {
+      argument: path,
+    });
+  }
   let raw: unknown;
   try {
     raw = JSON.parse((await readFile(path, 'utf8')).replace(/^\uFEFF/, ''));
@@ -57,4 +66,12 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
     }
   }
   return ok ? EXIT_OK : EXIT_TOOL_FAILED;
+}
+
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
