@@ -149,7 +149,7 @@ describe('the C kit, failing in the contract shape', () => {
 
   it('refuses unknown and mistyped fields; Corral reports the tool message with E_UNEXPECTED_EXIT', async () => {
     const cases: [Record<string, unknown>, string][] = [
-      [{ bogus: 1 }, 'unknown input field "bogus" (expected one of "value", "n", "flag", "name", "ratio", "fail", "stdio")'],
+      [{ bogus: 1 }, 'unknown input field "bogus" (expected one of "value", "n", "flag", "name", "ratio", "fail", "stdio", "misuse")'],
       [{ n: 'x' }, '"n" must be an integer, got a string'],
       [{ n: 1.5 }, '"n" must be an integer that fits in 64 bits'],
       [{ flag: null }, '"flag" must be a boolean, got null'],
@@ -182,4 +182,22 @@ describe('the C kit, big inputs and outputs (the preview1 adapter allocates thro
     const out = await output({ value, stdio: true });
     expect(out.echo).toEqual(value);
   });
+});
+
+describe('the writer used out of order', () => {
+  // Each would print JSON no one can parse (found by a new user: a key after a key built and ran).
+  for (const [misuse, message] of [
+    ['key-after-key', /corral_key\("count_only"\) right after another key, before its value/],
+    ['value-without-key', /a value inside an object needs corral_key first/],
+    ['key-in-array', /corral_key\("a"\) outside an object/],
+    ['wrong-end', /corral_end_object closes an array/],
+    ['end-after-key', /corral_end_object right after a key, before its value/],
+    ['left-open', /the output ends with 1 array\(s\)\/object\(s\) still open/],
+  ] as const) {
+    it(`${misuse}: the tool stops with the error shape, naming the call`, async () => {
+      const r = await invoke({ misuse });
+      expect(r.ok).toBe(false);
+      expect(r.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { tool_error: { message: expect.stringMatching(message) } } });
+    });
+  }
 });

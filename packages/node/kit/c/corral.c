@@ -659,6 +659,9 @@ static void separate(corral_writer *w) {
     w->after_key = false;
     return;
   }
+  /* A misuse that would print JSON no one can parse: say so where it happens. */
+  if (w->depth > 0 && w->open[w->depth] == '{')
+    corral_fail("corral writer: a value inside an object needs corral_key first");
   if (w->count[w->depth]) corral_append(w, ",", 1);
   w->count[w->depth] = 1;
 }
@@ -669,11 +672,16 @@ static void open_level(corral_writer *w, char c) {
     corral_fail("output nested deeper than %d levels", CORRAL_MAX_DEPTH);
   corral_append(w, &c, 1);
   w->count[++w->depth] = 0;
+  w->open[w->depth] = c;
 }
 
 static void close_level(corral_writer *w, char c) {
-  if (w->depth > 0) w->depth--;
-  w->after_key = false;
+  const char *call = c == '}' ? "corral_end_object" : "corral_end_array";
+  if (w->depth == 0) corral_fail("corral writer: %s with nothing open", call);
+  if (w->open[w->depth] != (c == '}' ? '{' : '['))
+    corral_fail("corral writer: %s closes an %s", call, w->open[w->depth] == '{' ? "object" : "array");
+  if (w->after_key) corral_fail("corral writer: %s right after a key, before its value", call);
+  w->depth--;
   corral_append(w, &c, 1);
 }
 
@@ -685,7 +693,12 @@ void corral_end_array(corral_writer *w) { close_level(w, ']'); }
 static void escaped(corral_writer *w, const char *s, size_t n);
 
 void corral_key_n(corral_writer *w, const char *key, size_t n) {
-  separate(w);
+  if (w->depth == 0 || w->open[w->depth] != '{')
+    corral_fail("corral writer: corral_key(\"%.*s\") outside an object", (int)(n > 64 ? 64 : n), key);
+  if (w->after_key)
+    corral_fail("corral writer: corral_key(\"%.*s\") right after another key, before its value", (int)(n > 64 ? 64 : n), key);
+  if (w->count[w->depth]) corral_append(w, ",", 1);
+  w->count[w->depth] = 1;
   escaped(w, key, n);
   corral_append(w, ":", 1);
   w->after_key = true;
@@ -862,6 +875,8 @@ void corral_value_write(corral_writer *w, const corral_value *v) {
 }
 
 void corral_output(corral_writer *w) {
+  if (w->depth > 0 || w->after_key)
+    corral_fail("corral writer: the output ends with %d array(s)/object(s) still open", w->depth);
   corral_append(w, "\n", 1);
   fflush(stdout); /* anything printed with printf goes first */
   size_t off = 0;

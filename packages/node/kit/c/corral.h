@@ -123,7 +123,10 @@ const char *corral_require_string(const corral_value *obj, const char *key,
 /* ---- writing the output ---------------------------------------------------- */
 
 /* A growable buffer that holds JSON text. The structural calls add commas
- * and colons themselves; every string goes through JSON escaping, and bytes
+ * and colons themselves, and stop the tool (corral_fail, naming the call)
+ * when used out of order: a key outside an object or right after a key, a
+ * value in an object without its key, an end that closes the wrong kind or
+ * nothing, output with something left open; every string goes through JSON escaping, and bytes
  * that are not valid UTF-8 become U+FFFD (one per maximal invalid subpart,
  * as Node's Buffer#toString('utf8') does), so the output is always valid
  * JSON whatever bytes a path or a diff holds. Running out of memory ends
@@ -133,6 +136,7 @@ typedef struct {
   size_t len, cap;
   int depth;                                  /* open arrays/objects */
   unsigned char count[CORRAL_MAX_DEPTH + 1];  /* has the level a value yet */
+  char open[CORRAL_MAX_DEPTH + 1];            /* '{' or '[' of each level */
   bool after_key;                             /* a key waits for its value */
 } corral_writer;
 

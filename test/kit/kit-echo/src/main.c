@@ -2,13 +2,16 @@
  * kit-echo: a test tool for the C kit (test/kit/kit.test.ts builds it).
  *
  * Input:  {"value"?: any, "n"?: integer, "flag"?: boolean, "name"?: string,
- *          "ratio"?: number, "fail"?: string, "stdio"?: boolean}
+ *          "ratio"?: number, "fail"?: string, "stdio"?: boolean,
+ *          "misuse"?: string}
  * Output: {"echo": value as the kit writes it back,
  *          "shape": what the kit parsed (types, integers, doubles, bytes),
  *          "n", "flag", "name", "ratio": the typed readers' answers}
  * "fail" makes the tool fail with that message through corral_fail;
  * "stdio" prints the output with stdio's fwrite instead of corral_output
  * (the first stdio output of a tool was once lost; see the kit's _start).
+ * "misuse" calls the writer out of order in the way it names, which the
+ * kit must stop with an error rather than print broken JSON.
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,14 +57,42 @@ static void shape(corral_writer *w, const corral_value *v) {
   }
 }
 
+static void writer_misuse(const char *how) {
+  corral_writer w;
+  corral_writer_init(&w);
+  if (strcmp(how, "key-after-key") == 0) {
+    corral_begin_object(&w);
+    corral_key(&w, "words");
+    corral_key(&w, "count_only");
+  } else if (strcmp(how, "value-without-key") == 0) {
+    corral_begin_object(&w);
+    corral_int(&w, 1);
+  } else if (strcmp(how, "key-in-array") == 0) {
+    corral_begin_array(&w);
+    corral_key(&w, "a");
+  } else if (strcmp(how, "wrong-end") == 0) {
+    corral_begin_array(&w);
+    corral_end_object(&w);
+  } else if (strcmp(how, "end-after-key") == 0) {
+    corral_begin_object(&w);
+    corral_key(&w, "a");
+    corral_end_object(&w);
+  } else if (strcmp(how, "left-open") == 0) {
+    corral_begin_object(&w);
+  }
+  corral_output(&w);
+}
+
 int main(void) {
   const corral_value *input = corral_input();
   static const char *const fields[] = {"value", "n", "flag", "name",
-                                       "ratio", "fail", "stdio", NULL};
+                                       "ratio", "fail", "stdio", "misuse", NULL};
   corral_only_fields(input, fields, NULL);
 
   const char *fail = corral_get_string(input, "fail", NULL, NULL);
   if (fail) corral_fail("%s", fail);
+  const char *misuse = corral_get_string(input, "misuse", NULL, NULL);
+  if (misuse) writer_misuse(misuse);
   bool stdio = corral_get_bool(input, "stdio", false);
 
   corral_writer out;
