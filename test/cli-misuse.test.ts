@@ -30,6 +30,9 @@ beforeAll(async () => {
     JSON.stringify({ name: 'appc', version: '1.0.0', component: 'appc.wasm', input_schema: { type: 'object' } }),
   );
   await writeFile(join(broken, 'textwasm/appc.wasm'), 'hello\n');
+  // A C tool folder (as corral init writes it) with a stray expected answer that has no input.
+  execFileSync(process.execPath, [CLI, 'init', 'ctool', '--lang', 'c', '--dir', join(home, 'ctool')], { env: env() });
+  await writeFile(join(home, 'ctool/examples/orphan.expected.json'), '{}');
 });
 
 const env = () => ({ ...process.env, CORRAL_STORE: join(home, 'snapshots.db'), CORRAL_POLICY: join(home, 'policy.yaml') });
@@ -255,6 +258,18 @@ const ROWS: Row[] = [
     args: () => ['valdate', 'x'],
     code: 2,
     says: /unknown command 'valdate'\. Did you mean validate\?/,
+  },
+  {
+    case: 'build --lang rust on a C tool folder: says what the folder holds, before any compiler runs',
+    args: () => ['build', join(home, 'ctool'), '--lang', 'rust'],
+    code: 2,
+    says: /ctool has no rust sources; it holds c \(drop --lang, or use --lang c\)/,
+  },
+  {
+    case: 'test with an expected answer that has no input: warned, not silently skipped',
+    args: () => ['test', join(home, 'ctool')],
+    code: 1,
+    says: /warning: .*orphan\.expected\.json has no \.input\.json beside it; it is not run/,
   },
   {
     case: 'validate a spec file that does not exist: the path, not a bare ENOENT',

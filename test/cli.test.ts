@@ -243,6 +243,8 @@ describe('corral completion', () => {
     expect(await complete(['corral', 'run', 'diff-summary', '--inp'])).toEqual(['--input', '--input-file']);
     expect(await complete(['corral', 'snapshots', ''])).toEqual(expect.arrayContaining(['list', 'show', 'export', 'prune']));
     expect(await complete(['corral', 'completion', ''])).toEqual(expect.arrayContaining(['bash', 'zsh', 'fish']));
+    // An option whose help lists its values completes them.
+    expect(await complete(['corral', 'init', 'x', '--lang', ''])).toEqual(['c', 'rust', 'js']);
     // A path option completes files.
     expect(await complete(['corral', 'run', 'x', '--input-file', 'wasm-tools/diff-summary/examples/example.d'])).toEqual([
       'wasm-tools/diff-summary/examples/example.diff.json',
@@ -259,7 +261,7 @@ describe('corral completion', () => {
       'zsh',
       [
         '-fc',
-        `${stubs}; source '${script}'; words=(corral run ''); CURRENT=3; PREFIX=''; _corral; words=(corral run --tools ''); CURRENT=4; _corral`,
+        `${stubs}; source '${script}'; words=(corral run ''); CURRENT=3; PREFIX=''; _corral; words=(corral run --tools ''); CURRENT=4; _corral; words=(corral init x --lang ''); CURRENT=5; _corral`,
       ],
       env,
     );
@@ -267,6 +269,7 @@ describe('corral completion', () => {
     expect(r.stdout).toMatch(/--input-file/);
     expect(r.stdout).toMatch(/^apply-patch diff-summary edit file-stats glob grep read$/m);
     expect(r.stdout).toMatch(/^FILES$/m);
+    expect(r.stdout).toMatch(/^c rust js$/m);
   });
 
   it.skipIf(!installed('fish'))('fish: the same, through complete -C', async () => {
@@ -275,11 +278,14 @@ describe('corral completion', () => {
     await writeFile(script, (await corral(['completion', 'fish'])).stdout);
     const r = await sh(
       'fish',
-      ['-c', `source '${script}'; complete -C 'corral run '; complete -C 'corral snapshots '; complete -C 'corral run --input-f'`],
+      [
+        '-c',
+        `source '${script}'; complete -C 'corral run '; complete -C 'corral snapshots '; complete -C 'corral run --input-f'; complete -C 'corral init x --lang '`,
+      ],
       env,
     );
     expect(r.code).toBe(0);
-    expect(r.stdout.split('\n')).toEqual(expect.arrayContaining(['diff-summary', 'file-stats', 'list', 'prune', '--input-file']));
+    expect(r.stdout.split('\n')).toEqual(expect.arrayContaining(['diff-summary', 'file-stats', 'list', 'prune', '--input-file', 'rust']));
   });
 });
 

@@ -51,8 +51,17 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   const spec = verdict.spec;
 
   let lang;
-  if (values.lang !== undefined && isLanguageName(values.lang)) lang = await language(values.lang);
-  else {
+  if (values.lang !== undefined && isLanguageName(values.lang)) {
+    lang = await language(values.lang);
+    // A --lang the folder has no sources of would fail inside the compiler ("couldn't read src/main.rs").
+    if (!(await lang.detect(dir))) {
+      const { matches } = await detectLanguage(dir);
+      throw new UsageError(
+        `${dir} has no ${lang.name} sources${matches.length > 0 ? `; it holds ${matches.join(' and ')} (drop --lang, or use --lang ${matches[0]})` : ''}.`,
+        { option: '--lang' },
+      );
+    }
+  } else {
     const { found, matches } = await detectLanguage(dir);
     if (!found)
       throw new UsageError(

@@ -27,6 +27,8 @@ export interface Completions {
   subcommands: Record<string, string[]>;
   options: Record<string, string[]>;
   pathOptions: string[];
+  /** Options whose help lists their values (`--lang c|rust|js`), with those values. */
+  optionValues: Record<string, string[]>;
 }
 
 export async function command(args: string[], { print }: Cli): Promise<number> {
@@ -49,6 +51,7 @@ export function completionsFrom(helps: Record<string, string>): Completions {
   const subcommands: Record<string, string[]> = {};
   const options: Record<string, string[]> = {};
   const pathOptions = new Set<string>();
+  const optionValues: Record<string, string[]> = {};
   for (const [name, text] of Object.entries(helps)) {
     const subs = new Set<string>();
     for (const m of text.matchAll(new RegExp(`^corral ${name} ([a-z]+(?:\\|[a-z]+)*)(?=\\s|$)`, 'gm')))
@@ -57,8 +60,11 @@ export function completionsFrom(helps: Record<string, string>): Completions {
     options[name] = [...new Set([...(text.match(/(?<![\w-])--[a-z][a-z0-9-]*/g) ?? []), '--help'])].sort();
     for (const m of text.matchAll(/(?<![\w-])(--[a-z][a-z0-9-]*)[ =]\[?(?:FILE|DIR|PATH|SPEC|HOSTDIR|HOST(?=[:[]))/g))
       pathOptions.add(m[1]!);
+    // `--lang c|rust|js`: an option whose help lists its values.
+    for (const m of text.matchAll(/(?<![\w-])(--[a-z][a-z0-9-]*)[ =]([a-z0-9]+(?:\|[a-z0-9]+)+)(?![\w|])/g))
+      optionValues[m[1]!] = [...new Set([...(optionValues[m[1]!] ?? []), ...m[2]!.split('|')])];
   }
-  return { commands: Object.keys(helps), subcommands, options, pathOptions: [...pathOptions].sort() };
+  return { commands: Object.keys(helps), subcommands, options, pathOptions: [...pathOptions].sort(), optionValues };
 }
 
 /** Tool names from `corral tools --json`: the "name" of each top-level entry (indented 4). */
@@ -76,6 +82,9 @@ _corral() {
   fi
   case $prev in
     ${c.pathOptions.join('|')}) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+${Object.entries(c.optionValues)
+  .map(([flag, values]) => `    ${flag}) COMPREPLY=($(compgen -W "${words(values)}" -- "$cur")); return ;;`)
+  .join('\n')}
   esac
   local list=""
   case $cmd in
@@ -102,6 +111,9 @@ _corral() {
   fi
   case $words[CURRENT-1] in
     ${c.pathOptions.join('|')}) _files; return ;;
+${Object.entries(c.optionValues)
+  .map(([flag, values]) => `    ${flag}) compadd -- ${words(values)}; return ;;`)
+  .join('\n')}
   esac
   case $words[2] in
 ${c.commands
@@ -133,7 +145,8 @@ fi
           : []),
         ...(c.options[name] ?? []).map(
           (flag) =>
-            `complete -c corral -n '__fish_seen_subcommand_from ${name}' -l ${flag.slice(2)}${c.pathOptions.includes(flag) ? ' -r -F' : ''}`,
+            `complete -c corral -n '__fish_seen_subcommand_from ${name}' -l ${flag.slice(2)}` +
+            (c.optionValues[flag] ? ` -x -a '${words(c.optionValues[flag])}'` : c.pathOptions.includes(flag) ? ' -r -F' : ''),
         ),
       ]),
       `complete -c corral -n '__fish_seen_subcommand_from run' -a '(${TOOL_NAMES.replace(/'/g, "\\'")})'`,

@@ -38,10 +38,16 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   if (!isFile) throw new UsageError(`${dir} has no tool-spec.json: is it a tool folder? (corral init NAME creates one)`);
 
   const examplesDir = join(dir, 'examples');
-  const names = (await readdir(examplesDir).catch(() => [] as string[]))
+  const files = await readdir(examplesDir).catch(() => [] as string[]);
+  const names = files
     .filter((f) => f.endsWith('.input.json'))
     .map((f) => f.slice(0, -'.input.json'.length))
     .sort();
+  // An expected answer with no input beside it is a renamed or misspelled example: say so, not skip it silently.
+  for (const f of files.filter((f) => f.endsWith('.expected.json') && !names.includes(f.slice(0, -'.expected.json'.length))))
+    io.stderr.write(
+      `corral: warning: ${forTerminal(join(relative(process.cwd(), examplesDir) || examplesDir, f), { oneLine: true })} has no .input.json beside it; it is not run\n`,
+    );
   if (names.length === 0) {
     fail(`no examples: add ${relative(process.cwd(), examplesDir) || examplesDir}/NAME.input.json and NAME.expected.json.`);
     return EXIT_USAGE;
