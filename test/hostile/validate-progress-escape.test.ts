@@ -6,7 +6,7 @@
  * clipboard. Run on a pty (util-linux `script`), in a child process.
  */
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
@@ -16,16 +16,7 @@ const FIXTURE = resolve(import.meta.dirname, '../fixtures/validate/with-realloc.
 const root = mkdtempSync(join(tmpdir(), 'corral-validate-escape-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const hasScript = (() => {
-  try {
-    execFileSync('script', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-it.skipIf(!hasScript)('the component name in the progress line is escaped', async () => {
+it('the component name in the progress line is escaped', async () => {
   const name = '\u001b]0;owned\u0007\u001b[2J\u009b31mx.wasm';
   copyFileSync(FIXTURE, join(root, name));
   const spec = join(root, 'tool-spec.json');
