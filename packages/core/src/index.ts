@@ -135,3 +135,17 @@ export type {
   ApprovalFilter,
   FolderUse,
 } from './snapshot.js';
+export {
+  WORKFLOW_RUN_STATUSES,
+  WORKFLOW_EVENT_KINDS,
+  MAX_WORKFLOW_RECORD_BYTES,
+  MAX_WORKFLOW_EVENT_BYTES,
+  type WorkflowRunStatus,
+  type WorkflowRunError,
+  type WorkflowRunRecord,
+  type WorkflowRunPatch,
+  type WorkflowEventKind,
+  type WorkflowEvent,
+  type WorkflowRunFilter,
+  type WorkflowJournal,
+} from './workflow-records.js';
