@@ -26,4 +26,10 @@ describe('writeBuilt', () => {
     await expect(writeBuilt(dir, join(dir, 'sub/out/new/x.wasm'), bytes)).rejects.toThrow(/is not inside the tool folder/);
     expect(() => readFileSync(join(elsewhere, 'new/x.wasm'))).toThrow();
   });
+
+  it('writes into a folder whose name starts with two dots (..build is inside, not a climb out)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-built-'));
+    await writeBuilt(dir, join(dir, '..build/x.wasm'), bytes);
+    expect([...readFileSync(join(dir, '..build/x.wasm'))]).toEqual([...bytes]);
+  });
 });

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 
 /** The languages a tool can be written in. `js` covers TypeScript too. */
 export type LanguageName = 'c' | 'rust' | 'js';
@@ -57,13 +57,13 @@ export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): P
   while (!(await exists(existing)) && dirname(existing) !== existing) existing = dirname(existing);
   const root = await realpath(dir);
   const within = relative(root, await realpath(existing));
-  if (within.startsWith('..') || isAbsolute(within)) {
+  if (leadsOut(within)) {
     throw new Error(`${out} is not inside the tool folder ${dir}: ${existing} leads out of it; refusing to write there`);
   }
   await mkdir(dirname(out), { recursive: true });
   const folder = await realpath(dirname(out));
   const inside = relative(root, folder);
-  if (inside.startsWith('..') || isAbsolute(inside)) {
+  if (leadsOut(inside)) {
     throw new Error(`${out} is not inside the tool folder ${dir}: ${dirname(out)} leads to ${folder}; refusing to write there`);
   }
   const target = join(folder, basename(out));
@@ -75,6 +75,11 @@ export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): P
     await rm(tmp, { force: true });
     throw err;
   }
+}
+
+/** A path relative to the tool folder that climbs out of it (a folder named `..x` stays inside). */
+function leadsOut(rel: string): boolean {
+  return rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel);
 }
 
 async function exists(path: string): Promise<boolean> {
