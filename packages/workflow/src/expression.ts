@@ -174,9 +174,9 @@ class Parser {
     return this.#nested(() => {
       let left = this.#and();
       while (this.#isOp('||')) {
-        const pos = this.#token.pos;
+        const op = this.#token;
         this.#i++;
-        left = { kind: 'binary', op: '||', left, right: this.#operand(() => this.#and(), '||'), pos };
+        left = { kind: 'binary', op: '||', left, right: this.#operand(() => this.#and(), op), pos: op.pos };
       }
       return left;
     });
@@ -185,9 +185,9 @@ class Parser {
   #and(): Expr {
     let left = this.#equality();
     while (this.#isOp('&&')) {
-      const pos = this.#token.pos;
+      const op = this.#token;
       this.#i++;
-      left = { kind: 'binary', op: '&&', left, right: this.#operand(() => this.#equality(), '&&'), pos };
+      left = { kind: 'binary', op: '&&', left, right: this.#operand(() => this.#equality(), op), pos: op.pos };
     }
     return left;
   }
@@ -195,10 +195,9 @@ class Parser {
   #equality(): Expr {
     let left = this.#relation();
     while (this.#isOp('==') || this.#isOp('!=')) {
-      const op = this.#token.value as BinaryOp;
-      const pos = this.#token.pos;
+      const op = this.#token;
       this.#i++;
-      left = { kind: 'binary', op, left, right: this.#operand(() => this.#relation(), op), pos };
+      left = { kind: 'binary', op: op.value as BinaryOp, left, right: this.#operand(() => this.#relation(), op), pos: op.pos };
     }
     return left;
   }
@@ -214,33 +213,31 @@ class Parser {
     const left = this.#unary();
     const op = this.#relationOp();
     if (!op) return left;
-    const pos = this.#token.pos;
+    const token = this.#token;
     this.#i++;
-    const right = this.#operand(() => this.#unary(), op);
+    const right = this.#operand(() => this.#unary(), token);
     if (this.#relationOp()) this.#fail(`comparisons do not chain: write 'a ${op} b && b ${this.#token.value} c'`);
-    return { kind: 'binary', op, left, right, pos };
+    return { kind: 'binary', op, left, right, pos: token.pos };
   }
 
-  /** The right operand of `op`, with a clear message when it is missing. */
-  #operand(parse: () => Expr, op: string): Expr {
-    if (this.#token.type === 'end') this.#fail(`expected a value after '${op}'`);
+  /** The operand after the operator `op` (already consumed), with a clear message, at the operator, when it is missing. */
+  #operand(parse: () => Expr, op: Token): Expr {
+    if (this.#token.type === 'end') this.#fail(`expected a value after '${op.value}'`, op);
     return parse();
   }
 
   #unary(): Expr {
+    const t = this.#token;
+    if (t.type !== 'op' || (t.value !== '!' && t.value !== '-')) return this.#postfix();
     return this.#nested(() => {
-      const t = this.#token;
-      if (t.type === 'op' && (t.value === '!' || t.value === '-')) {
-        this.#i++;
-        const operand = this.#operand(() => this.#unary(), t.value);
-        if (t.value === '-') {
-          // Fold -3 into a literal, so a negative number reads like one in messages and trees.
-          if (operand.kind === 'literal' && typeof operand.value === 'number') return { ...operand, value: -operand.value, pos: t.pos };
-          return { kind: 'negate', operand, pos: t.pos };
-        }
-        return { kind: 'not', operand, pos: t.pos };
+      this.#i++;
+      const operand = this.#operand(() => this.#unary(), t);
+      if (t.value === '-') {
+        // Fold -3 into a literal, so a negative number reads like one in messages and trees.
+        if (operand.kind === 'literal' && typeof operand.value === 'number') return { ...operand, value: -operand.value, pos: t.pos };
+        return { kind: 'negate', operand, pos: t.pos };
       }
-      return this.#postfix();
+      return { kind: 'not', operand, pos: t.pos };
     });
   }
 
@@ -257,7 +254,7 @@ class Parser {
         expr = { kind: 'member', object: expr, name: name.value, pos: name.pos };
       } else if (t.type === 'op' && t.value === '[') {
         this.#i++;
-        const index = this.#nested(() => this.#operand(() => this.#or(), '['));
+        const index = this.#nested(() => this.#operand(() => this.#or(), t));
         if (index.kind === 'literal' && typeof index.value === 'string' && FORBIDDEN_MEMBERS.has(index.value)) {
           this.#fail(`'${index.value}' cannot be read in an expression`, { type: 'op', value: '[', pos: index.pos });
         }

@@ -69,6 +69,8 @@ interface Found {
   path: string;
   message: string;
   offset?: number;
+  /** The problem is the key at `path` (unknown, badly named), not its value. */
+  atKey?: boolean;
 }
 
 /**
@@ -98,7 +100,8 @@ export function loadWorkflow(text: string, options: LoadOptions = {}): Workflow 
       source,
       doc.errors.map((e) => ({
         path: '/',
-        message: e.message.split('\n')[0]!,
+        // yaml's first line repeats the position, which problemText adds itself.
+        message: e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, ''),
         ...(e.linePos ? { line: e.linePos[0].line, column: e.linePos[0].col } : {}),
       })),
     );
@@ -247,7 +250,7 @@ function compile(wf: Workflow, problems: Found[], options: ValidateOptions): Com
     if (approval) {
       prompt = expressions.template(def.approval.prompt, `${at}/approval/prompt`, `${where} prompt`);
       for (const key of ['mounts', 'route', 'timeout_ms'] as const) {
-        if (key in def) problems.push({ path: `${at}/${key}`, message: `is only for tool steps; ${where} is an approval` });
+        if (key in def) problems.push({ path: `${at}/${key}`, message: `is only for tool steps; ${where} is an approval`, atKey: true });
       }
     } else {
       tools = typeof def.tool === 'string' ? [def.tool] : def.tool;
@@ -504,11 +507,13 @@ function place(p: Found, doc: Document, lines: LineCounter, text: string): Workf
   }
   let at: number | undefined;
   if (found && p.offset !== undefined && isScalar(node) && node.range) at = stringOffset(node, text, p.offset);
-  if (at === undefined) {
-    // A key points at its line better than its value does (a value may be a whole block below it).
-    const target = found && key?.range ? key : (node as Node | null);
+  if (at === undefined && found) {
+    // A scalar's own position names it best; a key names an object or list better than its
+    // first item does (which may sit lines below), and a problem that is about the key itself.
+    const target = key?.range && (p.atKey || !isScalar(node)) ? key : (node as Node | null);
     at = target?.range?.[0];
   }
+  if (at === undefined) at = (node as Node | null)?.range?.[0];
   if (at === undefined) return { path, message };
   const { line, col } = lines.linePos(at);
   return { path, message, line, column: col };

@@ -185,10 +185,13 @@ export interface WorkflowProblem {
 
 let compiled: ValidateFunction | undefined;
 
-export function schemaProblems(value: unknown): WorkflowProblem[] {
+/** A problem about a key itself (unknown, badly named): placed at the key, not its value. */
+type SchemaProblem = WorkflowProblem & { atKey?: boolean };
+
+export function schemaProblems(value: unknown): SchemaProblem[] {
   compiled ??= new Ajv({ allErrors: true, logger: false, discriminator: true, strict: false }).compile(workflowSchema);
   if (compiled(value)) return [];
-  const problems: WorkflowProblem[] = [];
+  const problems: SchemaProblem[] = [];
   for (const e of compiled.errors ?? []) {
     const problem = describe(e);
     if (problem && !problems.some((p) => p.path === problem.path && p.message === problem.message)) problems.push(problem);
@@ -198,16 +201,14 @@ export function schemaProblems(value: unknown): WorkflowProblem[] {
 
 const STEP_PATH = /^\/steps\/\d+$/;
 
-function describe(e: ErrorObject): WorkflowProblem | null {
+function describe(e: ErrorObject): SchemaProblem | null {
   const p = e.params as Record<string, unknown>;
   const path = e.instancePath || '/';
   // A bad key name (propertyNames): point at the key.
+  if (e.keyword === 'propertyNames') return null; // its inner error, just before, says it with the key
   if (e.propertyName !== undefined) {
-    if (e.keyword === 'propertyNames') return null; // its inner error, just before, says it
-    return {
-      path: `${e.instancePath}/${pointerToken(e.propertyName)}`,
-      message: `is not a valid key: ${describe({ ...e, propertyName: undefined })?.message}`,
-    };
+    const inner = describe({ ...e, propertyName: undefined })?.message;
+    return { path: `${e.instancePath}/${pointerToken(e.propertyName)}`, message: `is not a valid key: ${inner}`, atKey: true };
   }
   // A step's tool/approval choice is one message, not one per branch.
   if (STEP_PATH.test(e.instancePath) && e.schemaPath.startsWith('#/oneOf')) {
@@ -216,7 +217,7 @@ function describe(e: ErrorObject): WorkflowProblem | null {
   switch (e.keyword) {
     case 'additionalProperties':
       // Point at the unknown key itself, so the line number is the key's.
-      return { path: `${e.instancePath}/${pointerToken(String(p.additionalProperty))}`, message: 'is not a known key' };
+      return { path: `${e.instancePath}/${pointerToken(String(p.additionalProperty))}`, message: 'is not a known key', atKey: true };
     case 'required':
       return { path, message: `must have '${String(p.missingProperty)}'` };
     case 'oneOf':
