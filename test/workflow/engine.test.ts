@@ -139,6 +139,45 @@ steps:
   });
 });
 
+describe('mounts and timeouts', () => {
+  it('pass to invoke as MountBindings: host is short for a host source, source goes as it renders', async () => {
+    const wf = loadWorkflow(`
+name: m
+inputs:
+  repo: { type: string }
+  tree: { type: object, default: { a.txt: hi } }
+steps:
+  - id: stats
+    tool: file-stats
+    timeout_ms: 1500
+    mounts:
+      - { guest: /workspace, host: "{{ inputs.repo }}" }
+      - { guest: /out, access: read-write }
+  - id: more
+    tool: file-stats
+    mounts:
+      - { guest: /workspace, source: { kind: memory, tree: "{{ inputs.tree }}" } }
+      - { guest: /other, source: "{{ inputs.tree }}" }
+`);
+    const tools = new Tools({ 'file-stats': () => ok('file-stats', {}) });
+    await runWorkflow(wf, { repo: '/src/project' }, host(new MemoryJournal(), tools, { concurrency: 1 }));
+    expect(tools.calls[0]!.options).toMatchObject({
+      timeoutMs: 1500,
+      mounts: [
+        { guest: '/workspace', access: 'read', source: { kind: 'host', path: '/src/project' } },
+        { guest: '/out', access: 'read-write' },
+      ],
+    });
+    expect(tools.calls[0]!.options.mounts![1]).not.toHaveProperty('source');
+    expect(tools.calls[0]!.options.signal).toBeInstanceOf(AbortSignal);
+    expect(tools.calls[1]!.options.mounts).toEqual([
+      { guest: '/workspace', access: 'read', source: { kind: 'memory', tree: { 'a.txt': 'hi' } } },
+      { guest: '/other', access: 'read', source: { 'a.txt': 'hi' } }, // not a source: the host's invoke refuses it
+    ]);
+    expect(tools.calls[1]!.options).not.toHaveProperty('timeoutMs');
+  });
+});
+
 describe('conditions', () => {
   const wf = loadWorkflow(`
 name: cond
@@ -245,6 +284,17 @@ steps:
     });
     expect(byId(result).next!.status).toBe('pending');
     expect(tools.called('after')).toHaveLength(0);
+  });
+
+  it('retry: once the retries are used up, hands over to the default rule', async () => {
+    const tools = new Tools({ flaky: () => failure('flaky', ErrorCodes.RESOURCE_EXHAUSTED), after });
+    const { result } = await runOne('{ E_RESOURCE_EXHAUSTED: { action: retry, max: 1 }, default: { action: skip } }', tools);
+    expect(result.status).toBe('succeeded');
+    expect(byId(result).step).toMatchObject({
+      status: 'skipped',
+      attempts: 2,
+      note: 'E_RESOURCE_EXHAUSTED: on_error E_RESOURCE_EXHAUSTED: 1 retries used; E_RESOURCE_EXHAUSTED: on_error default: skipped',
+    });
   });
 
   it('fallback: runs the other tool, with the same input or the one given', async () => {
@@ -495,11 +545,11 @@ describe('durability', () => {
     });
     const wf = loadWorkflow('name: two\nsteps:\n  - { id: a, tool: work }\n');
     const first = runWorkflow(wf, {}, host(journal, tools));
-    await tick(5);
+    while ((journal.events.get('run-1')?.length ?? 0) < 1) await tick(1);
     // A second process resumes the run while the first is still in step a: it appends run_resumed,
     // re-runs a (interrupted, as far as it can tell) … and the first process's end of a collides.
     const second = resumeWorkflow('run-1', host(journal, tools));
-    await tick(5);
+    while ((journal.events.get('run-1')?.length ?? 0) < 3) await tick(1);
     gate.open();
     const results = await Promise.allSettled([first, second]);
     const refused = results.filter((r) => r.status === 'rejected');

@@ -440,34 +440,59 @@ class Driver {
     }
   }
 
-  /** What on_error says for an error code, given the rules used so far. Pure: the fold replays it. */
+  /**
+   * What on_error says for an error code, given the rules used so far: the
+   * code's rule, or `default`. A rule whose budget is spent (retries used up,
+   * a fallback or a review already done) hands over to `default`; when that
+   * is spent too, or there is none, the step fails. Pure: the fold replays it.
+   */
   #decide(s: StepState, code: string): Decision {
-    const rule = s.step.onError.get(code) ?? s.step.onError.get('default');
-    if (!rule) return { next: null, note: `${code}: no on_error rule; the step failed`, rule: null };
+    const rules = [s.step.onError.get(code), s.step.onError.get('default')].filter(
+      (r, i, all): r is CompiledAction => !!r && all.indexOf(r) === i,
+    );
+    if (rules.length === 0) return { next: null, note: `${code}: no on_error rule; the step failed`, rule: null };
+    const spent: string[] = [];
+    for (const rule of rules) {
+      const d = this.#rule(s, code, rule);
+      if (typeof d === 'string') {
+        spent.push(d);
+        continue;
+      }
+      if (spent.length === 0) return d;
+      // Say why the code's own rule was passed over, in the event and in what follows it.
+      const why = `${spent.join('; ')}; `;
+      const next = d.next && 'note' in d.next ? { ...d.next, note: why + d.next.note } : d.next;
+      return { ...d, next, note: why + d.note };
+    }
+    return { next: null, note: `${spent.join('; ')}; the step failed`, rule: null };
+  }
+
+  /** One rule's decision, or why its budget is spent. */
+  #rule(s: StepState, code: string, rule: CompiledAction): Decision | string {
     const used = s.uses.get(rule.key) ?? 0;
-    const on = `on_error ${rule.key}`;
+    const on = `${code}: on_error ${rule.key}`;
     switch (rule.action) {
       case 'retry': {
-        if (used >= rule.max) return { next: null, note: `${code}: ${on}: ${rule.max} retries used; the step failed`, rule: null };
+        if (used >= rule.max) return `${on}: ${rule.max} retries used`;
         const delayMs = (rule.backoff_ms ?? 0) * 2 ** used;
-        const note = `${code}: ${on}: retry ${used + 1} of ${rule.max}${delayMs ? ` after ${delayMs} ms` : ''}`;
+        const note = `${on}: retry ${used + 1} of ${rule.max}${delayMs ? ` after ${delayMs} ms` : ''}`;
         const input = rule.compiledInput ? { merge: rule.compiledInput } : undefined;
         return { next: { kind: 'attempt', tool: s.tool ?? s.step.tools[0]!, delayMs, note }, note, rule: rule.key, input };
       }
       case 'fallback':
       case 'offline': {
-        if (used > 0) return { next: null, note: `${code}: ${on}: the ${rule.action} tool already ran; the step failed`, rule: null };
-        const note = `${code}: ${on}: ${rule.action} to ${rule.tool}`;
+        if (used > 0) return `${on}: the ${rule.action} tool already ran`;
+        const note = `${on}: ${rule.action} to ${rule.tool}`;
         const input = rule.compiledInput ? { replace: rule.compiledInput } : undefined;
         return { next: { kind: 'attempt', tool: rule.tool, delayMs: 0, note }, note, rule: rule.key, input };
       }
       case 'skip':
-        return { next: { kind: 'skip', note: `${code}: ${on}: skipped` }, note: `${code}: ${on}: skip`, rule: rule.key };
+        return { next: { kind: 'skip', note: `${on}: skipped` }, note: `${on}: skip`, rule: rule.key };
       case 'human_review':
-        if (used > 0) return { next: null, note: `${code}: ${on}: already reviewed once; the step failed`, rule: null };
-        return { next: { kind: 'review', action: rule }, note: `${code}: ${on}: human review`, rule: rule.key };
+        if (used > 0) return `${on}: already reviewed once`;
+        return { next: { kind: 'review', action: rule }, note: `${on}: human review`, rule: rule.key };
       case 'fail':
-        return { next: null, note: `${code}: ${on}: fail`, rule: rule.key };
+        return { next: null, note: `${on}: fail`, rule: rule.key };
     }
   }
 
@@ -618,9 +643,14 @@ class Driver {
     if (delayMs > 0) await sleep(delayMs, signal);
     if (signal.aborted) return;
     const input = this.#input(s);
+    // Sources go to the host as they render: its invoke checks them (a kind it cannot open is E_INPUT_VALIDATION).
     const mounts: MountBinding[] = s.step.mounts.map((m) => {
-      const host = m.host ? renderValue(m.host, this.#scope) : null;
-      return { guest: m.guest, access: m.access, ...(typeof host === 'string' ? { source: { kind: 'host', path: host } } : {}) };
+      const source = m.source
+        ? renderValue(m.source, this.#scope)
+        : m.host
+          ? { kind: 'host', path: renderValue(m.host, this.#scope) }
+          : null;
+      return { guest: m.guest, access: m.access, ...(source !== null ? { source: source as MountBinding['source'] } : {}) };
     });
     const attempt = s.attempts + 1;
     await this.#record(s, 'step_started', { attempt, tool, note: note || null });

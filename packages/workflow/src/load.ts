@@ -51,7 +51,7 @@ export interface CompiledStep {
   condition: Expr | null;
   input: CompiledValue | null;
   prompt: Template | null;
-  mounts: Array<{ guest: string; access: 'read' | 'read-write'; host: CompiledValue | null }>;
+  mounts: Array<{ guest: string; access: 'read' | 'read-write'; host: CompiledValue | null; source: CompiledValue | null }>;
   onError: Map<string, CompiledAction>;
 }
 
@@ -263,8 +263,14 @@ function compile(wf: Workflow, problems: Found[], options: ValidateOptions): Com
         problems.push({ path: `${at}/route`, message: `routes between alternatives: give 'tool' a list of tools` });
       }
       (def.mounts ?? []).forEach((m, j) => {
-        const host = m.host !== undefined ? expressions.value(m.host, `${at}/mounts/${j}/host`, `${where} mounts/${j}/host`) : null;
-        mounts.push({ guest: m.guest, access: m.access ?? 'read', host });
+        const path = `${at}/mounts/${j}`;
+        const host = m.host !== undefined ? expressions.value(m.host, `${path}/host`, `${where} mounts/${j}/host`) : null;
+        const source = m.source !== undefined ? expressions.value(m.source, `${path}/source`, `${where} mounts/${j}/source`) : null;
+        if (host && source) problems.push({ path: `${path}/source`, message: 'give host or source, not both', atKey: true });
+        if (source?.kind === 'constant') {
+          problems.push({ path: `${path}/source`, message: 'must be an object ({ kind: …, … }) or a {{ }} template that gives one' });
+        }
+        mounts.push({ guest: m.guest, access: m.access ?? 'read', host, source });
       });
     }
 

@@ -151,7 +151,17 @@ export const workflowSchema = {
             additionalProperties: false,
             properties: {
               guest: { type: 'string', pattern: '^/', maxLength: 4096 },
-              host: { type: 'string', minLength: 1, maxLength: 4096, description: 'A host folder (templated).' },
+              host: {
+                type: 'string',
+                minLength: 1,
+                maxLength: 4096,
+                description: 'A host folder (templated): short for source { kind: host, path }.',
+              },
+              source: {
+                type: ['object', 'string'],
+                description:
+                  'A mount source given to the host as it is (templated): { kind: memory, tree }, { kind: opfs, path } …, or a {{ }} that gives one.',
+              },
               access: { enum: ['read', 'read-write'] },
             },
           },

@@ -36,8 +36,14 @@ export type OnErrorActionName = OnErrorAction['action'];
 export interface WorkflowMount {
   /** The guest path the tool declares, e.g. /workspace. */
   guest: string;
-  /** A host folder (a template), bound as `{ kind: 'host', path }`; none: an empty in-memory folder. */
+  /** A host folder (a template), bound as `{ kind: 'host', path }` (hosts that open folders: @corral/node). */
   host?: string;
+  /**
+   * A mount source as the host's invoke takes it (templated): `{ kind: 'memory', tree }`,
+   * `{ kind: 'opfs', path }` …, or a string `{{ expr }}` that gives one. Neither this nor
+   * `host`: an empty in-memory folder.
+   */
+  source?: Record<string, unknown> | string;
   /** Defaults to `read`. */
   access?: MountAccess;
 }
