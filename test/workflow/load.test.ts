@@ -57,6 +57,12 @@ describe('loading', () => {
     expect(loadWorkflow(JSON.stringify(wf), { source: 'wf.json' })).toEqual(wf);
   });
 
+  it("loads the README's example", () => {
+    const readme = readFileSync(join(ROOT, 'packages/workflow/README.md'), 'utf8');
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(readme)![1]!;
+    expect(loadWorkflow(yaml, { source: 'README.md' }).steps.map((s) => s.id)).toEqual(['summary', 'deep', 'sign-off']);
+  });
+
   it('ships its JSON Schema as a file, equal to workflowSchema', () => {
     const file = JSON.parse(readFileSync(join(ROOT, 'packages/workflow/schema/workflow.schema.json'), 'utf8'));
     expect(file).toEqual(JSON.parse(JSON.stringify(workflowSchema)));

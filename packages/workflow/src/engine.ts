@@ -267,6 +267,9 @@ interface StepState {
   inputMerge: CompiledValue | null;
 }
 
+/** The longest wait between retries, however many doublings `max` allows. */
+export const MAX_BACKOFF_MS = 3_600_000;
+
 const APPROVED = new Set(['approved', 'claimed', 'done']);
 const REJECTED = new Set(['rejected', 'expired', 'revoked']);
 
@@ -474,7 +477,7 @@ class Driver {
     switch (rule.action) {
       case 'retry': {
         if (used >= rule.max) return `${on}: ${rule.max} retries used`;
-        const delayMs = (rule.backoff_ms ?? 0) * 2 ** used;
+        const delayMs = Math.min((rule.backoff_ms ?? 0) * 2 ** used, MAX_BACKOFF_MS);
         const note = `${on}: retry ${used + 1} of ${rule.max}${delayMs ? ` after ${delayMs} ms` : ''}`;
         const input = rule.compiledInput ? { merge: rule.compiledInput } : undefined;
         return { next: { kind: 'attempt', tool: s.tool ?? s.step.tools[0]!, delayMs, note }, note, rule: rule.key, input };

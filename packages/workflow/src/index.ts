@@ -45,6 +45,7 @@ export {
   resumeWorkflow,
   resolveInputs,
   canonicalJson,
+  MAX_BACKOFF_MS,
   type WorkflowHost,
   type StepInvokeOptions,
   type ApprovalRequest,
