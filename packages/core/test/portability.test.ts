@@ -1,5 +1,5 @@
 /**
- * core, wasi and mcp must run in browsers, Web Workers and Node: no Node builtins,
+ * core, wasi, mcp and workflow must run in browsers, Web Workers and Node: no Node builtins,
  * no DOM or worker globals. Two fences keep them so, and this test checks
  * each one still stands, by feeding it code that breaks the rule:
  *
@@ -20,7 +20,7 @@ import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
-const PORTABLE = ['packages/core', 'packages/wasi', 'packages/mcp'];
+const PORTABLE = ['packages/core', 'packages/wasi', 'packages/mcp', 'packages/workflow'];
 
 /** Host-specific code, one offence a line, and the name each line's error must mention. */
 const OFFENCES: Array<[code: string, name: string]> = [
@@ -103,7 +103,7 @@ describe.each(PORTABLE)('%s compiles for every host', (pkg) => {
   });
 });
 
-describe('the lint rules for core, wasi and mcp', () => {
+describe('the lint rules for core, wasi, mcp and workflow', () => {
   const scratch = mkdtempSync(join(tmpdir(), 'corral-portability-'));
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
