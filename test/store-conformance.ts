@@ -6,12 +6,29 @@
  * same suite against IndexedDB in Chromium.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApprovalRecord, AuditEvent, DecisionSnapshot, ExecutionIntent, ExecutionOutcome, SnapshotRecord, Store } from '@corral/core';
+import type {
+  ApprovalRecord,
+  AuditEvent,
+  DecisionSnapshot,
+  ExecutionIntent,
+  ExecutionOutcome,
+  SnapshotRecord,
+  Store,
+  WorkflowEvent,
+  WorkflowRunRecord,
+} from '@corral/core';
 
 export interface StoreHarness {
   store: Store;
   /** Close the store and open the same storage again (persistent adapters only). */
   reopen?: () => Promise<Store>;
+  /**
+   * Change a kept workflow row behind the store's back, as a damaged or
+   * hostile file would (adapters whose storage can be reached from outside).
+   * `key` is a run's id, or an event's [run_id, seq]; `fields` are row fields
+   * (the JSON ones as text: definition_json, output_json …).
+   */
+  damage?: (what: 'workflow_run' | 'workflow_event', key: string | [string, number], fields: Record<string, unknown>) => Promise<void>;
   cleanup: () => Promise<void>;
 }
 
@@ -97,6 +114,9 @@ export function approval(over: Partial<ApprovalRecord> = {}): ApprovalRecord {
     id: uid('appr'),
     tool: 'file-stats',
     version: '1.0.0',
+    workflow_run_id: null,
+    workflow_step: null,
+    prompt: null,
     input_sha256: 'e'.repeat(64),
     input_json: '{"path":"/workspace"}',
     bindings: { '/workspace': { folder: '/home/ada/src' }, '/out': { folder: '/tmp/out', access: 'read-write' } },
@@ -115,6 +135,66 @@ export function approval(over: Partial<ApprovalRecord> = {}): ApprovalRecord {
     execution_id: null,
     revoked_by: null,
     revoked_ns: null,
+    ...over,
+  };
+}
+
+/** A workflow step's approval, as a workflow engine keeps one (see ApprovalRecord). */
+export function stepApproval(runId: string, over: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return approval({
+    tool: 'review-patch',
+    version: '0',
+    workflow_run_id: runId,
+    workflow_step: 'sign-off',
+    prompt: 'Merge this patch?\n(“yes” merges it)',
+    input_json: '{}',
+    input_sha256: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+    bindings: {},
+    folders: [],
+    caller: { kind: 'cli' },
+    requested_by: 'workflow:review-patch',
+    max_scope: 'once',
+    ...over,
+  });
+}
+
+export function workflowRun(over: Partial<WorkflowRunRecord> = {}): WorkflowRunRecord {
+  return {
+    id: uid('run'),
+    workflow: 'review-patch',
+    definition: {
+      name: 'review-patch',
+      steps: [
+        { id: 'summary', tool: 'diff-summary', input: { diff: '{{ inputs.diff }}' } },
+        { id: 'sign-off', approval: { prompt: 'Merge this patch?' }, depends_on: ['summary'] },
+      ],
+    },
+    definition_sha256: '9'.repeat(64),
+    inputs: { diff: '--- a\n+++ b\n', note: 'ünïcode \u0000 “quoted”' },
+    status: 'running',
+    created_ns: at(0),
+    updated_ns: at(0),
+    outputs: null,
+    error: null,
+    ...over,
+  };
+}
+
+export function workflowEvent(runId: string, seq: number, over: Partial<WorkflowEvent> = {}): WorkflowEvent {
+  return {
+    run_id: runId,
+    seq,
+    at_ns: at(seq),
+    step: 'summary',
+    kind: 'step_started',
+    attempt: 1,
+    tool: 'diff-summary',
+    tool_version: '1.0.0',
+    execution_id: null,
+    approval_id: null,
+    output: null,
+    error: null,
+    note: null,
     ...over,
   };
 }
@@ -548,6 +628,338 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       // A result may still arrive for an interrupted call after a restart.
       await store.finishExecution(open1.id, outcome());
       expect((await store.getExecution(open1.id))?.status).toBe('ok');
+    });
+
+    // --- workflow runs and events (issue 14) ------------------------------------
+
+    it('keeps a workflow run exactly, refuses a second run with its id as a conflict, and reads copies', async () => {
+      const { store } = await open();
+      const run = workflowRun();
+      await store.createWorkflowRun(run);
+      const back = await store.getWorkflowRun(run.id);
+      expect(back).toEqual(run);
+      expect(Object.keys(back!)).toEqual(Object.keys(workflowRun()));
+      // A copy: changing what was read (or what was written) changes nothing kept.
+      (back!.definition as { name: string }).name = 'changed';
+      (run.inputs as { diff: string }).diff = 'changed';
+      expect((await store.getWorkflowRun(run.id))?.definition).toMatchObject({ name: 'review-patch' });
+      expect((await store.getWorkflowRun(run.id))?.inputs).toMatchObject({ diff: '--- a\n+++ b\n' });
+      expect(await store.getWorkflowRun('no-such-run')).toBeNull();
+      await expect(store.createWorkflowRun({ ...run, workflow: 'other' })).rejects.toMatchObject({
+        code: 'E_STORE',
+        message: /already exists/,
+        details: { reason: 'conflict', workflow_run_id: run.id },
+      });
+      expect((await store.getWorkflowRun(run.id))?.workflow).toBe('review-patch');
+      // Finished runs keep outputs and an error (with or without a step) exactly.
+      const done = workflowRun({ status: 'succeeded', outputs: { merged: true, totals: [1, 2.5, null] } });
+      const failed = workflowRun({ status: 'failed', error: { code: 'E_UNEXPECTED_EXIT', message: 'exit 1', step: 'summary' } });
+      const cancelled = workflowRun({ status: 'cancelled', inputs: [], error: { code: 'cancelled', message: '' } });
+      for (const r of [done, failed, cancelled]) await store.createWorkflowRun(r);
+      for (const r of [done, failed, cancelled]) expect(await store.getWorkflowRun(r.id)).toEqual(r);
+    });
+
+    it('lists workflow runs newest first (ties by id), by status and workflow, up to a limit', async () => {
+      const { store } = await open();
+      const a = workflowRun({ created_ns: at(1), status: 'succeeded' });
+      const b = workflowRun({ created_ns: at(2), workflow: 'other', definition: { name: 'other', steps: [] } });
+      const c = workflowRun({ created_ns: at(3), status: 'waiting' });
+      const d = workflowRun({ created_ns: at(3) }); // same time as c: ties break on id, descending
+      for (const r of [b, d, a, c]) await store.createWorkflowRun(r);
+      const ids = async (filter?: Parameters<Store['listWorkflowRuns']>[0]) => (await store.listWorkflowRuns(filter)).map((r) => r.id);
+      const tie = [c, d].sort((x, y) => (x.id < y.id ? 1 : -1)).map((x) => x.id);
+      expect(await ids()).toEqual([...tie, b.id, a.id]);
+      expect(await store.listWorkflowRuns({ workflow: 'other' })).toEqual([b]);
+      expect(await ids({ status: ['running', 'waiting'] })).toEqual([...tie, b.id]);
+      expect(await ids({ status: ['succeeded'], workflow: 'review-patch' })).toEqual([a.id]);
+      expect(await ids({ status: [] })).toEqual([]);
+      expect(await ids({ limit: 3 })).toEqual([...tie, b.id]);
+      expect(await ids({ limit: 0 })).toEqual([]);
+      expect(await ids({ workflow: 'nothing' })).toEqual([]);
+      for (const bad of [{ status: ['done'] }, { status: 'running' }, { limit: -1 }, { limit: 1.5 }, { workflow: '' }]) {
+        await expect(store.listWorkflowRuns(bad as never)).rejects.toMatchObject({ code: 'E_STORE', message: /workflow run filter/ });
+      }
+    });
+
+    it('changes a workflow run only from the statuses given (compare-and-set), once, and refuses an unknown id', async () => {
+      const { store } = await open();
+      const run = workflowRun();
+      await store.createWorkflowRun(run);
+      // Two racing changes from 'running': exactly one wins.
+      const [first, second] = await Promise.all([
+        store.updateWorkflowRun(run.id, ['running'], { status: 'waiting', updated_ns: at(10) }),
+        store.updateWorkflowRun(run.id, ['running'], { status: 'cancelled', updated_ns: at(11) }),
+      ]);
+      expect([first, second].filter((r) => r !== null)).toHaveLength(1);
+      expect(await store.getWorkflowRun(run.id)).toEqual(first ?? second);
+      expect(first ?? second).toEqual(
+        first ? { ...run, status: 'waiting', updated_ns: at(10) } : { ...run, status: 'cancelled', updated_ns: at(11) },
+      );
+      // A status it is not in: null, nothing changed.
+      const now = (await store.getWorkflowRun(run.id))!;
+      expect(await store.updateWorkflowRun(run.id, ['running'], { status: 'failed', updated_ns: at(12) })).toBeNull();
+      expect(await store.getWorkflowRun(run.id)).toEqual(now);
+      // Only the fields named change; outputs and error can be set and cleared.
+      const ok = (await store.updateWorkflowRun(run.id, ['waiting', 'cancelled'], {
+        status: 'succeeded',
+        outputs: { merged: 'yes' },
+        updated_ns: at(13),
+      }))!;
+      expect(ok).toEqual({ ...run, status: 'succeeded', outputs: { merged: 'yes' }, updated_ns: at(13) });
+      const touched = await store.updateWorkflowRun(run.id, ['succeeded'], { updated_ns: at(14), error: { code: 'X', message: 'm' } });
+      expect(touched).toEqual({ ...ok, updated_ns: at(14), error: { code: 'X', message: 'm' } });
+      expect(await store.updateWorkflowRun(run.id, ['succeeded'], { updated_ns: at(15), outputs: null, error: null })).toEqual({
+        ...ok,
+        updated_ns: at(15),
+        outputs: null,
+      });
+      await expect(store.updateWorkflowRun('no-such-run', ['running'], { status: 'failed', updated_ns: at(1) })).rejects.toMatchObject({
+        code: 'E_STORE',
+        message: /no workflow run with id no-such-run/,
+      });
+      // What a change may not do: touch other fields, leave out updated_ns, name no or unknown statuses.
+      for (const [from, patch] of [
+        [['succeeded'], { updated_ns: at(16), workflow: 'other' }],
+        [['succeeded'], { updated_ns: at(16), definition: {} }],
+        [['succeeded'], { status: 'failed' }],
+        [['succeeded'], { status: 'done', updated_ns: at(16) }],
+        [[], { status: 'failed', updated_ns: at(16) }],
+        [['finished'], { status: 'failed', updated_ns: at(16) }],
+        [['succeeded'], { updated_ns: at(16), outputs: { big: 'x'.repeat(4 * 1024 * 1024) } }],
+      ] as const) {
+        await expect(store.updateWorkflowRun(run.id, from as never, patch as never)).rejects.toMatchObject({ code: 'E_STORE' });
+      }
+      expect((await store.getWorkflowRun(run.id))?.updated_ns).toBe(at(15));
+    });
+
+    it('appends workflow events and lists them in seq order, after a seq when asked, run by run', async () => {
+      const { store } = await open();
+      const run = workflowRun();
+      const other = workflowRun();
+      await store.createWorkflowRun(run);
+      await store.createWorkflowRun(other);
+      const events = [
+        workflowEvent(run.id, 1),
+        workflowEvent(run.id, 2, {
+          kind: 'step_succeeded',
+          execution_id: 'exec-1',
+          output: { files: [{ path: 'a.txt', additions: 81 }], totals: { additions: 81 } },
+        }),
+        workflowEvent(run.id, 3, { step: 'deep', kind: 'step_failed', error: { code: 'E_NETWORK_BLOCKED', message: 'no network' } }),
+        workflowEvent(run.id, 4, {
+          step: 'deep',
+          kind: 'step_started',
+          attempt: 2,
+          tool: 'offline-linter',
+          note: 'fallback: offline-linter',
+        }),
+        workflowEvent(run.id, 10, {
+          step: 'sign-off',
+          kind: 'step_waiting',
+          tool: null,
+          tool_version: null,
+          approval_id: 'appr-1',
+          attempt: 1,
+        }),
+        workflowEvent(run.id, 11, { step: null, kind: 'run_resumed', attempt: 0, tool: null, tool_version: null, note: 'pid 42' }),
+      ];
+      // Out of order, and interleaved with another run's.
+      for (const e of [events[2]!, events[0]!, events[5]!, events[1]!, events[4]!, events[3]!]) await store.appendWorkflowEvent(e);
+      await store.appendWorkflowEvent(workflowEvent(other.id, 1));
+      await store.appendWorkflowEvent(workflowEvent(other.id, 2));
+      const listed = await store.listWorkflowEvents(run.id);
+      expect(listed).toEqual(events);
+      expect(Object.keys(listed[0]!)).toEqual(Object.keys(events[0]!));
+      expect((await store.listWorkflowEvents(run.id, 2)).map((e) => e.seq)).toEqual([3, 4, 10, 11]);
+      expect((await store.listWorkflowEvents(run.id, 4)).map((e) => e.seq)).toEqual([10, 11]);
+      expect(await store.listWorkflowEvents(run.id, 11)).toEqual([]);
+      expect(await store.listWorkflowEvents(run.id, 0)).toEqual(events);
+      expect((await store.listWorkflowEvents(other.id)).map((e) => e.seq)).toEqual([1, 2]);
+      expect(await store.listWorkflowEvents('no-such-run')).toEqual([]);
+      await expect(store.listWorkflowEvents(run.id, -1)).rejects.toMatchObject({ code: 'E_STORE' });
+      await expect(store.listWorkflowEvents(run.id, 1.5)).rejects.toMatchObject({ code: 'E_STORE' });
+      // What was read is a copy.
+      (listed[1]!.output as { totals: { additions: number } }).totals.additions = 0;
+      expect((await store.listWorkflowEvents(run.id, 1))[0]?.output).toMatchObject({ totals: { additions: 81 } });
+    });
+
+    it('refuses an event whose (run, seq) exists as a conflict, and one for an unknown run, keeping what was there', async () => {
+      const { store } = await open();
+      const run = workflowRun();
+      await store.createWorkflowRun(run);
+      const first = workflowEvent(run.id, 1);
+      await store.appendWorkflowEvent(first);
+      await expect(store.appendWorkflowEvent(workflowEvent(run.id, 1, { kind: 'step_succeeded', output: 1 }))).rejects.toMatchObject({
+        code: 'E_STORE',
+        message: /already has an event 1/,
+        details: { reason: 'conflict', workflow_run_id: run.id, seq: 1 },
+      });
+      const unknown = store.appendWorkflowEvent(workflowEvent('no-such-run', 1));
+      await expect(unknown).rejects.toMatchObject({ code: 'E_STORE', message: /no workflow run with id no-such-run/ });
+      await unknown.catch((err: { details: { reason?: string } }) => expect(err.details.reason).toBeUndefined());
+      expect(await store.listWorkflowEvents(run.id)).toEqual([first]);
+      expect(await store.listWorkflowEvents('no-such-run')).toEqual([]);
+      // Two writers racing for the next seq: exactly one appends it, the other hears 'conflict'.
+      const settled = await Promise.allSettled([
+        store.appendWorkflowEvent(workflowEvent(run.id, 2, { note: 'a' })),
+        store.appendWorkflowEvent(workflowEvent(run.id, 2, { note: 'b' })),
+        store.appendWorkflowEvent(workflowEvent(run.id, 3, { note: 'c' })),
+      ]);
+      expect(settled.map((s) => s.status).sort()).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+      expect(settled.find((s) => s.status === 'rejected')).toMatchObject({ reason: { details: { reason: 'conflict', seq: 2 } } });
+      expect((await store.listWorkflowEvents(run.id)).map((e) => e.seq)).toEqual([1, 2, 3]);
+    });
+
+    it('refuses workflow runs and events that are not well formed or too large, writing nothing', async () => {
+      const { store } = await open();
+      const deep = (n: number): unknown => {
+        let v: unknown = 0;
+        for (let i = 0; i < n; i++) v = [v];
+        return v;
+      };
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      const badRuns: unknown[] = [
+        { ...workflowRun(), id: 'has spaces' },
+        { ...workflowRun(), workflow: '' },
+        { ...workflowRun(), status: 'paused' },
+        { ...workflowRun(), definition: 'name: x' },
+        { ...workflowRun(), definition: [1] },
+        { ...workflowRun(), definition_sha256: 'ABC' },
+        { ...workflowRun(), inputs: undefined },
+        { ...workflowRun(), inputs: { n: 1n } },
+        { ...workflowRun(), inputs: cyclic },
+        { ...workflowRun(), inputs: deep(1001) },
+        { ...workflowRun(), created_ns: '1e9' },
+        { ...workflowRun(), updated_ns: (2n ** 63n).toString() },
+        { ...workflowRun(), error: { code: 'E' } },
+        { ...workflowRun(), error: 'failed' },
+        { ...workflowRun(), outputs: undefined },
+        // Past MAX_WORKFLOW_RECORD_BYTES (4 MiB) as JSON: in characters, and in UTF-8 bytes only.
+        { ...workflowRun(), definition: { name: 'big', blob: 'x'.repeat(4 * 1024 * 1024) } },
+        { ...workflowRun(), inputs: { text: 'é'.repeat(2 * 1024 * 1024 + 10) } },
+        { ...workflowRun(), outputs: { text: 'x'.repeat(4 * 1024 * 1024) } },
+        null,
+      ];
+      for (const r of badRuns) await expect(store.createWorkflowRun(r as WorkflowRunRecord)).rejects.toMatchObject({ code: 'E_STORE' });
+      expect(await store.listWorkflowRuns()).toEqual([]);
+      // Nearly at the limit is fine.
+      const large = workflowRun({ inputs: { text: 'x'.repeat(4 * 1024 * 1024 - 100) }, definition: { name: 'ok', depth: deep(999) } });
+      await store.createWorkflowRun(large);
+      expect(await store.getWorkflowRun(large.id)).toEqual(large);
+
+      const run = workflowRun();
+      await store.createWorkflowRun(run);
+      const badEvents: unknown[] = [
+        workflowEvent(run.id, 0),
+        { ...workflowEvent(run.id, 1), seq: 1.5 },
+        { ...workflowEvent(run.id, 1), seq: '1' },
+        workflowEvent(run.id, 1, { kind: 'step_paused' as never }),
+        workflowEvent(run.id, 1, { step: null }), // a step event names its step
+        workflowEvent(run.id, 1, { kind: 'run_resumed' }), // a run-level event has none
+        workflowEvent(run.id, 1, { attempt: -1 }),
+        workflowEvent(run.id, 1, { at_ns: 'now' }),
+        workflowEvent(run.id, 1, { execution_id: 'has spaces' }),
+        workflowEvent(run.id, 1, { error: { code: 'E_X' } as never }),
+        workflowEvent(run.id, 1, { note: 'nul \u0000' }),
+        workflowEvent(run.id, 1, { output: deep(1001) }),
+        workflowEvent(run.id, 1, { output: undefined }),
+        // Past MAX_WORKFLOW_EVENT_BYTES (16 MiB): the output alone, and the output with the rest of the event.
+        workflowEvent(run.id, 1, { kind: 'step_succeeded', output: 'x'.repeat(16 * 1024 * 1024) }),
+        workflowEvent(run.id, 1, { kind: 'step_succeeded', output: 'x'.repeat(16 * 1024 * 1024 - 100), note: 'n'.repeat(200) }),
+        { ...workflowEvent(run.id, 1), run_id: 7 },
+      ];
+      for (const e of badEvents) await expect(store.appendWorkflowEvent(e as WorkflowEvent)).rejects.toMatchObject({ code: 'E_STORE' });
+      expect(await store.listWorkflowEvents(run.id)).toEqual([]);
+      const big = workflowEvent(run.id, 1, { kind: 'step_succeeded', output: { text: 'x'.repeat(8 * 1024 * 1024) } });
+      await store.appendWorkflowEvent(big);
+      expect(await store.listWorkflowEvents(run.id)).toEqual([big]);
+    });
+
+    it('refuses to read back a damaged workflow run or event', async (ctx) => {
+      const h = await open();
+      if (!h.damage) return ctx.skip();
+      const { store } = h;
+      const runs = [workflowRun(), workflowRun(), workflowRun(), workflowRun()];
+      for (const r of runs) await store.createWorkflowRun(r);
+      for (const seq of [1, 2, 3]) await store.appendWorkflowEvent(workflowEvent(runs[0]!.id, seq));
+      await h.damage('workflow_run', runs[0]!.id, { status: 'paused' });
+      await h.damage('workflow_run', runs[1]!.id, { definition_json: '{"name":' });
+      await h.damage('workflow_run', runs[2]!.id, { inputs_json: `${'['.repeat(1001)}${']'.repeat(1001)}` });
+      await h.damage('workflow_event', [runs[0]!.id, 2], { kind: 'step_paused' });
+      await h.damage('workflow_event', [runs[0]!.id, 3], { output_json: '{"a":' });
+      for (const r of runs.slice(0, 3)) {
+        await expect(store.getWorkflowRun(r.id)).rejects.toMatchObject({ code: 'E_STORE', message: /damaged workflow run/ });
+      }
+      await expect(store.listWorkflowRuns()).rejects.toMatchObject({ code: 'E_STORE', message: /damaged workflow run/ });
+      expect(await store.getWorkflowRun(runs[3]!.id)).toEqual(runs[3]);
+      await expect(store.updateWorkflowRun(runs[1]!.id, ['running'], { status: 'failed', updated_ns: at(1) })).rejects.toMatchObject({
+        code: 'E_STORE',
+        message: /damaged workflow run/,
+      });
+      await expect(store.listWorkflowEvents(runs[0]!.id)).rejects.toMatchObject({ code: 'E_STORE', message: /damaged workflow event/ });
+      await expect(store.listWorkflowEvents(runs[0]!.id, 2)).rejects.toMatchObject({ code: 'E_STORE', message: /output is not JSON/ });
+      expect(await store.listWorkflowEvents(runs[0]!.id, 3)).toEqual([]);
+    });
+
+    it('keeps workflow runs and events across a reopen, outside export and prune', async (ctx) => {
+      const h = await open();
+      if (!h.reopen) return ctx.skip();
+      const run = workflowRun({ created_ns: at(1) });
+      await h.store.createWorkflowRun(run);
+      await h.store.appendWorkflowEvent(workflowEvent(run.id, 1));
+      const waiting = await h.store.updateWorkflowRun(run.id, ['running'], { status: 'waiting', updated_ns: at(2) });
+      const store = await h.reopen();
+      expect(await store.getWorkflowRun(run.id)).toEqual(waiting);
+      expect(await store.listWorkflowEvents(run.id)).toEqual([workflowEvent(run.id, 1)]);
+      expect(await collect(store.export())).toEqual([]);
+      await store.prune({ keep: 0 });
+      await store.prune({ olderThan: at(1_000_000_000) });
+      expect(await store.listWorkflowRuns()).toEqual([waiting]);
+      expect(await store.listWorkflowEvents(run.id)).toHaveLength(1);
+      // A write still in flight at close lands too.
+      const late = store.appendWorkflowEvent(workflowEvent(run.id, 2, { kind: 'step_succeeded', output: { ok: true } }));
+      const again = await h.reopen();
+      await late;
+      expect((await again.listWorkflowEvents(run.id)).map((e) => e.seq)).toEqual([1, 2]);
+    });
+
+    it('keeps a workflow step’s approval, lists it by run, and holds it to what such an approval may be', async () => {
+      const { store } = await open();
+      const call = approval({ requested_ns: at(1) });
+      const step = stepApproval('run-1', { requested_ns: at(2) });
+      const other = stepApproval('run-2', { requested_ns: at(3), prompt: null, workflow_step: 'deep' });
+      for (const a of [call, step, other]) await store.createApproval(a);
+      expect(await store.getApproval(step.id)).toEqual(step);
+      expect(await store.getApproval(call.id)).toMatchObject({ workflow_run_id: null, workflow_step: null, prompt: null });
+      expect(await store.listApprovals()).toEqual([other, step, call]);
+      expect(await store.listApprovals({ workflowRunId: 'run-1' })).toEqual([step]);
+      expect(await store.listApprovals({ workflowRunId: null })).toEqual([call]);
+      expect(await store.listApprovals({ workflowRunId: 'run-3' })).toEqual([]);
+      expect(await store.listApprovals({ tool: 'review-patch', status: ['pending'], limit: 1 })).toEqual([other]);
+      await expect(store.listApprovals({ workflowRunId: 'has spaces' })).rejects.toMatchObject({ code: 'E_STORE' });
+      // Deciding it is a status change like any other.
+      const decided = await store.updateApproval(step.id, ['pending'], {
+        status: 'approved',
+        scope: 'once',
+        decided_by: 'ada',
+        decided_ns: at(9),
+      });
+      expect(decided).toEqual({ ...step, status: 'approved', scope: 'once', decided_by: 'ada', decided_ns: at(9) });
+      const bad: unknown[] = [
+        stepApproval('run-1', { workflow_step: null }),
+        approval({ workflow_step: 'sign-off' }),
+        stepApproval('has spaces'),
+        stepApproval('run-1', { version: '1.0.0' }),
+        stepApproval('run-1', { bindings: { '/workspace': { folder: '/home/ada' } } }),
+        stepApproval('run-1', { folders: [{ guest: '/workspace', folder: '/home/ada', access: 'read' }] }),
+        stepApproval('run-1', { max_scope: 'tool' }),
+        stepApproval('run-1', { scope: 'folder' }),
+        stepApproval('run-1', { prompt: 'x'.repeat(16 * 1024 + 1) }),
+        { ...stepApproval('run-1'), prompt: undefined },
+      ];
+      for (const a of bad) await expect(store.createApproval(a as ApprovalRecord)).rejects.toMatchObject({ code: 'E_STORE' });
+      expect(await store.listApprovals()).toHaveLength(3);
     });
   });
 }

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { nowNs, workflowApproval } from '@corral/core';
 import { SqliteStore } from '@corral/node';
 import {
   CLI,
@@ -438,6 +439,71 @@ describe('approvals over HTTP', () => {
     expect(approverElsewhere.status).toBe(403);
     const forbidden = deref.paths['/tools'].get.responses['403'].content['application/json'].schema;
     expect(ajv.compile(forbidden)(approverElsewhere.json)).toBe(true);
+  });
+
+  it('a workflow step’s approval: listed with its run, step and prompt, decided with the approver token, never run by the server', async () => {
+    const s = sandbox();
+    await ok(s, ['policy', 'grant', 'file-stats', '--mount', `${s.src}:/workspace:ro`, '--approval', 'required']);
+    // Two steps' approvals the server finds at start: one pending, one approved already and asked over HTTP.
+    mkdirSync(dirname(s.storePath), { recursive: true });
+    const store = await SqliteStore.open(s.storePath);
+    const step = (id: string, run: string) =>
+      workflowApproval({
+        id,
+        workflow: 'file-stats',
+        run_id: run,
+        step: 'sign-off',
+        prompt: 'Merge this patch?',
+        input: { path: '/workspace' },
+        requested_by: 'workflow:file-stats',
+        caller: { kind: 'http' },
+        requested_ns: nowNs(),
+        expires_ns: (BigInt(nowNs()) + 3_600_000_000_000n).toString(),
+      });
+    const pending = await step('wf-pending', 'run-1');
+    const approved = { ...(await step('wf-approved', 'run-2')), status: 'approved' as const, scope: 'once' as const, decided_by: 'ada' };
+    await store.createApproval(pending);
+    await store.createApproval(approved);
+    await store.close();
+    const t = await server(s, { token: TOKEN, approverToken: APPROVER, approvalWaitMs: 0 });
+
+    const list = await send(t.url, '/approvals', { headers: api });
+    expect(list.json.approvals).toEqual([
+      expect.objectContaining({
+        id: 'wf-pending',
+        tool: 'file-stats',
+        version: '0',
+        workflow_run_id: 'run-1',
+        workflow_step: 'sign-off',
+        prompt: 'Merge this patch?',
+        folders: [],
+      }),
+    ]);
+    const doc = (await send(t.url, '/openapi.json', { headers: api })).json;
+    const deref = (await SwaggerParser.dereference(structuredClone(doc))) as typeof doc;
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    const listSchema = ajv.compile(deref.paths['/approvals'].get.responses['200'].content['application/json'].schema);
+    expect(listSchema(list.json), JSON.stringify(listSchema.errors)).toBe(true);
+    const wide = await send(t.url, '/approvals/wf-pending', { json: { decision: 'approve', scope: 'tool' }, headers: approver });
+    expect(wide.status).toBe(400);
+    expect(wide.json.error.message).toMatch(/covers that step only/);
+    const decided = await send(t.url, '/approvals/wf-pending', { json: { decision: 'approve' }, headers: approver });
+    expect(decided.status).toBe(200);
+    expect(decided.json.approval).toMatchObject({ status: 'approved', scope: 'once', workflow_run_id: 'run-1' });
+    // The runner looks once a second: after a few looks, neither step's approval was taken up as a call.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    for (const id of ['wf-pending', 'wf-approved']) {
+      const shown = await send(t.url, `/approvals/${id}`, { headers: api });
+      expect(shown.json.approval).toMatchObject({ status: 'approved', execution_id: null, input: { path: '/workspace' } });
+      expect(shown.json.result).toBeUndefined();
+    }
+    const after = await SqliteStore.open(s.storePath);
+    try {
+      expect(await after.listExecutions()).toEqual([]);
+      expect((await after.listAudit()).map((e) => e.action)).toEqual(['approve', 'grant']);
+    } finally {
+      await after.close();
+    }
   });
 });
 

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApprovalRecord, AuditEvent } from '@corral/core';
-import { Corral, openPolicyGate } from '@corral/node';
+import { nowNs, workflowApproval, type ApprovalRecord, type AuditEvent } from '@corral/core';
+import { Corral, SqliteStore, openPolicyGate } from '@corral/node';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -350,5 +350,52 @@ describe('approvals across processes', () => {
     } finally {
       await host.close();
     }
+  });
+
+  it('corral approvals shows a workflow step with its run, step and prompt; corral approve decides it and nothing runs', async () => {
+    const e = sandbox();
+    mkdirSync(join(e.dir, 'data/corral'), { recursive: true });
+    const store = await SqliteStore.open(e.storePath);
+    const step = await workflowApproval({
+      id: 'appr-step-1',
+      workflow: 'review-patch',
+      run_id: 'run-7',
+      step: 'sign-off',
+      prompt: 'Merge this patch?\nIt adds 81 lines.',
+      requested_by: 'workflow:review-patch',
+      requested_ns: nowNs(),
+      expires_ns: (BigInt(nowNs()) + 3_600_000_000_000n).toString(),
+    });
+    await store.createApproval(step);
+    await store.close();
+
+    const table = await corral(e, ['approvals']);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/TOOL OR WORKFLOW STEP/);
+    expect(table.stdout).toMatch(
+      /appr-step-1 .* step sign-off of review-patch \(run run-7\) +workflow:review-patch .* Merge this patch\? It adds 81 lines\./,
+    );
+    const listed = JSON.parse((await corral(e, ['approvals', '--json'])).stdout) as ApprovalRecord[];
+    expect(listed).toEqual([step]);
+    expect((await corral(e, ['approvals', '--tool', 'review-patch'])).stdout).toContain('appr-step-1');
+
+    const tooWide = await corral(e, ['approve', 'appr-step-1', '--scope', 'tool']);
+    expect(tooWide.code).toBe(1);
+    expect(tooWide.stderr).toMatch(/covers that step only/);
+    const approved = await corral(e, ['approve', 'appr-step-1', '--by', 'ada']);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toBe(
+      'Approved appr-step-1: step sign-off of review-patch (run run-7), asked by workflow:review-patch. ' +
+        'The run goes on when its workflow resumes it (corral workflow resume run-7).\n',
+    );
+    const all = JSON.parse((await corral(e, ['approvals', '--all', '--json'])).stdout) as ApprovalRecord[];
+    expect(all).toEqual([{ ...step, status: 'approved', scope: 'once', decided_by: 'ada', decided_ns: all[0]!.decided_ns }]);
+    // A server that resumes approved calls does not take it for one.
+    const s = server(e, `say('RESUME', JSON.stringify((await gate.resume()).map((a) => a.id)));`);
+    expect(await s.line(/^RESUME /)).toBe('RESUME []');
+    expect(await s.exit).toBe(0);
+    expect((await audit(e)).map((a) => [a.action, a.actor, a.approval_id, a.detail.workflow_run_id])).toEqual([
+      ['approve', 'ada', 'appr-step-1', 'run-7'],
+    ]);
   });
 });

@@ -8,7 +8,16 @@ import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Registry, type GateHost, type InvokeOptions, type InvokeResult, type PolicyGate, type Tool } from '@corral/core';
+import {
+  Registry,
+  nowNs,
+  workflowApproval,
+  type GateHost,
+  type InvokeOptions,
+  type InvokeResult,
+  type PolicyGate,
+  type Tool,
+} from '@corral/core';
 import { BUNDLED_TOOLS_DIR, SqliteStore, loadToolFolder, openPolicyGate } from '@corral/node';
 
 interface Setup {
@@ -339,5 +348,93 @@ describe('the policy file while a gate runs', () => {
     const result = await s.gate.invoke(s.host, 'no-such-tool@^1', {});
     expect(result).toMatchObject({ ok: false, tool: 'no-such-tool', error: { code: 'E_TOOL_NOT_FOUND' } });
     expect(s.host.calls).toHaveLength(0);
+  });
+});
+
+describe('a workflow step’s approval', () => {
+  /** A step of a workflow that happens to share the tool's name: what would run, if anything ran it, is file-stats. */
+  const stepOf = (run: string, step = 'sign-off') =>
+    workflowApproval({
+      id: `appr-${run}-${step}`,
+      workflow: 'file-stats',
+      run_id: run,
+      step,
+      prompt: 'Merge this patch?',
+      input: { path: '/workspace' },
+      requested_by: 'workflow:file-stats',
+      caller: { kind: 'mcp', id: 'claude' },
+      requested_ns: nowNs(),
+      expires_ns: (BigInt(nowNs()) + 86_400_000_000_000n).toString(),
+    });
+
+  it('is pending and decided like a call’s, in the same audit trail; approving it runs nothing and resume skips it', async () => {
+    const s = await setup(needsApproval);
+    const step = await stepOf('run-1');
+    await s.store.createApproval(step);
+    expect(await s.store.getApproval(step.id)).toEqual(step);
+    expect((await s.gate.pending()).map((a) => a.id)).toEqual([step.id]);
+    await expect(s.gate.decide(step.id, 'approve', { by: 'ada', scope: 'folder' })).rejects.toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      message: /step sign-off of workflow run run-1: it covers that step only/,
+    });
+    const decided = await s.gate.decide(step.id, 'approve', { by: 'ada', comment: 'ship it' });
+    expect(decided).toEqual({
+      ...step,
+      status: 'approved',
+      scope: 'once',
+      decided_by: 'ada',
+      decided_ns: decided.decided_ns,
+      comment: 'ship it',
+    });
+    expect(await s.gate.wait(step.id, { timeoutMs: 0 })).toBe('approved');
+    // Nothing takes it up to run: not resume, not a claim, not invokeApproved; it stays approved for the engine.
+    expect(await s.gate.resume()).toEqual([]);
+    expect(await s.gate.standing()).toEqual([]);
+    const ran = await s.gate.invokeApproved(s.host, step.id);
+    expect(ran).toMatchObject({
+      ok: false,
+      tool: 'file-stats',
+      error: {
+        code: 'E_POLICY_DENIED',
+        message: /not a tool call.*corral workflow resume run-1/,
+        details: { reason: 'approval_unavailable' },
+      },
+    });
+    expect(await s.gate.claim(step.id, s.tool)).toMatchObject({ decision: 'deny', error: { details: { approval_id: step.id } } });
+    expect(s.host.calls).toHaveLength(0);
+    expect((await s.store.getApproval(step.id))?.status).toBe('approved');
+    // A call of the same tool still waits for its own approval: the step's approval covers nothing else.
+    expect((await s.gate.check({ tool: s.tool, input: { path: '/workspace' }, bindings: { '/workspace': s.src } })).decision).toBe(
+      'approval_required',
+    );
+    // One audit trail: the decision names the run and the step.
+    const [approve] = await s.store.listAudit({ action: 'approve' });
+    expect(approve).toMatchObject({
+      actor: 'ada',
+      tool: 'file-stats',
+      approval_id: step.id,
+      detail: { workflow_run_id: 'run-1', workflow_step: 'sign-off', comment: 'ship it', folders: [] },
+    });
+    // A rejection, and a revocation, only change the status.
+    const other = await stepOf('run-2');
+    await s.store.createApproval(other);
+    expect(await s.gate.decide(other.id, 'reject', { by: 'bob' })).toMatchObject({ status: 'rejected' });
+    expect(await s.gate.revokeApproval(step.id, { by: 'ada' })).toMatchObject({ status: 'revoked', revoked_by: 'ada' });
+    expect(s.host.calls).toHaveLength(0);
+  });
+
+  it('resume lists the approved calls only, while steps of workflows are approved beside them', async () => {
+    const s = await setup(needsApproval);
+    const d = await s.gate.check({ tool: s.tool, input: {}, bindings: { '/workspace': s.src } });
+    if (d.decision !== 'approval_required') throw new Error('expected approval_required');
+    const call = await s.gate.requestApproval({ tool: s.tool, input: {}, bindings: { '/workspace': s.src } }, d);
+    const step = await stepOf('run-3');
+    await s.store.createApproval(step);
+    await s.gate.decide(call.id, 'approve', { by: 'ada' });
+    await s.gate.decide(step.id, 'approve', { by: 'ada' });
+    expect((await s.gate.resume()).map((a) => a.id)).toEqual([call.id]);
+    expect(await s.gate.invokeApproved(s.host, call.id)).toMatchObject({ ok: true });
+    expect(s.host.calls).toHaveLength(1);
+    expect((await s.store.listApprovals({ workflowRunId: 'run-3' })).map((a) => a.status)).toEqual(['approved']);
   });
 });

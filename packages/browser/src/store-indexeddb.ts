@@ -17,6 +17,12 @@
  * Inputs are kept once per SHA-256 in their own object store (schema 3),
  * as in the SQLite store: an execution row refers to its input by
  * `input_ref`, and prune drops an input with the last execution keeping it.
+ *
+ * Workflow runs and their events (schema 4) have object stores of their
+ * own; a run changes only inside one readwrite transaction that reads its
+ * status and writes the change (IndexedDB runs such transactions one at a
+ * time, across tabs and workers too), and an event's key is [run_id, seq].
+ * Neither is pruned or exported.
  */
 import { openDB, type DBSchema, type IDBPDatabase, type IDBPTransaction } from 'idb';
 import {
@@ -29,14 +35,25 @@ import {
   checkIds,
   checkPruneOptions,
   checkRecord,
+  checkWorkflowEventQuery,
+  checkWorkflowRunFilter,
   decisionSnapshot,
   matchesApprovalFilter,
   matchesAuditFilter,
   executionSnapshot,
   matchesFilter,
   NO_OUTCOME,
+  matchesWorkflowRunFilter,
   selectPruned,
   storeError,
+  workflowEventFromRow,
+  workflowEventRow,
+  workflowRefusal,
+  workflowRunFromRow,
+  workflowRunPatchRow,
+  workflowRunRow,
+  type WorkflowEventRow,
+  type WorkflowRunRow,
 } from '@corral/core/store-kit';
 import {
   CorralError,
@@ -56,10 +73,15 @@ import {
   type PruneOptions,
   type SnapshotRecord,
   type Store,
+  type WorkflowEvent,
+  type WorkflowRunFilter,
+  type WorkflowRunPatch,
+  type WorkflowRunRecord,
+  type WorkflowRunStatus,
 } from '@corral/core';
 
 /** The schema this code writes: IndexedDB's version number. A database from a newer Corral is refused. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 /** Kept in the `meta` store under 'format', to tell a Corral database from another app's of the same name. */
 const FORMAT = 'corral-snapshots';
 
@@ -80,6 +102,8 @@ interface InputRow {
 }
 type AuditRow = AuditEvent & { t: SortKey };
 type ApprovalRow = ApprovalRecord & { t: SortKey };
+/** `t`: the sort key of `created_ns`. */
+type RunRow = WorkflowRunRow & { t: SortKey };
 
 interface Schema extends DBSchema {
   meta: { key: string; value: string };
@@ -101,10 +125,14 @@ interface Schema extends DBSchema {
   // Schema version 2: the policy's audit trail (by time) and approvals (by request time).
   audit: { key: string; value: AuditRow; indexes: { by_time: [SortKey, string] } };
   approvals: { key: string; value: ApprovalRow; indexes: { by_time: [SortKey, string] } };
+  // Schema version 4: workflow runs (by creation time) and their events (keyed [run_id, seq]).
+  workflow_runs: { key: string; value: RunRow; indexes: { by_time: [SortKey, string] } };
+  workflow_events: { key: [string, number]; value: WorkflowEventRow };
 }
 
 type Db = IDBPDatabase<Schema>;
-type UpgradeTx = IDBPTransaction<Schema, ('meta' | 'decisions' | 'executions' | 'audit' | 'approvals' | 'inputs')[], 'versionchange'>;
+type StoreName = 'meta' | 'decisions' | 'executions' | 'audit' | 'approvals' | 'inputs' | 'workflow_runs' | 'workflow_events';
+type UpgradeTx = IDBPTransaction<Schema, StoreName[], 'versionchange'>;
 
 /** Migration N takes a database from version N to N+1. Append, never edit. */
 const MIGRATIONS: ((db: Db, tx: UpgradeTx) => void)[] = [
@@ -135,6 +163,18 @@ const MIGRATIONS: ((db: Db, tx: UpgradeTx) => void)[] = [
         if (held !== undefined && held.json !== row.input_json) continue;
         if (held === undefined) quiet(inputs.put({ sha256: row.input_sha256, json: row.input_json }));
         quiet(c.update({ ...row, input_json: null, input_ref: row.input_sha256 }));
+      }
+    })().catch(() => undefined); // a failed request aborts the upgrade: openDB reports it
+  },
+  // 4: workflow runs and events; approvals gain the fields of a workflow step's
+  // approval, null in every older one (a tool call's), as SQLite's new columns are.
+  (db, tx) => {
+    db.createObjectStore('workflow_runs', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+    db.createObjectStore('workflow_events', { keyPath: ['run_id', 'seq'] });
+    void (async () => {
+      for (let c = await tx.objectStore('approvals').openCursor(); c; c = await c.continue()) {
+        const row = c.value as Partial<ApprovalRow>;
+        quiet(c.update({ workflow_run_id: null, workflow_step: null, prompt: null, ...row } as ApprovalRow));
       }
     })().catch(() => undefined); // a failed request aborts the upgrade: openDB reports it
   },
@@ -408,6 +448,76 @@ export class IndexedDbStore implements Store {
     return updated;
   }
 
+  async createWorkflowRun(run: WorkflowRunRecord): Promise<void> {
+    const row = workflowRunRow(run, this.location);
+    const t = sortKey(row.created_ns);
+    await this.#transact(['workflow_runs'], async (tx) => {
+      const store = tx.objectStore('workflow_runs');
+      if ((await store.getKey(row.id)) !== undefined) return workflowRefusal.runExists(this.location, row.id);
+      quiet(store.add({ ...row, t }));
+      return undefined;
+    });
+  }
+
+  async getWorkflowRun(id: string): Promise<WorkflowRunRecord | null> {
+    if (typeof id !== 'string') return null;
+    const row = await this.#read(() => this.#db.get('workflow_runs', id));
+    return row ? workflowRunFromRow(withoutSortKey(row), this.location) : null;
+  }
+
+  async listWorkflowRuns(filter: WorkflowRunFilter = {}): Promise<WorkflowRunRecord[]> {
+    checkWorkflowRunFilter(filter, this.location);
+    const limit = filter.limit ?? Infinity;
+    return this.#read(async () => {
+      const index = this.#db.transaction('workflow_runs').store.index('by_time');
+      const found: WorkflowRunRecord[] = [];
+      for (let cursor = await index.openCursor(null, 'prev'); cursor && found.length < limit; cursor = await cursor.continue()) {
+        // Filtered on the raw row, then checked, as SQLite filters in its query and checks what it returns.
+        if (matchesWorkflowRunFilter(cursor.value, filter)) found.push(workflowRunFromRow(withoutSortKey(cursor.value), this.location));
+      }
+      return found;
+    });
+  }
+
+  async updateWorkflowRun(id: string, from: readonly WorkflowRunStatus[], patch: WorkflowRunPatch): Promise<WorkflowRunRecord | null> {
+    const { change, from: statuses } = workflowRunPatchRow(patch, from, this.location);
+    let updated: WorkflowRunRecord | null = null;
+    // One readwrite transaction reads the status and writes the change: IndexedDB runs it alone against the store, across tabs too.
+    await this.#transact(['workflow_runs'], async (tx) => {
+      const store = tx.objectStore('workflow_runs');
+      const row = typeof id === 'string' ? await store.get(id) : undefined;
+      if (!row) return workflowRefusal.noRun(this.location, String(id));
+      const current = workflowRunFromRow(withoutSortKey(row), this.location);
+      if (!statuses.includes(current.status)) return undefined;
+      const next: RunRow = { ...row, ...change };
+      updated = workflowRunFromRow(withoutSortKey(next), this.location);
+      quiet(store.put(next));
+      return undefined;
+    });
+    return updated;
+  }
+
+  async appendWorkflowEvent(event: WorkflowEvent): Promise<void> {
+    const row = workflowEventRow(event, this.location);
+    await this.#transact(['workflow_runs', 'workflow_events'], async (tx) => {
+      if ((await tx.objectStore('workflow_runs').getKey(row.run_id)) === undefined)
+        return workflowRefusal.noRunForEvent(this.location, row.run_id, row.seq);
+      const events = tx.objectStore('workflow_events');
+      if ((await events.getKey([row.run_id, row.seq])) !== undefined)
+        return workflowRefusal.eventExists(this.location, row.run_id, row.seq);
+      quiet(events.add(row));
+      return undefined;
+    });
+  }
+
+  async listWorkflowEvents(runId: string, afterSeq?: number): Promise<WorkflowEvent[]> {
+    checkWorkflowEventQuery(runId, afterSeq, this.location);
+    const rows = await this.#read(() =>
+      this.#db.getAll('workflow_events', IDBKeyRange.bound([runId, afterSeq ?? 0], [runId, Number.POSITIVE_INFINITY], true, false)),
+    );
+    return rows.map((r) => workflowEventFromRow(r, this.location));
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = 'is closed';
@@ -549,13 +659,14 @@ export class IndexedDbStore implements Store {
   }
 
   /**
-   * One readwrite transaction on a store of schema version 2, ordered after
-   * every write issued before it; `fn` returns why it refused (the
+   * One readwrite transaction on stores outside the group commit (audit,
+   * approvals, workflows), ordered after every write issued before it; `fn`
+   * returns why it refused (a message, or the error to throw; the
    * transaction is then aborted) or undefined. Resolves once it is durable.
    */
-  #transact<N extends 'audit' | 'approvals'>(
-    name: N,
-    fn: (tx: IDBPTransaction<Schema, N[], 'readwrite'>) => Promise<string | undefined>,
+  #transact<N extends 'audit' | 'approvals' | 'workflow_runs' | 'workflow_events'>(
+    names: N | N[],
+    fn: (tx: IDBPTransaction<Schema, N[], 'readwrite'>) => Promise<string | CorralError | undefined>,
   ): Promise<void> {
     try {
       this.#open();
@@ -565,18 +676,25 @@ export class IndexedDbStore implements Store {
     const done = (async () => {
       // Behind queued snapshot writes, so a caller's writes land in the order it issued them.
       if (this.#queue.length > 0) await this.#lastWrite;
-      const tx = this.#db.transaction([name], 'readwrite', { durability: this.#durability });
-      let refusal: string | undefined;
+      const tx = this.#db.transaction(Array.isArray(names) ? names : [names], 'readwrite', { durability: this.#durability });
+      let refusal: string | CorralError | undefined;
       try {
         refusal = await fn(tx);
       } catch (err) {
-        tx.abort();
+        // A record read back damaged (or a failed request): nothing of this transaction lands, and
+        // its promise's AbortError is expected here, not an unhandled rejection.
+        tx.done.catch(() => undefined);
+        try {
+          tx.abort();
+        } catch {
+          // Already aborted by the failed request.
+        }
         throw err;
       }
       if (refusal !== undefined) {
         tx.abort();
         await tx.done.catch(() => undefined);
-        throw storeError(this.location, refusal);
+        throw typeof refusal === 'string' ? storeError(this.location, refusal) : refusal;
       }
       await tx.done;
     })().catch((err) => Promise.reject(this.#error(err)));

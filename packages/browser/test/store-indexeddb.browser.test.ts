@@ -5,7 +5,7 @@
 import { deleteDB, openDB } from 'idb';
 import { describe, expect, it } from 'vitest';
 import { IndexedDbStore, INDEXEDDB_SCHEMA_VERSION as SCHEMA_VERSION } from '@corral/browser';
-import { describeStoreConformance, intent, outcome } from '../../../test/store-conformance.js';
+import { approval, describeStoreConformance, intent, outcome, stepApproval, workflowRun } from '../../../test/store-conformance.js';
 
 let serial = 0;
 const freshName = () => `corral-test-${Date.now()}-${serial++}`;
@@ -19,6 +19,18 @@ describeStoreConformance('IndexedDbStore in Chromium', async () => {
       await store.close();
       store = await IndexedDbStore.open(name);
       return store;
+    },
+    // Another connection to the database, as another script of the origin could open.
+    damage: async (what, key, fields) => {
+      const raw = await openDB(name);
+      try {
+        const storeName = what === 'workflow_run' ? 'workflow_runs' : 'workflow_events';
+        const row = await raw.get(storeName, key);
+        if (!row) throw new Error(`nothing to damage at ${String(key)}`);
+        await raw.put(storeName, { ...row, ...fields });
+      } finally {
+        raw.close();
+      }
     },
     cleanup: async () => {
       await store.close();
@@ -61,7 +73,7 @@ describe('IndexedDbStore', () => {
     await v1.put('executions', { ...row, t: i.intent_ns.padStart(32, '0') });
     v1.close();
     const store = await IndexedDbStore.open(name);
-    expect(SCHEMA_VERSION).toBe(3);
+    expect(SCHEMA_VERSION).toBe(4);
     expect(await store.getExecution(i.id)).toEqual(row);
     await store.finishExecution(i.id, outcome());
     expect((await store.getExecution(i.id))?.status).toBe('ok');
@@ -78,8 +90,17 @@ describe('IndexedDbStore', () => {
     expect(await store.listAudit()).toEqual([event]);
     await store.close();
     const raw = await openDB(name);
-    expect(raw.version).toBe(3);
-    expect([...raw.objectStoreNames].sort()).toEqual(['approvals', 'audit', 'decisions', 'executions', 'inputs', 'meta']);
+    expect(raw.version).toBe(4);
+    expect([...raw.objectStoreNames].sort()).toEqual([
+      'approvals',
+      'audit',
+      'decisions',
+      'executions',
+      'inputs',
+      'meta',
+      'workflow_events',
+      'workflow_runs',
+    ]);
     raw.close();
     await deleteDB(name);
   });
@@ -118,7 +139,7 @@ describe('IndexedDbStore', () => {
     for (const r of rows) expect(await store.getExecution(r.id)).toEqual(r);
     await store.close();
     const raw = await openDB(name);
-    expect(raw.version).toBe(3);
+    expect(raw.version).toBe(4);
     expect(await raw.getAll('inputs')).toEqual([{ sha256: '1'.repeat(64), json: text }]);
     raw.close();
     // Pruning every call that keeps the input drops it.
@@ -128,6 +149,51 @@ describe('IndexedDbStore', () => {
     const empty = await openDB(name);
     expect(await empty.count('inputs')).toBe(0);
     empty.close();
+    await deleteDB(name);
+  });
+
+  it('upgrades a version-3 database: approvals gain null workflow fields, everything else reads back the same', async () => {
+    const name = freshName();
+    // What Corral left at schema 3 (MIGRATIONS[0..2], frozen).
+    const v3 = await openDB(name, 3, {
+      upgrade(db, _old, _new, tx) {
+        db.createObjectStore('meta');
+        void tx.objectStore('meta').put('corral-snapshots', 'format');
+        db.createObjectStore('decisions', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+        const executions = db.createObjectStore('executions', { keyPath: 'id' });
+        executions.createIndex('by_time', ['t', 'id']);
+        executions.createIndex('by_tool', ['tool', 't', 'id']);
+        executions.createIndex('by_decision', ['decision_id', 't', 'id']);
+        db.createObjectStore('audit', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+        db.createObjectStore('approvals', { keyPath: 'id' }).createIndex('by_time', ['t', 'id']);
+        db.createObjectStore('inputs', { keyPath: 'sha256' });
+        executions.createIndex('by_input', 'input_ref');
+      },
+    });
+    // Approvals as schema 3 kept them: without workflow_run_id, workflow_step and prompt.
+    const old = [approval({ requested_ns: '1764409626000000001' }), approval({ requested_ns: '1764409626000000002', status: 'approved' })];
+    for (const a of old) {
+      const { workflow_run_id: _r, workflow_step: _s, prompt: _p, ...v3Row } = a;
+      await v3.put('approvals', { ...v3Row, t: a.requested_ns.padStart(32, '0') });
+    }
+    const i = intent();
+    await v3.put('executions', { ...i, status: 'ok', ...outcome(), t: i.intent_ns.padStart(32, '0') });
+    v3.close();
+    const store = await IndexedDbStore.open(name);
+    for (const a of old) expect(await store.getApproval(a.id)).toEqual(a);
+    expect(await store.listApprovals({ workflowRunId: null })).toEqual([old[1], old[0]]);
+    expect(await store.getExecution(i.id)).toEqual({ ...i, status: 'ok', ...outcome() });
+    // And it keeps what schema 4 brought.
+    const run = workflowRun();
+    await store.createWorkflowRun(run);
+    const step = stepApproval(run.id);
+    await store.createApproval(step);
+    expect(await store.listApprovals({ workflowRunId: run.id })).toEqual([step]);
+    await store.close();
+    const raw = await openDB(name);
+    expect(raw.version).toBe(4);
+    expect(await raw.get('approvals', old[0]!.id)).toMatchObject({ workflow_run_id: null, workflow_step: null, prompt: null });
+    raw.close();
     await deleteDB(name);
   });
 

@@ -373,6 +373,18 @@ export interface ErrorDetailsByCode {
     /** A store with Corral's application_id but not its schema. */
     unexpected?: string[];
     missing?: string[];
+    /**
+     * 'conflict': the write was refused because what it would add exists
+     * already (a workflow run's id, a workflow event's run and sequence
+     * number), written by another process or an earlier attempt; the store
+     * itself is fine. A workflow engine that loses such a race stops driving
+     * the run.
+     */
+    reason?: 'conflict';
+    /** The workflow run a refused write was about. */
+    workflow_run_id?: string;
+    /** The sequence number of a refused workflow event. */
+    seq?: number;
   };
   E_CANCELLED: {
     cancelled: true;

@@ -15,7 +15,7 @@
  */
 import { CorralError, ErrorCodes } from './errors.js';
 import type { InvokeOptions } from './invoke.js';
-import { APPROVAL_SCOPES, MAX_APPROVAL_INPUT_BYTES } from './policy-records.js';
+import { APPROVAL_SCOPES, MAX_APPROVAL_INPUT_BYTES, isWorkflowApproval } from './policy-records.js';
 import {
   approvalCovers,
   evaluatePolicy,
@@ -343,7 +343,12 @@ export class PolicyGate {
   async #standingFor(tool: Tool, folders: PolicyEffect['folders'], maxScope: ApprovalScope): Promise<ApprovalRecord | null> {
     let standing: ApprovalRecord[];
     try {
-      standing = await this.store.listApprovals({ status: ['approved', 'claimed', 'done'], tool: tool.spec.name, limit: MAX_LISTED });
+      standing = await this.store.listApprovals({
+        status: ['approved', 'claimed', 'done'],
+        tool: tool.spec.name,
+        workflowRunId: null,
+        limit: MAX_LISTED,
+      });
     } catch {
       return null;
     }
@@ -390,6 +395,9 @@ export class PolicyGate {
       id: crypto.randomUUID(),
       tool: tool.spec.name,
       version: tool.spec.version,
+      workflow_run_id: null,
+      workflow_step: null,
+      prompt: null,
       input_sha256: await sha256Hex(inputJson),
       input_json: inputJson,
       bindings: bindingsRecord(request.bindings),
@@ -482,7 +490,10 @@ export class PolicyGate {
     await this.store.updateApproval(a.id, ['pending'], { status: 'expired' });
   }
 
-  /** Approvals waiting for a decision, newest first (ones past their time are marked expired, not listed). */
+  /**
+   * Approvals waiting for a decision, newest first (ones past their time are
+   * marked expired, not listed): tool calls' and workflow steps' alike.
+   */
   async pending(): Promise<ApprovalRecord[]> {
     const found = await this.store.listApprovals({ status: ['pending'], limit: Math.max(MAX_LISTED, this.#maxPending) });
     const now = BigInt(nowNs());
@@ -499,14 +510,19 @@ export class PolicyGate {
     const found = await this.store.listApprovals({
       status: ['approved', 'claimed', 'done'],
       ...(tool !== undefined ? { tool } : {}),
+      workflowRunId: null,
       limit: MAX_LISTED,
     });
     return found.filter((a) => a.scope === 'folder' || a.scope === 'tool');
   }
 
-  /** Approved calls no host has taken to run yet (after a restart: run each with `invokeApproved`). */
+  /**
+   * Approved calls no host has taken to run yet (after a restart: run each
+   * with `invokeApproved`). Not workflow steps' approvals: their workflow
+   * engine continues those runs.
+   */
   resume(): Promise<ApprovalRecord[]> {
-    return this.store.listApprovals({ status: ['approved'], limit: MAX_LISTED });
+    return this.store.listApprovals({ status: ['approved'], workflowRunId: null, limit: MAX_LISTED });
   }
 
   /**
@@ -527,7 +543,9 @@ export class PolicyGate {
     if (verdict === 'approve' && scopeRank(scope) > scopeRank(a.max_scope))
       throw new CorralError(
         ErrorCodes.INPUT_VALIDATION,
-        `The policy lets approvals of ${a.tool} reach at most '${a.max_scope}' (asked: '${scope}').`,
+        isWorkflowApproval(a)
+          ? `Approval ${id} is for step ${a.workflow_step} of workflow run ${a.workflow_run_id}: it covers that step only (scope 'once'; asked: '${scope}').`
+          : `The policy lets approvals of ${a.tool} reach at most '${a.max_scope}' (asked: '${scope}').`,
         { approval_id: id, max_scope: a.max_scope, scope },
       );
     if (a.status === 'pending' && BigInt(nowNs()) >= BigInt(a.expires_ns)) await this.#expire(a);
@@ -553,6 +571,7 @@ export class PolicyGate {
       folders: updated.folders,
       input_sha256: updated.input_sha256,
       requested_by: updated.requested_by,
+      ...workflowDetail(updated),
     });
     return updated;
   }
@@ -587,6 +606,7 @@ export class PolicyGate {
       scope: updated.scope,
       comment,
       folders: updated.folders,
+      ...workflowDetail(updated),
     });
     return updated;
   }
@@ -607,6 +627,7 @@ export class PolicyGate {
   async claim(id: string, tool: Tool): Promise<GateDecision> {
     const a = await this.#get(id);
     const request = { tool, bindings: a.bindings as Record<string, RequestedBinding>, caller: a.caller as CallerInfo };
+    if (isWorkflowApproval(a)) return this.#denied(request, workflowApprovalRuns(a), id);
     const unavailable = (why: string) =>
       this.#denied(
         request,
@@ -755,6 +776,7 @@ export class PolicyGate {
   async invokeApproved(host: GateHost, id: string, options: { signal?: AbortSignal } = {}): Promise<InvokeResult> {
     const started = performance.now();
     const a = await this.#get(id);
+    if (isWorkflowApproval(a)) return refusedEnvelope(a.tool, null, workflowApprovalRuns(a), started);
     let tool: Tool;
     try {
       tool = host.registry.resolve(`${a.tool}@${a.version}`);
@@ -815,4 +837,18 @@ export class PolicyGate {
     if (claimed) await this.finish(claimed, result.snapshot?.id ?? null).catch(() => undefined);
     return result;
   }
+}
+
+/** What the audit trail adds about a workflow step's approval. */
+function workflowDetail(a: ApprovalRecord): Record<string, unknown> {
+  return isWorkflowApproval(a) ? { workflow_run_id: a.workflow_run_id, workflow_step: a.workflow_step } : {};
+}
+
+/** Why a workflow step's approval is not a call to run. */
+function workflowApprovalRuns(a: ApprovalRecord): CorralError {
+  return policyDenied(
+    `Approval ${a.id} is for step ${a.workflow_step} of workflow run ${a.workflow_run_id}, not a tool call: ` +
+      `deciding it is all there is to do here, and the workflow continues when its engine resumes the run (corral workflow resume ${a.workflow_run_id}).`,
+    { reason: 'approval_unavailable', tool: a.tool, version: a.version, approval_id: a.id },
+  );
 }

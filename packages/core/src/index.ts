@@ -136,6 +136,13 @@ export type {
   FolderUse,
 } from './snapshot.js';
 export {
+  MAX_APPROVAL_PROMPT,
+  WORKFLOW_APPROVAL_VERSION,
+  isWorkflowApproval,
+  workflowApproval,
+  type WorkflowApprovalRequest,
+} from './policy-records.js';
+export {
   WORKFLOW_RUN_STATUSES,
   WORKFLOW_EVENT_KINDS,
   MAX_WORKFLOW_RECORD_BYTES,

@@ -41,6 +41,21 @@ import {
   matchesAuditFilter,
   newestByTime,
 } from './policy-records.js';
+import type { WorkflowEvent, WorkflowRunFilter, WorkflowRunPatch, WorkflowRunRecord, WorkflowRunStatus } from './workflow-records.js';
+import {
+  checkWorkflowEventQuery,
+  checkWorkflowRunFilter,
+  matchesWorkflowRunFilter,
+  newestRunFirst,
+  workflowEventFromRow,
+  workflowEventRow,
+  workflowRefusal,
+  workflowRunFromRow,
+  workflowRunPatchRow,
+  workflowRunRow,
+  type WorkflowEventRow,
+  type WorkflowRunRow,
+} from './workflow-store-kit.js';
 
 /** An execution as kept: its input text lives in #inputs when it has a hash (`input_json` is then null here). */
 type Row = ExecutionIntent & Nullable<ExecutionOutcome> & { input_kept: boolean };
@@ -51,6 +66,9 @@ export class MemoryStore implements Store {
   readonly #executions = new Map<string, Row>();
   readonly #audit = new Map<string, AuditEvent>();
   readonly #approvals = new Map<string, ApprovalRecord>();
+  readonly #runs = new Map<string, WorkflowRunRow>();
+  /** Each run's events by seq. */
+  readonly #events = new Map<string, Map<number, WorkflowEventRow>>();
   /** Input texts by SHA-256, each kept once however many executions refer to it. */
   readonly #inputs = new Map<string, string>();
   readonly #archived = new Set<string>();
@@ -188,6 +206,57 @@ export class MemoryStore implements Store {
     const next = approvalRecord({ ...a, ...change }, this.location);
     this.#approvals.set(id, next);
     return approvalRecord(next, this.location);
+  }
+
+  async createWorkflowRun(run: WorkflowRunRecord): Promise<void> {
+    this.#open();
+    const row = workflowRunRow(run, this.location);
+    if (this.#runs.has(row.id)) throw workflowRefusal.runExists(this.location, row.id);
+    this.#runs.set(row.id, row);
+    this.#events.set(row.id, new Map());
+  }
+
+  async getWorkflowRun(id: string): Promise<WorkflowRunRecord | null> {
+    this.#open();
+    const row = this.#runs.get(id);
+    return row ? workflowRunFromRow(row, this.location) : null;
+  }
+
+  async listWorkflowRuns(filter: WorkflowRunFilter = {}): Promise<WorkflowRunRecord[]> {
+    this.#open();
+    checkWorkflowRunFilter(filter, this.location);
+    const found = [...this.#runs.values()].filter((r) => matchesWorkflowRunFilter(r, filter)).sort(newestRunFirst);
+    return (filter.limit === undefined ? found : found.slice(0, filter.limit)).map((r) => workflowRunFromRow(r, this.location));
+  }
+
+  async updateWorkflowRun(id: string, from: readonly WorkflowRunStatus[], patch: WorkflowRunPatch): Promise<WorkflowRunRecord | null> {
+    this.#open();
+    const checked = workflowRunPatchRow(patch, from, this.location);
+    const row = this.#runs.get(id);
+    if (!row) throw workflowRefusal.noRun(this.location, id);
+    if (!checked.from.includes(row.status)) return null;
+    const next = { ...row, ...checked.change };
+    this.#runs.set(id, next);
+    return workflowRunFromRow(next, this.location);
+  }
+
+  async appendWorkflowEvent(event: WorkflowEvent): Promise<void> {
+    this.#open();
+    const row = workflowEventRow(event, this.location);
+    const events = this.#events.get(row.run_id);
+    if (!events) throw workflowRefusal.noRunForEvent(this.location, row.run_id, row.seq);
+    if (events.has(row.seq)) throw workflowRefusal.eventExists(this.location, row.run_id, row.seq);
+    events.set(row.seq, row);
+  }
+
+  async listWorkflowEvents(runId: string, afterSeq?: number): Promise<WorkflowEvent[]> {
+    this.#open();
+    checkWorkflowEventQuery(runId, afterSeq, this.location);
+    const events = [...(this.#events.get(runId)?.values() ?? [])];
+    return events
+      .filter((e) => afterSeq === undefined || e.seq > afterSeq)
+      .sort((a, b) => a.seq - b.seq)
+      .map((e) => workflowEventFromRow(e, this.location));
   }
 
   async close(): Promise<void> {

@@ -5,6 +5,7 @@
  * adapters answer alike (test/store-conformance.ts holds them to it).
  */
 import { jsonTextTooDeep } from './json-depth.js';
+import { sha256Hex } from './wasm.js';
 import {
   storeError,
   type ApprovalFilter,
@@ -16,6 +17,7 @@ import {
   type AuditEvent,
   type AuditFilter,
   type FolderUse,
+  type Nanos,
 } from './snapshot.js';
 
 export const AUDIT_ACTIONS: readonly AuditAction[] = [
@@ -42,6 +44,73 @@ export const MAX_PATH_LENGTH = 4096;
 const MAX_CALLER_BYTES = 16 * 1024;
 const MAX_NAME = 256;
 const MAX_COMMENT = 4096;
+/** Longest text an approval shows its approver (a workflow step's prompt). */
+export const MAX_APPROVAL_PROMPT = 16 * 1024;
+/** The `version` of a workflow step's approval (it names no tool version: `tool` is the workflow's name). */
+export const WORKFLOW_APPROVAL_VERSION = '0';
+
+/**
+ * Whether an approval belongs to a workflow step rather than a tool call.
+ * Such an approval runs nothing when it is approved: hosts that run approved
+ * calls (claim, invokeApproved, the HTTP runner) leave it to the workflow engine.
+ */
+export function isWorkflowApproval(a: Pick<ApprovalRecord, 'workflow_run_id'>): boolean {
+  return a.workflow_run_id !== null;
+}
+
+/** What a workflow engine says about a step that waits for a person. */
+export interface WorkflowApprovalRequest {
+  /** The approval's id (the engine's choice; an id charset as everywhere). */
+  id: string;
+  /** The workflow's name: kept as the approval's `tool`, so `corral approvals --tool NAME` finds it. */
+  workflow: string;
+  run_id: string;
+  step: string;
+  /** What to ask the approver. */
+  prompt: string | null;
+  /** The step's rendered input, shown to the approver; none: {}. */
+  input?: unknown;
+  /** Who asked (the caller that started the run, or the engine). */
+  requested_by: string;
+  caller?: Record<string, unknown>;
+  requested_ns: Nanos;
+  expires_ns: Nanos;
+}
+
+/**
+ * The approval record for a workflow step, with the tool-call fields as a
+ * step's approval holds them (see ApprovalRecord). Store it with
+ * `store.createApproval`, which checks it.
+ */
+export async function workflowApproval(r: WorkflowApprovalRequest): Promise<ApprovalRecord> {
+  const input = JSON.stringify(r.input === undefined ? {} : r.input) ?? '{}';
+  return {
+    id: r.id,
+    tool: r.workflow,
+    version: WORKFLOW_APPROVAL_VERSION,
+    workflow_run_id: r.run_id,
+    workflow_step: r.step,
+    prompt: r.prompt,
+    input_sha256: await sha256Hex(input),
+    input_json: input,
+    bindings: {},
+    caller: r.caller ?? {},
+    folders: [],
+    requested_by: r.requested_by,
+    requested_ns: r.requested_ns,
+    expires_ns: r.expires_ns,
+    max_scope: 'once',
+    status: 'pending',
+    scope: null,
+    decided_by: null,
+    decided_ns: null,
+    comment: null,
+    claimed_ns: null,
+    execution_id: null,
+    revoked_by: null,
+    revoked_ns: null,
+  };
+}
 
 const encoder = new TextEncoder();
 
@@ -185,10 +254,13 @@ export function approvalRecord(a: ApprovalRecord, location: string, what = 'refu
       fail('input_json', `must be JSON text of at most ${MAX_APPROVAL_INPUT_BYTES} bytes`);
     if (typeof o.input_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(o.input_sha256))
       fail('input_sha256', 'must be a lower-case hex SHA-256');
-    return {
+    const record: ApprovalRecord = {
       id: id('id', o.id)!,
       tool: str('tool', o.tool, MAX_NAME)!,
       version: str('version', o.version, MAX_NAME)!,
+      workflow_run_id: id('workflow_run_id', o.workflow_run_id, true),
+      workflow_step: str('workflow_step', o.workflow_step, MAX_NAME, true),
+      prompt: str('prompt', o.prompt, MAX_APPROVAL_PROMPT, true),
       input_sha256: o.input_sha256,
       input_json: input,
       bindings: bindingsOf('bindings', o.bindings),
@@ -208,7 +280,29 @@ export function approvalRecord(a: ApprovalRecord, location: string, what = 'refu
       revoked_by: str('revoked_by', o.revoked_by, MAX_NAME, true),
       revoked_ns: nanos('revoked_ns', o.revoked_ns, true),
     };
+    checkWorkflowApproval(record);
+    return record;
   });
+}
+
+/**
+ * A workflow step's approval holds no tool call (see ApprovalRecord): both
+ * workflow fields or neither, no folders, no mounts, and a scope of this
+ * step only, so nothing can read it as permission for a later call.
+ */
+function checkWorkflowApproval(a: ApprovalRecord): void {
+  if ((a.workflow_run_id === null) !== (a.workflow_step === null))
+    fail(
+      a.workflow_run_id === null ? 'workflow_run_id' : 'workflow_step',
+      'must be set together with the other (a workflow step), or both null',
+    );
+  if (a.workflow_run_id === null) return;
+  const what = "for a workflow step's approval";
+  if (a.version !== WORKFLOW_APPROVAL_VERSION) fail('version', `must be '${WORKFLOW_APPROVAL_VERSION}' ${what}`);
+  if (Object.keys(a.bindings).length > 0) fail('bindings', `must be empty ${what}: it runs no tool call`);
+  if (a.folders.length > 0) fail('folders', `must be empty ${what}: it runs no tool call`);
+  if (a.max_scope !== 'once') fail('max_scope', `must be 'once' ${what}: it covers that step only`);
+  if (a.scope !== null && a.scope !== 'once') fail('scope', `must be null or 'once' ${what}`);
 }
 
 const PATCH_FIELDS = [
@@ -255,7 +349,11 @@ export function matchesAuditFilter(e: AuditEvent, f: AuditFilter): boolean {
 }
 
 export function matchesApprovalFilter(a: ApprovalRecord, f: ApprovalFilter): boolean {
-  return (f.status === undefined || f.status.includes(a.status)) && (f.tool === undefined || a.tool === f.tool);
+  return (
+    (f.status === undefined || f.status.includes(a.status)) &&
+    (f.tool === undefined || a.tool === f.tool) &&
+    (f.workflowRunId === undefined || a.workflow_run_id === f.workflowRunId)
+  );
 }
 
 /** Check a filter's values up front (they may come from a command line or a request). */
@@ -273,9 +371,25 @@ export function checkApprovalFilter(f: ApprovalFilter, location: string): void {
       if (!Array.isArray(f.status)) fail('status', 'must be a list of statuses');
       for (const s of f.status) oneOf('status', s, APPROVAL_STATUSES);
     }
+    if (f.workflowRunId !== undefined) id('workflowRunId', f.workflowRunId, true);
     if (f.limit !== undefined && !(Number.isInteger(f.limit) && f.limit >= 0)) fail('limit', 'must be a whole number ≥ 0');
   });
 }
+
+/**
+ * The checks above, for the other record kinds adapters keep (workflow runs
+ * and events, workflow-store-kit.ts), so every record is refused in the same
+ * words. `recordProblem` throws what `withRecordCheck` turns into E_STORE.
+ */
+export {
+  fail as recordProblem,
+  str as checkedString,
+  id as checkedId,
+  nanos as checkedNanos,
+  oneOf as checkedOneOf,
+  plainObject as checkedPlainObject,
+  checkRecord as withRecordCheck,
+};
 
 /** Newest first by a time, then by id (descending), like executions. */
 export function newestByTime<T extends { id: string }>(time: (t: T) => string): (a: T, b: T) => number {

@@ -8,6 +8,7 @@
  * people read (`corral snapshots show`, JSONL exports), not API objects.
  */
 import { CorralError, ErrorCodes, type ErrorDetails } from './errors.js';
+import type { WorkflowJournal } from './workflow-records.js';
 
 /**
  * UTC nanoseconds since the Unix epoch, as a decimal string. A JS number
@@ -169,11 +170,31 @@ export interface FolderUse {
   access: 'read' | 'read-write';
 }
 
-/** One call waiting for (or given) a person's approval, kept so it survives a restart. */
+/**
+ * One call waiting for (or given) a person's approval, kept so it survives a
+ * restart; or one step of a workflow run that waits for a person (an
+ * `approval` or `human_review` step), through the same records, the same
+ * `corral approve` and the same audit trail.
+ *
+ * A workflow step's approval has `workflow_run_id` and `workflow_step` set,
+ * and holds no tool call: `tool` is the workflow's name, `version` is '0',
+ * `input_json` the step's rendered input (or '{}'), `bindings` {}, `folders`
+ * [], and `max_scope` 'once' (it covers that step only, never later calls).
+ * Deciding it only changes its status; no host runs anything for it: the
+ * workflow engine continues the run (see `isWorkflowApproval`).
+ */
 export interface ApprovalRecord {
   id: string;
+  /** The tool to call; for a workflow step's approval, the workflow's name. */
   tool: string;
+  /** The tool's version; '0' for a workflow step's approval. */
   version: string;
+  /** The workflow run a step's approval belongs to; null for a tool call's. */
+  workflow_run_id: string | null;
+  /** That step's id; null for a tool call's. */
+  workflow_step: string | null;
+  /** What to show the approver (a workflow step's `prompt`); null when there is nothing but the call itself. */
+  prompt: string | null;
   /** SHA-256 of the input's JSON text, as the tool would receive it. */
   input_sha256: string;
   /** The input's JSON text (at most 4 MiB), so the call can run after a restart. */
@@ -213,6 +234,8 @@ export interface ApprovalFilter {
   /** Only approvals in one of these states. */
   status?: ApprovalStatus[];
   tool?: string;
+  /** Only the approvals of this workflow run's steps; null: only tool calls' approvals (no workflow run). */
+  workflowRunId?: string | null;
   /** At most this many, newest first (by request time, then id). */
   limit?: number;
 }
@@ -226,8 +249,13 @@ export interface ApprovalFilter {
  * yields decisions then executions, each oldest first.
  * Prune never leaves an execution pointing at a removed decision: a decision
  * still referenced by a kept execution is kept.
+ *
+ * A Store is also a workflow journal (WorkflowJournal: runs and their
+ * events). Like audit events and approvals, workflow runs and events are
+ * neither exported nor pruned, nor removed by a size cap: a run that waits
+ * for approval for a week must still be there to resume.
  */
-export interface Store {
+export interface Store extends WorkflowJournal {
   /** Where it is, for messages (a file path, a database name). */
   readonly location: string;
   recordDecision(decision: DecisionSnapshot): Promise<void>;
@@ -238,11 +266,17 @@ export interface Store {
   getExecution(id: string): Promise<ExecutionSnapshot | null>;
   getDecision(id: string): Promise<DecisionSnapshot | null>;
   listExecutions(filter?: ExecutionFilter): Promise<ExecutionSnapshot[]>;
+  /**
+   * Every decision and execution (not audit events, approvals or workflow
+   * runs: they are not snapshots, and an export marks what it wrote archived,
+   * which only snapshots can be).
+   */
   export(): AsyncIterable<SnapshotRecord>;
   /**
    * Removes what the options select and returns it, then the inputs no kept
    * execution refers to, and gives the freed space back where the storage
-   * allows it (SQLite: incremental vacuum). Audit events and approvals are not pruned.
+   * allows it (SQLite: incremental vacuum). Audit events, approvals, workflow
+   * runs and workflow events are not pruned.
    */
   prune(options: PruneOptions): Promise<SnapshotRecord[]>;
   /**
@@ -554,6 +588,12 @@ export class UnavailableStore implements Store {
   getApproval = this.#fail;
   listApprovals = this.#fail;
   updateApproval = this.#fail;
+  createWorkflowRun = this.#fail;
+  getWorkflowRun = this.#fail;
+  listWorkflowRuns = this.#fail;
+  updateWorkflowRun = this.#fail;
+  appendWorkflowEvent = this.#fail;
+  listWorkflowEvents = this.#fail;
   // biome-ignore lint/correctness/useYield: a broken store's export fails on the first read, yielding nothing
   async *export(): AsyncIterable<SnapshotRecord> {
     throw this.reason;

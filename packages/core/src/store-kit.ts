@@ -36,3 +36,20 @@ export {
   matchesAuditFilter,
   newestByTime,
 } from './policy-records.js';
+export {
+  WORKFLOW_EVENT_COLUMNS,
+  WORKFLOW_RUN_COLUMNS,
+  checkWorkflowEventQuery,
+  checkWorkflowRunFilter,
+  matchesWorkflowRunFilter,
+  newestRunFirst,
+  workflowEventFromRow,
+  workflowEventRow,
+  workflowRefusal,
+  workflowRunFromRow,
+  workflowRunPatchRow,
+  workflowRunRow,
+  type WorkflowEventRow,
+  type WorkflowRunRow,
+  type WorkflowRunRowPatch,
+} from './workflow-store-kit.js';

@@ -144,6 +144,7 @@ async function sameCall(
   const by = callerLabel(request.caller);
   const { name, version } = request.tool.spec;
   const matches = (a: ApprovalRecord) =>
+    a.workflow_run_id === null &&
     a.tool === name &&
     a.version === version &&
     a.input_sha256 === sha &&

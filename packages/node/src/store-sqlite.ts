@@ -17,6 +17,13 @@
  * calls with the same input share it. The file uses auto_vacuum=INCREMENTAL:
  * prune (and the optional size cap, `maxBytes`) give freed pages back to the
  * file system instead of leaving the file at its largest.
+ *
+ * Workflow runs (schema 4) are rows of `workflow_runs`, changed only by one
+ * `UPDATE … WHERE status IN (…) RETURNING *` in a group commit's IMMEDIATE
+ * transaction: of two processes changing a run from the same status, exactly
+ * one does. Their events are rows of `workflow_events` keyed by (run_id,
+ * seq), so a second append of a sequence number fails on the key. Neither
+ * is pruned, exported or removed by the size cap.
  */
 import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
@@ -32,10 +39,20 @@ import {
   checkIds,
   checkPruneOptions,
   checkRecord,
+  checkWorkflowEventQuery,
+  checkWorkflowRunFilter,
   decisionSnapshot,
   executionSnapshot,
   selectEvicted,
   storeError,
+  WORKFLOW_EVENT_COLUMNS,
+  WORKFLOW_RUN_COLUMNS,
+  workflowEventFromRow,
+  workflowEventRow,
+  workflowRefusal,
+  workflowRunFromRow,
+  workflowRunPatchRow,
+  workflowRunRow,
   type EvictionCandidate,
 } from '@corral/core/store-kit';
 import {
@@ -55,10 +72,15 @@ import {
   type PruneOptions,
   type SnapshotRecord,
   type Store,
+  type WorkflowEvent,
+  type WorkflowRunFilter,
+  type WorkflowRunPatch,
+  type WorkflowRunRecord,
+  type WorkflowRunStatus,
 } from '@corral/core';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 /** PRAGMA application_id of Corral stores ("CRRL"), to tell them from other SQLite files. */
 export const APPLICATION_ID = 0x4352524c;
 
@@ -158,6 +180,41 @@ const MIGRATIONS: string[] = [
    UPDATE executions SET input_kept = 1, input_json = NULL
      WHERE input_json IS NOT NULL AND input_json = (SELECT json FROM inputs WHERE sha256 = executions.input_sha256);
    CREATE INDEX executions_by_input ON executions (input_sha256) WHERE input_kept = 1;`,
+  // 4: workflow runs and their event journals, and approvals that belong to a
+  // workflow step (older approvals are tool calls': their new columns are NULL).
+  `ALTER TABLE approvals ADD COLUMN workflow_run_id TEXT;
+   ALTER TABLE approvals ADD COLUMN workflow_step TEXT;
+   ALTER TABLE approvals ADD COLUMN prompt TEXT;
+   CREATE TABLE workflow_runs (
+     id                TEXT PRIMARY KEY,
+     workflow          TEXT NOT NULL,
+     definition_json   TEXT NOT NULL,
+     definition_sha256 TEXT NOT NULL,
+     inputs_json       TEXT NOT NULL,
+     status            TEXT NOT NULL,
+     created_ns        INTEGER NOT NULL,
+     updated_ns        INTEGER NOT NULL,
+     outputs_json      TEXT,
+     error_json        TEXT
+   ) STRICT;
+   CREATE INDEX workflow_runs_by_time ON workflow_runs (created_ns, id);
+   CREATE INDEX workflow_runs_by_status ON workflow_runs (status, created_ns);
+   CREATE TABLE workflow_events (
+     run_id       TEXT NOT NULL,
+     seq          INTEGER NOT NULL,
+     at_ns        INTEGER NOT NULL,
+     step         TEXT,
+     kind         TEXT NOT NULL,
+     attempt      INTEGER NOT NULL,
+     tool         TEXT,
+     tool_version TEXT,
+     execution_id TEXT,
+     approval_id  TEXT,
+     output_json  TEXT,
+     error_json   TEXT,
+     note         TEXT,
+     PRIMARY KEY (run_id, seq)
+   ) STRICT;`,
 ];
 
 /**
@@ -703,6 +760,8 @@ export class SqliteStore implements Store {
     const params: unknown[] = [];
     if (filter.status !== undefined) where.push('status IN (SELECT value FROM json_each(?))'), params.push(JSON.stringify(filter.status));
     if (filter.tool !== undefined) where.push('tool = ?'), params.push(filter.tool);
+    if (filter.workflowRunId === null) where.push('workflow_run_id IS NULL');
+    else if (filter.workflowRunId !== undefined) where.push('workflow_run_id = ?'), params.push(filter.workflowRunId);
     const sql =
       `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY requested_ns DESC, id DESC` +
       (filter.limit !== undefined ? ` LIMIT ${filter.limit}` : '');
@@ -735,6 +794,76 @@ export class SqliteStore implements Store {
       return null;
     }
     return this.getApproval(id);
+  }
+
+  async createWorkflowRun(run: WorkflowRunRecord): Promise<void> {
+    const row = workflowRunRow(run, this.location);
+    const sql = `INSERT INTO workflow_runs (${WORKFLOW_RUN_COLUMNS.join(', ')}) VALUES (${WORKFLOW_RUN_COLUMNS.map(() => '?').join(', ')})`;
+    const result = await this.#write([{ sql, params: WORKFLOW_RUN_COLUMNS.map((c) => toSqlValue(c, row[c])) }]);
+    if (!result.ok) {
+      if (result.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw workflowRefusal.runExists(this.location, row.id);
+      throw this.#refused(result);
+    }
+  }
+
+  async getWorkflowRun(id: string): Promise<WorkflowRunRecord | null> {
+    const row = await this.#read(() => this.#stmt('SELECT * FROM workflow_runs WHERE id = ?').get(id) as Row | undefined);
+    return row ? workflowRunFromRow(fromSqlRow(row), this.location) : null;
+  }
+
+  async listWorkflowRuns(filter: WorkflowRunFilter = {}): Promise<WorkflowRunRecord[]> {
+    checkWorkflowRunFilter(filter, this.location);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.status !== undefined) where.push('status IN (SELECT value FROM json_each(?))'), params.push(JSON.stringify(filter.status));
+    if (filter.workflow !== undefined) where.push('workflow = ?'), params.push(filter.workflow);
+    const sql =
+      `SELECT * FROM workflow_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_ns DESC, id DESC` +
+      (filter.limit !== undefined ? ` LIMIT ${filter.limit}` : '');
+    const rows = await this.#read(() => this.#stmt(sql).all(...params) as Row[]);
+    return rows.map((r) => workflowRunFromRow(fromSqlRow(r), this.location));
+  }
+
+  async updateWorkflowRun(id: string, from: readonly WorkflowRunStatus[], patch: WorkflowRunPatch): Promise<WorkflowRunRecord | null> {
+    const { change, from: statuses } = workflowRunPatchRow(patch, from, this.location);
+    // Column names come from the checked change's own fields, never from the caller's text.
+    const fields = WORKFLOW_RUN_COLUMNS.filter((c) => c in change) as (keyof typeof change)[];
+    // One statement in the group commit's IMMEDIATE transaction: the status test and the change are one step, across processes too.
+    const sql = `UPDATE workflow_runs SET ${fields.map((f) => `${f} = ?`).join(', ')}
+                 WHERE id = ? AND status IN (SELECT value FROM json_each(?)) RETURNING *`;
+    const params = [...fields.map((f) => toSqlValue(f, change[f] ?? null)), id, JSON.stringify(statuses)];
+    const result = await this.#write([
+      { sql, params, returning: true, probe: { sql: 'SELECT 1 FROM workflow_runs WHERE id = ?', params: [id] } },
+    ]);
+    if (!result.ok) throw this.#refused(result);
+    if (result.row === undefined) {
+      if (!result.found) throw workflowRefusal.noRun(this.location, id);
+      return null;
+    }
+    return workflowRunFromRow(fromSqlRow(result.row), this.location);
+  }
+
+  async appendWorkflowEvent(event: WorkflowEvent): Promise<void> {
+    const row = workflowEventRow(event, this.location);
+    const sql = `INSERT INTO workflow_events (${WORKFLOW_EVENT_COLUMNS.join(', ')}) VALUES (${WORKFLOW_EVENT_COLUMNS.map(() => '?').join(', ')})`;
+    const result = await this.#write([
+      { sql: 'SELECT EXISTS (SELECT 1 FROM workflow_runs WHERE id = ?)', params: [row.run_id], expect: NO_RUN },
+      { sql, params: WORKFLOW_EVENT_COLUMNS.map((c) => toSqlValue(c, row[c])) },
+    ]);
+    if (!result.ok) {
+      if (result.code === CHECK_FAILED && result.message === NO_RUN)
+        throw workflowRefusal.noRunForEvent(this.location, row.run_id, row.seq);
+      if (result.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw workflowRefusal.eventExists(this.location, row.run_id, row.seq);
+      throw this.#refused(result);
+    }
+  }
+
+  async listWorkflowEvents(runId: string, afterSeq?: number): Promise<WorkflowEvent[]> {
+    checkWorkflowEventQuery(runId, afterSeq, this.location);
+    const rows = await this.#read(
+      () => this.#stmt('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq').all(runId, afterSeq ?? 0) as Row[],
+    );
+    return rows.map((r) => workflowEventFromRow(fromSqlRow(r), this.location));
   }
 
   async close(): Promise<void> {
@@ -830,13 +959,15 @@ interface WriteOp {
   probe?: { sql: string; params: unknown[] };
   /** The statement is a query whose single value must be 1; otherwise the write fails with this message. */
   expect?: string;
+  /** The statement has a RETURNING clause: the (first) row it returns is the write's `row`; no row counts as no change. */
+  returning?: boolean;
 }
 
 /** The code of a write refused by an `expect` check. */
 const CHECK_FAILED = 'CORRAL_CHECK_FAILED';
 
 /** How one write (a list of ops that succeed or fail together) went. */
-type WriteResult = { ok: true; changes: number; found?: boolean } | { ok: false; code?: string; message: string };
+type WriteResult = { ok: true; changes: number; found?: boolean; row?: Row } | { ok: false; code?: string; message: string };
 
 /**
  * One group commit: every queued write in one transaction, each in a
@@ -852,6 +983,7 @@ function commitBatch(db: Database.Database, writes: WriteOp[][], statements: Map
   const one = db.transaction((ops: WriteOp[]): WriteResult => {
     let changes = 0;
     let found: boolean | undefined;
+    let returned: Row | undefined;
     for (const op of ops) {
       if (op.expect !== undefined) {
         if (
@@ -862,11 +994,20 @@ function commitBatch(db: Database.Database, writes: WriteOp[][], statements: Map
           throw Object.assign(new Error(op.expect), { code: CHECK_FAILED });
         continue;
       }
-      const n = stmt(op.sql).run(...op.params).changes;
+      let n: number;
+      if (op.returning) {
+        // With RETURNING, every change happens at the first step; integers as bigint, so times stay exact.
+        returned = stmt(op.sql)
+          .safeIntegers(true)
+          .get(...op.params) as Row | undefined;
+        n = returned === undefined ? 0 : 1;
+      } else {
+        n = stmt(op.sql).run(...op.params).changes;
+      }
       changes += n;
       if (n === 0 && op.probe) found = stmt(op.probe.sql).get(...op.probe.params) !== undefined;
     }
-    return found === undefined ? { ok: true, changes } : { ok: true, changes, found };
+    return { ok: true, changes, ...(found !== undefined ? { found } : {}), ...(returned !== undefined ? { row: returned } : {}) };
   });
   const results: WriteResult[] = [];
   db.transaction(() => {
@@ -1096,6 +1237,9 @@ const APPROVAL_COLUMNS: Record<string, { toSql: (a: ApprovalRecord) => unknown }
   id: { toSql: (a) => a.id },
   tool: { toSql: (a) => a.tool },
   version: { toSql: (a) => a.version },
+  workflow_run_id: { toSql: (a) => a.workflow_run_id },
+  workflow_step: { toSql: (a) => a.workflow_step },
+  prompt: { toSql: (a) => a.prompt },
   input_sha256: { toSql: (a) => a.input_sha256 },
   input_json: { toSql: (a) => a.input_json },
   bindings_json: { toSql: (a) => JSON.stringify(a.bindings) },
@@ -1115,6 +1259,27 @@ const APPROVAL_COLUMNS: Record<string, { toSql: (a: ApprovalRecord) => unknown }
   revoked_by: { toSql: (a) => a.revoked_by },
   revoked_ns: { toSql: (a) => (a.revoked_ns === null ? null : nanos(a.revoked_ns)) },
 };
+
+/** A workflow row's value as SQLite keeps it: times as integers, the rest as is. */
+function toSqlValue(column: string, value: unknown): unknown {
+  return typeof value === 'string' && column.endsWith('_ns') ? nanos(value) : value;
+}
+
+/**
+ * A workflow row as read (integers as bigint) in the shape the record check
+ * reads: times as decimal strings, other integers as numbers. Any other type
+ * is passed on for the check to refuse.
+ */
+function fromSqlRow(r: Row): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(r)) {
+    out[k] = typeof v === 'bigint' ? (k.endsWith('_ns') ? v.toString() : Number(v)) : v;
+  }
+  return out;
+}
+
+/** The message of a workflow event refused because its run is unknown (an `expect` check's). */
+const NO_RUN = 'no such workflow run';
 
 /** JSON text from a row, or a value the record check refuses (so a damaged row is E_STORE, not a crash). */
 function parseColumn(v: unknown): unknown {
@@ -1149,6 +1314,9 @@ function toApproval(r: Row, location: string): ApprovalRecord {
       id: r.id as string,
       tool: r.tool as string,
       version: r.version as string,
+      workflow_run_id: str(r.workflow_run_id),
+      workflow_step: str(r.workflow_step),
+      prompt: str(r.prompt),
       input_sha256: r.input_sha256 as string,
       input_json: r.input_json as string,
       bindings: parseColumn(r.bindings_json) as ApprovalRecord['bindings'],

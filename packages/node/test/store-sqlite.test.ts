@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { SqliteStore, type Store } from '@corral/node';
 import { describeStoreConformance } from '../../../test/store-conformance.js';
@@ -16,6 +17,22 @@ describeStoreConformance('SqliteStore', async () => {
     reopen: async () => {
       await store.close();
       return (store = await SqliteStore.open(path));
+    },
+    // Another connection to the file, as a program that damages it would open.
+    damage: async (what, key, fields) => {
+      const db = new Database(path);
+      try {
+        const columns = Object.keys(fields);
+        const set = columns.map((c) => `${c} = ?`).join(', ');
+        const sql =
+          what === 'workflow_run'
+            ? `UPDATE workflow_runs SET ${set} WHERE id = ?`
+            : `UPDATE workflow_events SET ${set} WHERE run_id = ? AND seq = ?`;
+        const changes = db.prepare(sql).run(...Object.values(fields), ...(Array.isArray(key) ? key : [key])).changes;
+        if (changes !== 1) throw new Error(`nothing to damage at ${String(key)}`);
+      } finally {
+        db.close();
+      }
     },
     cleanup: async () => {
       await store.close();

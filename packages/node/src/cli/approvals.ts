@@ -1,16 +1,18 @@
-/** `corral approvals [--all] [--json]`: the calls waiting for a person. */
+/** `corral approvals [--all] [--json]`: the calls and workflow steps waiting for a person. */
 import type { ApprovalRecord } from '@corral/core';
 import { defaultStorePath } from '../store-sqlite.js';
-import { foldersText, gateFor, table, when } from './policy-shared.js';
+import { approvalSubject, foldersText, gateFor, promptText, table, when } from './policy-shared.js';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 import { openExisting } from './store.js';
 
 export const help = `corral approvals [--all] [--tool NAME] [--json]
 
-List the calls waiting for approval, newest first; decide each with
-'corral approve ID' (or --reject). A pending approval expires after a day.
+List the calls and workflow steps waiting for approval, newest first;
+decide each with 'corral approve ID' (or --reject). A tool call's pending
+approval expires after a day. A workflow step's shows its workflow, run,
+step and prompt; approving it lets the run go on when it resumes.
   --all          every approval, whatever its status (the newest 200)
-  --tool NAME    only this tool's
+  --tool NAME    only this tool's (or this workflow's steps')
   --json         as JSON, with each call's input
   --store PATH   the snapshot store the server uses (default as for corral run)`;
 
@@ -50,14 +52,21 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
     );
     return EXIT_OK;
   }
-  const header = ['ID', 'REQUESTED (UTC)', 'TOOL', 'ASKED BY', ...(values.all ? ['STATUS', 'SCOPE'] : ['EXPIRES (UTC)']), 'FOLDERS'];
+  const header = [
+    'ID',
+    'REQUESTED (UTC)',
+    'TOOL OR WORKFLOW STEP',
+    'ASKED BY',
+    ...(values.all ? ['STATUS', 'SCOPE'] : ['EXPIRES (UTC)']),
+    'FOLDERS OR PROMPT',
+  ];
   const rows = found.map((a) => [
     a.id,
     when(a.requested_ns),
-    `${a.tool}@${a.version}`,
+    approvalSubject(a),
     a.requested_by,
     ...(values.all ? [a.status, a.scope ?? ''] : [when(a.expires_ns)]),
-    foldersText(a),
+    a.workflow_run_id === null ? foldersText(a) : promptText(a),
   ]);
   print(table(header, rows));
   return EXIT_OK;

@@ -1,6 +1,6 @@
 /** `corral approve ID [--reject] [--comment TEXT] [--scope once|folder|tool]`, and `--revoke ID`. */
 import type { ApprovalScope } from '@corral/core';
-import { actor, foldersText, gateFor, openStore } from './policy-shared.js';
+import { actor, approvalSubject, foldersText, gateFor, openStore } from './policy-shared.js';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 
 export const help = `corral approve ID [--scope once|folder|tool] [--comment TEXT]
@@ -9,7 +9,9 @@ corral approve --revoke ID [--comment TEXT]
 
 Decide a call that waits for approval ('corral approvals' lists them). A
 server waiting for it goes on at once; one restarted since runs it when it
-resumes. The decision is recorded in the audit trail.
+resumes. The decision is recorded in the audit trail. A workflow step's
+approval is decided the same way (scope once only): the run goes on when
+its workflow resumes it; nothing runs here.
   --scope once     this call only (default)
           folder   also later calls of this tool version that see only folders
                    inside the ones this call asked for
@@ -59,6 +61,11 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
         ? await gate.revokeApproval(values.revoke, { by, ...comment })
         : await gate.decide(positionals[0]!, values.reject ? 'reject' : 'approve', { by, ...comment, ...(scope ? { scope } : {}) });
     if (values.json) print(JSON.stringify(a, null, 2));
+    else if (a.workflow_run_id !== null)
+      print(
+        `${a.status === 'approved' ? 'Approved' : a.status === 'rejected' ? 'Rejected' : 'Revoked'} ${a.id}: ${approvalSubject(a)}, asked by ${a.requested_by}.` +
+          (a.status === 'revoked' ? '' : ` The run goes on when its workflow resumes it (corral workflow resume ${a.workflow_run_id}).`),
+      );
     else if (a.status === 'revoked') print(`Revoked ${a.id}: ${a.tool}@${a.version} (${foldersText(a)}).`);
     else if (a.status === 'rejected') print(`Rejected ${a.id}: ${a.tool}@${a.version} asked by ${a.requested_by}.`);
     else

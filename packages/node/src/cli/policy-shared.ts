@@ -32,6 +32,17 @@ export function gateFor(store: SqliteStore, policyPath: string | undefined): Pol
 /** "2026-11-29 09:47:06" (UTC). */
 export const when = (ns: string) => isoFromNs(ns).slice(0, 19).replace('T', ' ');
 
+/** What an approval is for, on one line: "file-stats@1.0.0", or "step sign-off of review-patch (run RUN)". */
+export function approvalSubject(a: ApprovalRecord): string {
+  return a.workflow_run_id === null ? `${a.tool}@${a.version}` : `step ${a.workflow_step} of ${a.tool} (run ${a.workflow_run_id})`;
+}
+
+/** A workflow step's prompt as one table cell, at most `max` characters. */
+export function promptText(a: ApprovalRecord, max = 80): string {
+  const p = (a.prompt ?? '').replace(/\s+/g, ' ').trim();
+  return p === '' ? 'no prompt' : p.length > max ? `${p.slice(0, max - 1)}…` : p;
+}
+
 /** An approval's folders on one line: "/workspace → /home/ada/src (read)". */
 export function foldersText(a: ApprovalRecord): string {
   return a.folders.map((f) => `${f.guest} → ${f.folder} (${f.access})`).join(', ') || 'no folders';

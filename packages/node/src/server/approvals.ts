@@ -14,7 +14,8 @@
  * kept in memory for GET /approvals/ID; the execution snapshot is in the store.
  *
  * Only approvals asked over HTTP (`caller.kind` 'http') are the runner's: a
- * call an MCP session waits for belongs to that session's server.
+ * call an MCP session waits for belongs to that session's server, and a
+ * workflow step's approval to its workflow engine (it is no call to run).
  */
 import { isoFromNs, type ApprovalRecord, type FolderUse, type InvokeResult, type PolicyGate } from '@corral/core';
 import type { Corral } from '../corral.js';
@@ -40,6 +41,11 @@ export interface ApprovalView {
   status: ApprovalRecord['status'];
   tool: string;
   version: string;
+  /** The workflow run and step this approval belongs to; null for a tool call's. */
+  workflow_run_id: string | null;
+  workflow_step: string | null;
+  /** What the approver is asked (a workflow step's prompt), or null. */
+  prompt: string | null;
   requested_by: string;
   requested_at: string;
   expires_at: string;
@@ -65,6 +71,9 @@ export function approvalView(a: ApprovalRecord, withInput = false): ApprovalView
     status: a.status,
     tool: a.tool,
     version: a.version,
+    workflow_run_id: a.workflow_run_id,
+    workflow_step: a.workflow_step,
+    prompt: a.prompt,
     requested_by: a.requested_by,
     requested_at: isoFromNs(a.requested_ns),
     expires_at: isoFromNs(a.expires_ns),
@@ -165,7 +174,7 @@ export class ApprovalRunner {
       this.#o.onError?.(`cannot list approvals left by earlier requests: ${err instanceof Error ? err.message : String(err)}`);
       return;
     }
-    for (const a of left) if (a.caller.kind === 'http') this.#detached.add(a.id);
+    for (const a of left) if (a.caller.kind === 'http' && a.workflow_run_id === null) this.#detached.add(a.id);
     this.kick();
   }
 

@@ -228,12 +228,15 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     Approval: {
       type: 'object',
       description:
-        "A call waiting for (or given) a person's approval. pending → approved | rejected | expired; approved → claimed (running) → done; approved, claimed or done → revoked.",
+        "A call waiting for (or given) a person's approval, or a workflow step waiting for one (workflow_run_id set: deciding it runs nothing here; the workflow goes on when it resumes). pending → approved | rejected | expired; approved → claimed (running) → done; approved, claimed or done → revoked.",
       required: [
         'id',
         'status',
         'tool',
         'version',
+        'workflow_run_id',
+        'workflow_step',
+        'prompt',
         'requested_by',
         'requested_at',
         'expires_at',
@@ -251,8 +254,11 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       properties: {
         id: { type: 'string' },
         status: { type: 'string', enum: APPROVAL_STATUSES },
-        tool: { type: 'string' },
-        version: { type: 'string' },
+        tool: { type: 'string', description: "The tool to call; for a workflow step's approval, the workflow's name." },
+        version: { type: 'string', description: "The tool's version; '0' for a workflow step's approval." },
+        workflow_run_id: { type: ['string', 'null'], description: 'The workflow run whose step waits; null for a tool call.' },
+        workflow_step: { type: ['string', 'null'], description: 'The step that waits; null for a tool call.' },
+        prompt: { type: ['string', 'null'], description: "What the approver is asked (a workflow step's prompt)." },
         requested_by: { type: 'string', description: 'The caller, e.g. "http:REQUEST-ID@ADDRESS" or "mcp:CLIENT".' },
         requested_at: { type: 'string', format: 'date-time' },
         expires_at: { type: 'string', format: 'date-time', description: 'A pending approval nobody decides by then expires.' },
