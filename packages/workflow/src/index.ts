@@ -68,3 +68,14 @@ export {
   type RouteChoice,
   type ReliabilityOptions,
 } from './reliability.js';
+export {
+  Workflows,
+  toolStats,
+  type WorkflowRuntime,
+  type WorkflowsOptions,
+  type RunCallOptions,
+  type WorkflowListFilter,
+  type WorkflowRunSummary,
+  type ToolStats,
+  type StatsOptions,
+} from './workflows.js';

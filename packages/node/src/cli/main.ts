@@ -38,6 +38,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   init: () => import('./init.js'),
   build: () => import('./build.js'),
   test: () => import('./test-tool.js'),
+  workflow: () => import('./workflow.js'),
   completion: () => import('./completion.js'),
 };
 
@@ -61,6 +62,8 @@ Usage:
   corral init NAME --lang c|rust|js            start a new tool in ./NAME
   corral build [DIR]                           compile a tool folder into its component
   corral test [DIR] [--update]                 run a tool's examples and compare the outputs
+  corral workflow run|resume|status|approve|list|validate
+                                               run declarative, durable workflows of tools
   corral completion bash|zsh|fish              print a shell completion script
 
 Run 'corral COMMAND --help' for a command's options; 'corral --version' prints the version.`;

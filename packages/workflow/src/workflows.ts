@@ -1,0 +1,331 @@
+/**
+ * Workflows on a Corral host (Node's `Corral`, the browser's): the typed API
+ * behind `corral workflow …`. The host gives tool calls and its Store; the
+ * Store is the run journal and keeps the approvals, so a run started in one
+ * process is listed, approved and resumed from any other sharing the store.
+ */
+import {
+  CorralError,
+  ErrorCodes,
+  PolicyGate,
+  isWorkflowApproval,
+  nowNs,
+  workflowApproval,
+  type ApprovalRecord,
+  type InvokeOptions,
+  type InvokeResult,
+  type Registry,
+  type Store,
+  type WorkflowEvent,
+  type WorkflowRunRecord,
+  type WorkflowRunStatus,
+} from '@corral/core';
+import { resumeWorkflow, runWorkflow, type ApprovalRequest, type ApprovalState, type WorkflowHost, type WorkflowResult } from './engine.js';
+import { loadWorkflow, validateWorkflow, type LoadOptions } from './load.js';
+import { Reliability, type ReliabilityOptions, type ToolBelief, type ToolOutcome } from './reliability.js';
+import type { Workflow } from './types.js';
+
+/** What Workflows needs of a host: `Corral` (Node) and `CorralBrowser` are one. */
+export interface WorkflowRuntime {
+  readonly registry: Registry;
+  /** Undefined when the host records nothing: workflows need a store (their journal). */
+  readonly store: Store | undefined;
+  invoke(ref: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult>;
+}
+
+export interface WorkflowsOptions {
+  /** Who starts runs and asks for approvals, as approvals and the audit trail name them. Default 'corral'. */
+  by?: string;
+  /** Steps running at once. Default 4 (the pool queues what it cannot run yet). */
+  concurrency?: number;
+  /** How long an approval step waits before it counts as rejected. Default 7 days, at most 30. */
+  approvalTtlMs?: number;
+  /** The prior of a tool never seen, and the sampling of `thompson` routes. */
+  reliability?: ReliabilityOptions;
+  /** Past executions read from the store to seed the beliefs. Default 10 000 (the newest). */
+  seedExecutions?: number;
+}
+
+export interface RunCallOptions {
+  runId?: string;
+  /** Every event, once it is in the journal. */
+  onEvent?: (event: WorkflowEvent) => void;
+  /** Stops the run as a crash would; `resume` continues it. */
+  signal?: AbortSignal;
+}
+
+export interface WorkflowListFilter {
+  status?: WorkflowRunStatus[];
+  workflow?: string;
+  /** Only runs waiting for a person, with what they wait for. */
+  pending?: boolean;
+  limit?: number;
+}
+
+export interface WorkflowRunSummary extends WorkflowRunRecord {
+  /** The approvals the run waits for (pending ones only). */
+  pending: ApprovalRecord[];
+}
+
+/** One tool version's belief, as `corral tools stats` shows it. */
+export interface ToolStats extends ToolBelief {
+  /** Mean success below the threshold with enough evidence: route around it, plan to replace it. */
+  retire: boolean;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Outcomes that say nothing about a tool: the caller's input, a policy, a stop, a missing tool. */
+const NOT_THE_TOOLS_FAULT = new Set(['E_INPUT_VALIDATION', 'E_POLICY_DENIED', 'E_CANCELLED', 'E_CLOSED', 'E_TOOL_NOT_FOUND', 'E_STORE']);
+
+export class Workflows {
+  readonly #runtime: WorkflowRuntime;
+  readonly #store: Store;
+  readonly #by: string;
+  readonly #concurrency: number | undefined;
+  readonly #ttlMs: number;
+  readonly #reliability: Reliability;
+  readonly #seedLimit: number;
+  #seeded: Promise<void> | undefined;
+
+  constructor(runtime: WorkflowRuntime, options: WorkflowsOptions = {}) {
+    if (!runtime.store) {
+      throw new CorralError(
+        ErrorCodes.STORE,
+        'Workflows need a snapshot store: it is their journal (every step start and end) and keeps their approvals. Create Corral with a store.',
+        { store: 'none' },
+      );
+    }
+    this.#runtime = runtime;
+    this.#store = runtime.store;
+    this.#by = (options.by ?? 'corral').slice(0, 256) || 'corral';
+    this.#concurrency = options.concurrency;
+    const ttl = options.approvalTtlMs ?? 7 * DAY_MS;
+    if (!(Number.isFinite(ttl) && ttl > 0 && ttl <= 30 * DAY_MS)) throw new RangeError('approvalTtlMs must be between 1 ms and 30 days');
+    this.#ttlMs = ttl;
+    this.#reliability = new Reliability(options.reliability);
+    this.#seedLimit = options.seedExecutions ?? 10_000;
+  }
+
+  /** Parse and validate a workflow file's text; its tools must be registered. Throws E_INPUT_VALIDATION with every problem. */
+  load(text: string, options: Omit<LoadOptions, 'knownTool'> = {}): Workflow {
+    return loadWorkflow(text, { ...options, knownTool: (ref) => this.#runtime.registry.has(ref) });
+  }
+
+  /** Validate a workflow given as an object (JSON already parsed). */
+  validate(value: unknown): Workflow {
+    return validateWorkflow(value, { knownTool: (ref) => this.#runtime.registry.has(ref) });
+  }
+
+  /** Start a run; it resolves when the run ends or waits for a person. */
+  async run(workflow: Workflow, inputs: Record<string, unknown> = {}, options: RunCallOptions = {}): Promise<WorkflowResult> {
+    const checked = this.validate(workflow);
+    return runWorkflow(checked, inputs, await this.#host(options), options.runId !== undefined ? { runId: options.runId } : {});
+  }
+
+  /** Take a run up again: after a crash, a stop, or its approvals being decided. A finished run is only reported. */
+  async resume(runId: string, options: Omit<RunCallOptions, 'runId'> = {}): Promise<WorkflowResult> {
+    await this.#run(runId);
+    return resumeWorkflow(runId, await this.#host(options));
+  }
+
+  /** A run's record, its events and the approvals it waits for. Reads only. */
+  async status(runId: string): Promise<{ run: WorkflowRunRecord; events: WorkflowEvent[]; pending: ApprovalRecord[] }> {
+    const run = await this.#run(runId);
+    const [events, pending] = await Promise.all([this.#store.listWorkflowEvents(runId), this.#pendingOf(runId)]);
+    return { run, events, pending };
+  }
+
+  /** Runs, newest first; `pending: true` lists only those waiting for a person. */
+  async list(filter: WorkflowListFilter = {}): Promise<WorkflowRunSummary[]> {
+    const status = filter.pending ? ['waiting' as const] : filter.status;
+    const runs = await this.#store.listWorkflowRuns({
+      ...(status ? { status } : {}),
+      ...(filter.workflow !== undefined ? { workflow: filter.workflow } : {}),
+      ...(filter.limit !== undefined ? { limit: filter.limit } : {}),
+    });
+    const out: WorkflowRunSummary[] = [];
+    for (const run of runs) {
+      const pending = run.status === 'waiting' ? await this.#pendingOf(run.id) : [];
+      if (!filter.pending || pending.length > 0) out.push({ ...run, pending });
+    }
+    return out;
+  }
+
+  /**
+   * Decide the approval a run's step waits for (recorded with who and when,
+   * in the same records and audit trail as tool calls' approvals), then
+   * continue the run unless `resume: false`.
+   */
+  async approve(
+    runId: string,
+    step: string,
+    decision: { reject?: boolean; comment?: string; by?: string; resume?: boolean } & Omit<RunCallOptions, 'runId'> = {},
+  ): Promise<{ approval: ApprovalRecord; result: WorkflowResult | null }> {
+    await this.#run(runId);
+    const waiting = (await this.#pendingOf(runId)).filter((a) => a.workflow_step === step);
+    if (waiting.length === 0) {
+      const steps = (await this.#pendingOf(runId)).map((a) => a.workflow_step);
+      throw new CorralError(
+        ErrorCodes.INPUT_VALIDATION,
+        `Step '${step}' of workflow run ${runId} waits for no approval` +
+          (steps.length ? ` (waiting: ${steps.join(', ')})` : ' (the run waits for none)'),
+        { option: 'step' },
+      );
+    }
+    const approval = await this.#gate().decide(waiting[0]!.id, decision.reject ? 'reject' : 'approve', {
+      by: decision.by ?? this.#by,
+      ...(decision.comment !== undefined ? { comment: decision.comment } : {}),
+    });
+    const result = decision.resume === false ? null : await this.resume(runId, decision);
+    return { approval, result };
+  }
+
+  /** Every tool version's belief of success, from the store's executions and this object's runs. */
+  async stats(options: StatsOptions = {}): Promise<ToolStats[]> {
+    await this.#seed();
+    return statsOf(this.#reliability, options);
+  }
+
+  async #host(options: Omit<RunCallOptions, 'runId'>): Promise<WorkflowHost> {
+    await this.#seed();
+    const runtime = this.#runtime;
+    return {
+      journal: this.#store,
+      invoke: (tool, input, o) =>
+        runtime.invoke(tool, input, {
+          signal: o.signal,
+          ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+          ...(o.mounts !== undefined ? { mounts: o.mounts } : {}),
+        }),
+      requestApproval: (request) => this.#requestApproval(request),
+      getApprovalStatus: (id) => this.#approvalState(id),
+      reliability: this.#reliability,
+      ...(this.#concurrency !== undefined ? { concurrency: this.#concurrency } : {}),
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+  }
+
+  async #requestApproval(request: ApprovalRequest): Promise<string> {
+    const now = nowNs();
+    const record = await workflowApproval({
+      id: crypto.randomUUID(),
+      workflow: request.workflow,
+      run_id: request.runId,
+      step: request.step,
+      prompt: request.prompt,
+      input: request.kind === 'human_review' ? { tool: request.tool, error: request.error, input: request.input } : request.input,
+      requested_by: this.#by,
+      caller: { kind: 'workflow', run_id: request.runId },
+      requested_ns: now,
+      expires_ns: (BigInt(now) + BigInt(this.#ttlMs) * 1_000_000n).toString(),
+    });
+    await this.#store.createApproval(record);
+    await this.#store.recordAudit({
+      id: crypto.randomUUID(),
+      time_ns: now,
+      action: 'approval_requested',
+      actor: this.#by,
+      tool: record.tool,
+      approval_id: record.id,
+      detail: { workflow_run_id: request.runId, workflow_step: request.step, kind: request.kind, prompt: request.prompt },
+    });
+    return record.id;
+  }
+
+  async #approvalState(id: string): Promise<ApprovalState> {
+    const a = await this.#store.getApproval(id);
+    if (!a) return { status: 'revoked', comment: 'the approval record is gone' };
+    if (a.status === 'pending' && BigInt(nowNs()) >= BigInt(a.expires_ns)) {
+      // The gate marks it expired (and audits it) the way it does for calls.
+      await this.#gate().pending();
+      const now = await this.#store.getApproval(id);
+      return { status: now?.status ?? 'expired', decided_by: now?.decided_by ?? null, comment: now?.comment ?? null };
+    }
+    return { status: a.status, decided_by: a.decided_by, comment: a.comment };
+  }
+
+  async #pendingOf(runId: string): Promise<ApprovalRecord[]> {
+    const found = await this.#store.listApprovals({ status: ['pending'], workflowRunId: runId });
+    return found.filter(isWorkflowApproval);
+  }
+
+  async #run(runId: string): Promise<WorkflowRunRecord> {
+    if (typeof runId !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(runId))
+      throw new CorralError(ErrorCodes.INPUT_VALIDATION, `${JSON.stringify(String(runId).slice(0, 200))} is not a workflow run id`, {
+        option: 'run_id',
+      });
+    const run = await this.#store.getWorkflowRun(runId);
+    if (!run)
+      throw new CorralError(ErrorCodes.INPUT_VALIDATION, `There is no workflow run '${runId}' in ${this.#store.location}`, {
+        option: 'run_id',
+      });
+    return run;
+  }
+
+  /**
+   * Deciding an approval needs no policy: it is a change of the record and
+   * an audit event. The gate does both for calls' and steps' approvals
+   * alike; a workflow approval never reaches the policy or the folders.
+   */
+  #gate(): PolicyGate {
+    const noPolicy = (): never => {
+      throw new Error('Workflows decide approvals only; they evaluate no policy and open no folder');
+    };
+    return new PolicyGate({
+      store: this.#store,
+      policy: { location: 'workflow approvals', load: async () => noPolicy() },
+      host: { realpath: async () => noPolicy(), mountSource: () => noPolicy() },
+    });
+  }
+
+  /** Beliefs start from the store's past executions, once per object. */
+  #seed(): Promise<void> {
+    this.#seeded ??= outcomesIn(this.#store, this.#seedLimit).then((outcomes) => this.#reliability.seed(outcomes));
+    return this.#seeded;
+  }
+}
+
+export interface StatsOptions {
+  /** A mean success below this, with enough evidence, marks a tool for retirement. Default 0.5. */
+  threshold?: number;
+  /** Outcomes needed before a tool can be marked. Default 20. */
+  minEvidence?: number;
+  /** The credible interval's level. Default 0.95. */
+  level?: number;
+}
+
+/**
+ * Beliefs of success for every tool version the store saw run (the newest
+ * `limit` executions), without a host: `corral tools stats`.
+ */
+export async function toolStats(
+  store: Store,
+  options: StatsOptions & { prior?: ReliabilityOptions['prior']; limit?: number } = {},
+): Promise<ToolStats[]> {
+  const reliability = new Reliability(options.prior ? { prior: options.prior } : {});
+  reliability.seed(await outcomesIn(store, options.limit ?? 10_000));
+  return statsOf(reliability, options);
+}
+
+function statsOf(reliability: Reliability, options: StatsOptions): ToolStats[] {
+  const threshold = options.threshold ?? 0.5;
+  const minEvidence = options.minEvidence ?? 20;
+  return reliability.beliefs(options.level ?? 0.95).map((b) => ({ ...b, retire: reliability.retired(b.key, threshold, minEvidence) }));
+}
+
+/** What past executions say about each tool, oldest first; calls that failed for reasons not the tool's are left out. */
+async function outcomesIn(store: Store, limit: number): Promise<ToolOutcome[]> {
+  const executions = await store.listExecutions({ limit });
+  const outcomes: ToolOutcome[] = [];
+  for (const e of executions.reverse()) {
+    if (e.status === 'interrupted' || (e.error_code !== null && NOT_THE_TOOLS_FAULT.has(e.error_code))) continue;
+    outcomes.push({
+      tool: e.tool,
+      version: e.version,
+      ok: e.error_code === null,
+      ...(e.duration_ms !== null ? { durationMs: e.duration_ms } : {}),
+    });
+  }
+  return outcomes;
+}
