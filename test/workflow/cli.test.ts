@@ -113,6 +113,31 @@ describe('corral workflow, patch review across processes', () => {
   }, 180_000);
 });
 
+describe('corral tools stats', () => {
+  it('shows each tool version the runs above used, with its belief of success and credible interval', () => {
+    const r = corral(['tools', 'stats', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const rows = JSON.parse(r.stdout) as {
+      key: string;
+      successes: number;
+      failures: number;
+      mean: number;
+      interval: [number, number];
+      retire: boolean;
+    }[];
+    const summary = rows.find((row) => row.key.startsWith('diff-summary@'))!;
+    expect(summary.successes).toBeGreaterThanOrEqual(2);
+    expect(summary.failures).toBe(0);
+    // Beta(1 + s, 1): the mean is (1 + s) / (2 + s), inside its own interval.
+    expect(summary.mean).toBeCloseTo((1 + summary.successes) / (2 + summary.successes), 10);
+    expect(summary.interval[0]).toBeLessThan(summary.mean);
+    expect(summary.interval[1]).toBeGreaterThan(summary.mean);
+    expect(summary.retire).toBe(false);
+    expect(corral(['tools', 'stats']).stdout).toMatch(/diff-summary@\S+\s+\d+\s+\d+\s+0\s+\d+\.\d%/);
+    expect(corral(['tools', 'stats', '--prior', '0,1'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/bad --prior/) });
+  });
+});
+
 describe('corral workflow, refusals', () => {
   it('validate says a good file is valid and names the cycle, the line and the unknown tool of bad ones', () => {
     expect(corral(['workflow', 'validate', EXAMPLE])).toMatchObject({

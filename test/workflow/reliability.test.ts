@@ -208,3 +208,16 @@ steps:
     expect(last[0]!.note).toMatch(/^routed to (flaky|solid)-lint \(of flaky-lint, solid-lint\)$/);
   });
 });
+
+describe('retirement', () => {
+  it('a tool marked for retirement is not chosen while another candidate is not, even by Thompson sampling', () => {
+    const r = new Reliability({ random: seededRandom(7), retire: { threshold: 0.5, minEvidence: 20 } });
+    for (let i = 0; i < 25; i++) r.observe({ tool: 'old', version: '1.0.0', ok: i < 8 });
+    expect(r.retired('old', 0.5, 20)).toBe(true);
+    const picks = Array.from({ length: 200 }, () => r.choose(['old', 'new'], { strategy: 'thompson' }));
+    expect(picks.every((p) => p === 'new')).toBe(true);
+    // With nothing else to run, a retired tool still runs.
+    expect(r.choose(['old'])).toBe('old');
+    expect(r.choose(['old', 'old@1.0.0'])).toBe('old');
+  });
+});

@@ -284,6 +284,12 @@ class Driver {
   readonly #scope: { inputs: unknown; steps: Record<string, unknown> };
   readonly #reliability: Reliability;
   readonly #controller = new AbortController();
+  /**
+   * One controller per attempt, all aborted by #stop: the host's invoke adds
+   * a listener to the signal it is given, and one signal shared by many
+   * attempts in flight trips Node's listener-leak warning.
+   */
+  readonly #attempts = new Set<AbortController>();
   readonly #ready: StepState[] = [];
   #readyHead = 0;
   #seq = 0;
@@ -546,6 +552,7 @@ class Driver {
   #stop(err: unknown): void {
     this.#fatal ??= err;
     this.#controller.abort(err);
+    for (const c of this.#attempts) c.abort(err);
   }
 
   // ------------------------------------------------------------ scheduling
@@ -658,11 +665,19 @@ class Driver {
     const attempt = s.attempts + 1;
     await this.#record(s, 'step_started', { attempt, tool, note: note || null });
     const timeoutMs = 'timeout_ms' in s.step.def ? s.step.def.timeout_ms : undefined;
-    const result = await invokeSafely(this.#host, tool, input, {
-      signal,
-      ...(timeoutMs ? { timeoutMs } : {}),
-      ...(mounts.length ? { mounts } : {}),
-    });
+    const own = new AbortController();
+    if (signal.aborted) own.abort(signal.reason);
+    this.#attempts.add(own);
+    let result: Awaited<ReturnType<typeof invokeSafely>>;
+    try {
+      result = await invokeSafely(this.#host, tool, input, {
+        signal: own.signal,
+        ...(timeoutMs ? { timeoutMs } : {}),
+        ...(mounts.length ? { mounts } : {}),
+      });
+    } finally {
+      this.#attempts.delete(own);
+    }
     // Stopping: the attempt stays started without an end, and runs again on resume.
     if (signal.aborted) return;
     this.#reliability.observe({ tool, version: result.version, ok: result.ok, durationMs: result.duration_ms });

@@ -169,6 +169,12 @@ export interface ReliabilityOptions {
    * not try. Thompson sampling explores by itself and ignores this.
    */
   minTrials?: number;
+  /**
+   * Retirement: a tool whose mean success is below `threshold` after at
+   * least `minEvidence` outcomes is not chosen while another candidate is
+   * not retired. Default { threshold: 0.5, minEvidence: 20 }.
+   */
+  retire?: { threshold: number; minEvidence: number };
 }
 
 interface Counts {
@@ -182,6 +188,7 @@ export class Reliability {
   readonly prior: { alpha: number; beta: number };
   readonly #random: () => number;
   readonly #minTrials: number;
+  readonly #retire: { threshold: number; minEvidence: number };
   readonly #counts = new Map<string, Counts>();
   /** name → the key of the version seen last: what a bare or ranged reference means. */
   readonly #latest = new Map<string, string>();
@@ -191,6 +198,7 @@ export class Reliability {
     if (!(this.prior.alpha > 0 && this.prior.beta > 0)) throw new RangeError('the prior needs alpha > 0 and beta > 0');
     this.#random = options.random ?? Math.random;
     this.#minTrials = options.minTrials ?? 10;
+    this.#retire = options.retire ?? { threshold: 0.5, minEvidence: 20 };
   }
 
   observe(outcome: ToolOutcome): void {
@@ -246,8 +254,10 @@ export class Reliability {
   }
 
   /** Pick one of `candidates` (tool references as a step lists them). Ties go to the one listed first. */
-  choose(candidates: readonly string[], options: RouteChoice = {}): string {
-    if (candidates.length === 0) throw new RangeError('no candidates to choose from');
+  choose(all: readonly string[], options: RouteChoice = {}): string {
+    if (all.length === 0) throw new RangeError('no candidates to choose from');
+    const working = all.filter((c) => !this.retired(c, this.#retire.threshold, this.#retire.minEvidence));
+    const candidates = working.length > 0 ? working : all;
     if (candidates.length === 1) return candidates[0]!;
     const weight = options.costWeight ?? 0;
     const beliefs = candidates.map((c) => this.belief(c, 0.95));

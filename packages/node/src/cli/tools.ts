@@ -1,17 +1,34 @@
 /** `corral tools`: the tools Corral can run, bundled and from --tools folders. */
 import type { Tool } from '@corral/core';
 import { forTerminal } from '../terminal.js';
-import { EXIT_OK, parse, type Cli, registrationHint, toolDirsFlag } from './shared.js';
+import { EXIT_OK, UsageError, cell, parse, type Cli, registrationHint, toolDirsFlag } from './shared.js';
+import { table } from './policy-shared.js';
+import { noStore, openExisting } from './store.js';
 
 export const help = `corral tools [--json] [--tools DIR]
+corral tools stats [--json] [--store PATH] [--threshold P] [--min-evidence N] [--prior A,B]
 
 List the bundled tools and those found in each --tools DIR.
   --json        print the list as JSON
-  --tools DIR   also load tools from DIR (repeatable)`;
+  --tools DIR   also load tools from DIR (repeatable)
 
-export async function command(args: string[], { print }: Cli): Promise<number> {
-  const { values } = parse(args, { json: { type: 'boolean' }, tools: { type: 'string', multiple: true } }, false);
+'stats': how reliable each tool version has been, from the calls in the
+snapshot store: a Beta(A + successes, B + failures) belief of success with
+its 95% credible interval, and the mean duration. Workflows route steps that
+name alternative tools by these beliefs. Calls refused for their input or a
+policy, stopped, or interrupted say nothing about the tool and are not counted.
+  --threshold P      mark for retirement below this mean success (default 0.5)
+  --min-evidence N   ... once N calls were counted (default 20)
+  --prior A,B        the belief about a tool never seen (default 1,1: uniform)
+  --store PATH       the snapshot store (default as for corral run)`;
+
+export async function command(args: string[], cli: Cli): Promise<number> {
+  const { print } = cli;
+  if (args[0] === 'stats') return stats(args.slice(1), cli);
+  const { values, positionals } = parse(args, { json: { type: 'boolean' }, tools: { type: 'string', multiple: true } }, true);
   if (values.help) return (print(help), EXIT_OK);
+  if (positionals.length > 0)
+    throw new UsageError(`no tools command '${positionals[0]}': 'corral tools' lists, 'corral tools stats' shows reliability.`);
   const { Corral } = await import('../corral.js');
   const toolDirs = toolDirsFlag(values.tools);
   const corral = await Corral.create({ toolDirs, store: false });
@@ -45,4 +62,67 @@ function describeTool(tool: Tool) {
     mounts: spec.mounts ?? [],
     input_schema: spec.input_schema,
   };
+}
+
+async function stats(args: string[], { print }: Cli): Promise<number> {
+  const { values } = parse(
+    args,
+    {
+      json: { type: 'boolean' },
+      store: { type: 'string' },
+      threshold: { type: 'string' },
+      'min-evidence': { type: 'string' },
+      prior: { type: 'string' },
+    },
+    false,
+  );
+  if (values.help) return (print(help), EXIT_OK);
+  const threshold = values.threshold === undefined ? 0.5 : Number(values.threshold);
+  if (!(threshold >= 0 && threshold <= 1) || values.threshold === '')
+    throw new UsageError(`bad --threshold ${values.threshold}: a probability from 0 to 1.`);
+  const minEvidence = values['min-evidence'] === undefined ? 20 : Number(values['min-evidence']);
+  if (!Number.isInteger(minEvidence) || minEvidence < 0)
+    throw new UsageError(`bad --min-evidence ${values['min-evidence']}: a whole number.`);
+  let prior: { alpha: number; beta: number } | undefined;
+  if (values.prior !== undefined) {
+    const [alpha, beta] = values.prior.split(',').map(Number);
+    if (!(alpha! > 0 && beta! > 0) || values.prior.split(',').length !== 2)
+      throw new UsageError(`bad --prior ${values.prior}: A,B with both above 0, e.g. 1,1.`);
+    prior = { alpha: alpha!, beta: beta! };
+  }
+  const store = await openExisting(values.store);
+  if (!store) throw noStore(values.store);
+  try {
+    const { toolStats } = await import('@corral/workflow');
+    const rows = await toolStats(store, { threshold, minEvidence, ...(prior ? { prior } : {}) });
+    if (values.json) {
+      print(JSON.stringify(rows, null, 2));
+      return EXIT_OK;
+    }
+    if (rows.length === 0) {
+      print(`No tool calls recorded in ${store.location} yet.`);
+      return EXIT_OK;
+    }
+    const pct = (p: number) => `${(p * 100).toFixed(1)}%`;
+    print(
+      table(
+        ['tool', 'calls', 'ok', 'failed', 'P(success)', '95% interval', 'mean time', ''],
+        rows.map((r) =>
+          [
+            r.key,
+            String(r.successes + r.failures),
+            String(r.successes),
+            String(r.failures),
+            pct(r.mean),
+            `${pct(r.interval[0])} – ${pct(r.interval[1])}`,
+            r.meanDurationMs === null ? '' : `${r.meanDurationMs.toFixed(1)} ms`,
+            r.retire ? 'retire' : '',
+          ].map(cell),
+        ),
+      ),
+    );
+    return EXIT_OK;
+  } finally {
+    await store.close();
+  }
 }
