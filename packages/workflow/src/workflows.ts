@@ -10,6 +10,7 @@ import {
   PolicyGate,
   isWorkflowApproval,
   nowNs,
+  sha256Hex,
   workflowApproval,
   type ApprovalRecord,
   type InvokeOptions,
@@ -20,7 +21,15 @@ import {
   type WorkflowRunRecord,
   type WorkflowRunStatus,
 } from '@corral/core';
-import { resumeWorkflow, runWorkflow, type ApprovalRequest, type ApprovalState, type WorkflowHost, type WorkflowResult } from './engine.js';
+import {
+  canonicalJson,
+  resumeWorkflow,
+  runWorkflow,
+  type ApprovalRequest,
+  type ApprovalState,
+  type WorkflowHost,
+  type WorkflowResult,
+} from './engine.js';
 import { loadWorkflow, validateWorkflow, type LoadOptions } from './load.js';
 import { Reliability, type ReliabilityOptions, type ToolBelief, type ToolOutcome } from './reliability.js';
 import type { Workflow } from './types.js';
@@ -207,9 +216,14 @@ export class Workflows {
   }
 
   async #requestApproval(request: ApprovalRequest): Promise<string> {
+    // One approval per run, step and kind: the id is derived from them, so a
+    // request repeated after a crash (the record was written, the journal's
+    // step_waiting was not) finds the first one instead of leaving it pending.
+    const id = `wf-${(await sha256Hex(canonicalJson([request.runId, request.step, request.kind]))).slice(0, 40)}`;
+    if (await this.#store.getApproval(id)) return id;
     const now = nowNs();
     const record = await workflowApproval({
-      id: crypto.randomUUID(),
+      id,
       workflow: request.workflow,
       run_id: request.runId,
       step: request.step,
