@@ -49,6 +49,7 @@ was recorded never runs again.
   --pending            list: only runs waiting for an approval
   --status S           list: only runs in state S (running, waiting,
                        succeeded, failed, cancelled; repeatable)
+  --limit N            list: at most N runs, newest first (default 100)
   --reject             approve: refuse the step (it fails, or its on_error decides)
   --comment TEXT       approve: kept with the decision
   --by NAME            approve: who decides (default: the OS user)
@@ -103,7 +104,8 @@ export async function command(args: string[], cli: Cli): Promise<number> {
     throw new UsageError(`bad --run-id ${JSON.stringify(values['run-id'])}: 1 to 128 of A-Z a-z 0-9 . _ : -`);
   if (sub !== 'approve' && (values.reject || values.comment !== undefined || values['no-resume'] || values.by !== undefined))
     throw new UsageError('--reject, --comment, --by and --no-resume are for corral workflow approve.');
-  if (sub !== 'list' && (values.pending || values.status)) throw new UsageError('--pending and --status are for corral workflow list.');
+  if (sub !== 'list' && (values.pending || values.status || values.limit !== undefined))
+    throw new UsageError('--pending, --status and --limit are for corral workflow list.');
   const concurrency = values.concurrency === undefined ? undefined : wholeNumber('--concurrency', values.concurrency, 1, 256);
 
   if (sub === 'validate') return validate(rest[0]!, values, cli);
@@ -483,7 +485,12 @@ class Progress {
   }
 
   #draw(): void {
-    const text = treeText(this.#run, stepStates(this.#run, this.#events), BigInt(Date.now()) * 1_000_000n);
+    // Lines cut to the terminal's width: a wrapped line would throw the cursor-up count off.
+    const width = Math.max(20, ((this.#out as { columns?: number }).columns ?? 100) - 1);
+    const text = treeText(this.#run, stepStates(this.#run, this.#events), BigInt(Date.now()) * 1_000_000n)
+      .split('\n')
+      .map((line) => ([...line].length > width ? `${[...line].slice(0, width - 1).join('')}…` : line))
+      .join('\n');
     const up = this.#drawn > 0 ? `\x1b[${this.#drawn}A\x1b[J` : '';
     this.#out.write(up + text + '\n');
     this.#drawn = text.split('\n').length;
