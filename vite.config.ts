@@ -51,7 +51,8 @@ export default defineConfig({
         optimizeDeps: {
           // comlink and jco are imported by @corral/browser's sandbox worker, which vite
           // only sees once the worker starts: listed here so that never reloads a test.
-          include: ['idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver', 'comlink', '@bytecodealliance/jco/component'],
+          // yaml comes with @corral/workflow, which only the workflow test imports.
+          include: ['idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver', 'comlink', '@bytecodealliance/jco/component', 'yaml'],
         },
         test: {
           name: 'browser',

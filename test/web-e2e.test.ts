@@ -7,7 +7,7 @@
 // send no request anywhere while doing so, and keep the summary in its
 // history across a reload.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -233,6 +233,10 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     expect(cached).toContain('/index.html');
     expect(cached.some((p) => /\/assets\/diff-summary-[\w-]+\.wasm$/.test(p))).toBe(true);
     expect(cached.some((p) => /\/assets\/worker-[\w-]+\.js$/.test(p))).toBe(true);
+    // The review panel's chunk (the workflow engine, yaml, patch-review.yaml) and the tools it runs.
+    expect(cached.some((p) => /\/assets\/review-[\w-]+\.js$/.test(p))).toBe(true);
+    for (const tool of ['apply-patch', 'file-stats', 'grep'])
+      expect(cached.some((p) => new RegExp(`/assets/${tool}-[\\w-]+\\.wasm$`).test(p))).toBe(true);
     expect(await page.getAttribute('#status', 'data-state')).toBe('ready');
   }, 180_000); // a first visit transpiles the component with jco: seconds on a busy machine
 
@@ -314,6 +318,97 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     mkdirSync(RESULTS, { recursive: true });
     await page.screenshot({ path: join(RESULTS, 'web-e2e.png'), fullPage: true });
   });
+
+  it('reviews a diff with patch-review.yaml offline: steps as they run, a sign-off that survives a reload, the patch applied', async () => {
+    // The checkout the diff applies to, picked as a folder (copied into OPFS by the page).
+    const checkout = join(scratch, 'checkout');
+    mkdirSync(join(checkout, 'src'), { recursive: true });
+    writeFileSync(join(checkout, 'src/app.js'), 'export function add(a, b) {\n  return a + b;\n}\n');
+    writeFileSync(join(checkout, 'README.md'), '# app\n');
+    const diff = [
+      'diff --git a/src/app.js b/src/app.js',
+      '--- a/src/app.js',
+      '+++ b/src/app.js',
+      '@@ -1,3 +1,4 @@',
+      ' export function add(a, b) {',
+      '+  // TODO: check the types',
+      '   return a + b;',
+      ' }',
+      '',
+    ].join('\n');
+    const steps = () =>
+      page.$$eval('#review-steps .step', (items) =>
+        Object.fromEntries(items.map((li) => [(li as HTMLElement).dataset.step, (li as HTMLElement).dataset.state])),
+      );
+    expect(await page.evaluate(() => navigator.onLine)).toBe(false);
+
+    await page.fill('#diff-input', diff);
+    await page.setInputFiles('#review-folder', checkout);
+    expect(await page.textContent('#review-folder-note')).toMatch(/^checkout\/ · 2 files · /);
+    await page.click('#review-start');
+    await page.waitForSelector('#review-approve', { timeout: 60_000 });
+    expect(await steps()).toEqual({
+      summary: 'succeeded',
+      check: 'succeeded',
+      stats: 'succeeded',
+      markers: 'succeeded',
+      leftovers: 'skipped',
+      'sign-off': 'waiting',
+      apply: 'pending',
+      'stats-after': 'pending',
+    });
+    // Every step that ended shows how long it took.
+    for (const ms of await page.$$eval('#review-steps .step[data-state="succeeded"] .step-ms', (e) => e.map((x) => x.textContent)))
+      expect(ms).toMatch(/^\d+(\.\d+)? (ms|s)$/);
+    expect(await page.textContent('#review-prompt')).toMatch(/^Apply this patch\? 1 file changed/);
+    expect(await page.textContent('#review-outcome')).toBe('Waiting for sign-off');
+
+    // The run and its approval are in IndexedDB: after a reload it still waits, and is decided from the keyboard.
+    await page.reload();
+    await ready(page);
+    await page.waitForSelector('#review-approve');
+    expect(await page.textContent('#runs button')).toContain('Waiting for sign-off');
+    await page.focus('#review-comment-sign-off');
+    await page.keyboard.type('ship it');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('review-approve');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#review-run[data-outcome="applied"]', { timeout: 60_000 });
+    expect(Object.values(await steps())).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+      'succeeded',
+      'skipped',
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
+    expect(await page.textContent('#review-steps [data-step="sign-off"] .step-note')).toBe('approved by corral-web user: ship it');
+    const outputs = await page.$$eval('#review-outputs dd', (dds) =>
+      Object.fromEntries(dds.map((dd) => [(dd as HTMLElement).dataset.output, dd.textContent])),
+    );
+    expect(outputs).toMatchObject({ applies: 'true', applied: 'true', files: '1', markers: '0', lines_before: '4', lines_after: '5' });
+    // The patch was applied to the page's copy, which can be downloaded.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-download="src/app.js"]')]);
+    expect(download.suggestedFilename()).toBe('app.js');
+    expect(readFileSync((await download.path())!, 'utf8')).toBe(
+      'export function add(a, b) {\n  // TODO: check the types\n  return a + b;\n}\n',
+    );
+
+    // After another reload the finished run is listed, and opens as it ended.
+    await page.reload();
+    await ready(page);
+    const entry = page.locator('#runs button', { hasText: 'src/app.js' });
+    expect(await entry.count()).toBe(1);
+    expect(await entry.textContent()).toContain('Applied');
+    expect(await page.locator('#review-run').count()).toBe(0); // a finished run is not opened by itself
+    await entry.click();
+    await page.waitForSelector('#review-run[data-outcome="applied"]');
+    expect(await page.textContent('#review-outputs [data-output="applied"]')).toBe('true');
+    mkdirSync(RESULTS, { recursive: true });
+    await page.screenshot({ path: join(RESULTS, 'web-e2e-review.png'), fullPage: true });
+  }, 120_000);
 
   it('loads a third-party tool in the advanced panel and runs it on a picked folder, offline', async () => {
     const stats = join(REPO, 'wasm-tools/file-stats');

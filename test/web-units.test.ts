@@ -3,12 +3,17 @@
 //   diff-summary tool's answer (or the comparison would be unfair), checked
 //   on real git output and on the benchmark's synthetic diffs;
 // - schema-form.ts, the advanced panel's input form from an input_schema;
-// - history.ts, reading summaries back from execution snapshots.
+// - history.ts, reading summaries back from execution snapshots;
+// - review-model.ts, the review panel's step rows and outcomes, folded from
+//   journals the real engine writes running patch-review.yaml (fake tools).
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { summarizeDiff } from '../apps/web/src/js-diff.js';
 import { FormError, fieldsFromSchema, initialValue, inputFromValues } from '../apps/web/src/schema-form.js';
 import { entryFromSnapshot, historyEntries, inputOf } from '../apps/web/src/history.js';
+import { firstPathOf, reviewOutcome, stepIdsOf, stepRows } from '../apps/web/src/review-model.js';
+import { loadWorkflow, resumeWorkflow, runWorkflow } from '@corral/workflow';
+import { ApprovalDesk, MemoryJournal, Tools, failure, host, ok } from './workflow/helpers.js';
 import { syntheticDiff } from '../bench/diffs.js';
 import type { ExecutionSnapshot } from '@corral/core';
 import { runTool } from './helpers/corral.js';
@@ -214,5 +219,110 @@ describe('history entries from execution snapshots', () => {
       snapshot({ id: 'other', input_sha256: 'c'.repeat(64) }),
     ]);
     expect(list.map((e) => e.id)).toEqual(['new', 'other']);
+  });
+});
+
+describe('the review panel (review-model.ts) on journals of patch-review.yaml', () => {
+  const workflow = loadWorkflow(readFileSync(new URL('../examples/workflows/patch-review.yaml', import.meta.url), 'utf8'), {
+    source: 'patch-review.yaml',
+  });
+  const inputs = { diff: 'diff --git a/src/app.js b/src/app.js\n', workspace: { kind: 'opfs', path: 'w' } };
+  /** The bundled tools' answers for a one-line change that applies; grep fails once when asked to. */
+  const tools = (grepFailsFirst = false) =>
+    new Tools({
+      'diff-summary': () => ok('diff-summary', { files: [], totals: { files: 1, additions: 1, deletions: 0 }, summary: '1 file changed' }),
+      'apply-patch': (input) =>
+        ok(
+          'apply-patch',
+          input.check ? { applies: true, applied: false } : { applies: true, applied: true, files: [{ path: 'src/app.js' }] },
+        ),
+      'file-stats': () => ok('file-stats', { totals: { files: 2, lines: 4 } }),
+      grep: (_input, n) =>
+        grepFailsFirst && n === 0 ? failure('grep', 'E_RESOURCE_EXHAUSTED', 'too many matches') : ok('grep', { count: 0, matches: [] }),
+    });
+  const states = (rows: ReturnType<typeof stepRows>) => Object.fromEntries(rows.map((r) => [r.id, r.state]));
+
+  it('shows a run waiting at sign-off, with the time each ended step took, then applied once approved', async () => {
+    const journal = new MemoryJournal();
+    const desk = new ApprovalDesk();
+    const h = host(journal, tools(), { desk, concurrency: 1 });
+    const first = await runWorkflow(workflow, inputs, h);
+    const ids = stepIdsOf(journal.runs.get(first.runId)!.definition);
+    expect(ids).toEqual(['summary', 'check', 'stats', 'markers', 'leftovers', 'sign-off', 'apply', 'stats-after']);
+    const waiting = stepRows(ids, await journal.listWorkflowEvents(first.runId));
+    expect(states(waiting)).toEqual({
+      summary: 'succeeded',
+      check: 'succeeded',
+      stats: 'succeeded',
+      markers: 'succeeded',
+      leftovers: 'skipped',
+      'sign-off': 'waiting',
+      apply: 'pending',
+      'stats-after': 'pending',
+    });
+    // The test clock moves 1 ms per event: started, then succeeded.
+    expect(waiting.find((r) => r.id === 'summary')).toMatchObject({ ms: 1, tool: 'diff-summary', attempts: 1 });
+    expect(waiting.find((r) => r.id === 'leftovers')!.note).toBe('condition is false: steps.summary.output.totals.additions > inputs.big');
+    expect(waiting.find((r) => r.id === 'sign-off')).toMatchObject({ ms: null, note: 'Apply this patch? 1 file changed' });
+    expect(reviewOutcome(journal.runs.get(first.runId)!)).toBe('waiting');
+
+    desk.decide('approval-1', 'approved', 'ada', 'ship it');
+    await resumeWorkflow(first.runId, h);
+    const done = stepRows(ids, await journal.listWorkflowEvents(first.runId));
+    expect(Object.values(states(done))).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+      'succeeded',
+      'skipped',
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
+    expect(done.find((r) => r.id === 'sign-off')).toMatchObject({ note: 'approved by ada: ship it', tool: null });
+    expect(done.find((r) => r.id === 'apply')!.output).toMatchObject({ applied: true, files: [{ path: 'src/app.js' }] });
+    expect(reviewOutcome(journal.runs.get(first.runId)!)).toBe('applied');
+  });
+
+  it('shows a rejected sign-off as the failed step and the run as rejected', async () => {
+    const journal = new MemoryJournal();
+    const desk = new ApprovalDesk();
+    const h = host(journal, tools(), { desk });
+    const first = await runWorkflow(workflow, inputs, h);
+    desk.decide('approval-1', 'rejected', 'bo', 'not now');
+    await resumeWorkflow(first.runId, h);
+    const rows = stepRows(stepIdsOf(workflow), await journal.listWorkflowEvents(first.runId));
+    expect(rows.find((r) => r.id === 'sign-off')).toMatchObject({ state: 'failed', error: "Step 'sign-off' was rejected by bo: not now" });
+    expect(rows.find((r) => r.id === 'apply')!.state).toBe('pending');
+    expect(reviewOutcome(journal.runs.get(first.runId)!)).toBe('rejected');
+  });
+
+  it('shows a retried step once, succeeded after its second attempt, with both attempts in its time', async () => {
+    const journal = new MemoryJournal();
+    const first = await runWorkflow(workflow, inputs, host(journal, tools(true), { desk: new ApprovalDesk(), concurrency: 1 }));
+    const events = await journal.listWorkflowEvents(first.runId);
+    const markers = stepRows(stepIdsOf(workflow), events).find((r) => r.id === 'markers')!;
+    const own = events.filter((e) => e.step === 'markers');
+    expect(own.map((e) => e.kind)).toEqual(['step_started', 'step_failed', 'step_started', 'step_succeeded']);
+    const span = Number(BigInt(own.at(-1)!.at_ns) - BigInt(own[0]!.at_ns)) / 1e6;
+    expect(markers).toMatchObject({ state: 'succeeded', attempts: 2, error: null, ms: span });
+    expect(span).toBeGreaterThan(0);
+  });
+
+  it('names the outcome of runs that did not apply', () => {
+    expect(reviewOutcome({ status: 'succeeded', outputs: { applies: false, applied: false }, error: null })).toBe('does-not-apply');
+    expect(reviewOutcome({ status: 'succeeded', outputs: { applies: true, applied: false }, error: null })).toBe('not-applied');
+    expect(reviewOutcome({ status: 'failed', outputs: null, error: { code: 'E_UNEXPECTED_EXIT', message: 'x', step: 'summary' } })).toBe(
+      'failed',
+    );
+    expect(reviewOutcome({ status: 'running', outputs: null, error: null })).toBe('running');
+  });
+
+  it('names a run by the first file its diff changes', () => {
+    expect(firstPathOf('diff --git a/x b/x\n--- a/src/app.js\n+++ b/src/app.js\n')).toBe('src/app.js');
+    expect(firstPathOf('--- a/gone.txt\n+++ /dev/null\n')).toBe('gone.txt');
+    expect(firstPathOf('--- old.c\t2024-01-01\n+++ new.c\t2024-01-02\n')).toBe('new.c\t2024-01-02');
+    expect(firstPathOf('no diff here')).toBeNull();
+    expect(firstPathOf(undefined)).toBeNull();
   });
 });

@@ -47,6 +47,9 @@ const els = {
   history: byId<HTMLOListElement>('history'),
   historyEmpty: byId('history-empty'),
   clearHistory: byId<HTMLButtonElement>('clear-history'),
+  reviewBody: byId('review-body'),
+  runs: byId<HTMLOListElement>('runs'),
+  runsEmpty: byId('runs-empty'),
   advanced: byId<HTMLDetailsElement>('advanced'),
   advancedBody: byId('advanced-body'),
   toast: byId('toast'),
@@ -88,6 +91,7 @@ function applyStrings(): void {
   redrawShown();
   renderHistory();
   advancedPanel?.setStrings(s);
+  reviewPanel?.setStrings(s);
 }
 
 function updateStatus(): void {
@@ -150,6 +154,7 @@ async function prepare(): Promise<void> {
     updateStatus();
     resolveReady();
     void refreshHistory({ prune: true });
+    loadReview();
   } catch (err) {
     clearTimeout(showBar);
     els.prep.hidden = false;
@@ -487,6 +492,33 @@ els.advanced.addEventListener('toggle', async () => {
   advancedPanel = mountAdvanced(els.advancedBody, { ready: () => ready.then(() => state.host!.corral), strings: t() });
 });
 
+// ---- review and apply: the patch-review workflow (loaded once the runtime is ready) ----
+
+let reviewPanel: { setStrings(s: Strings): void } | null = null;
+let reviewLoading: Promise<void> = Promise.resolve();
+
+function loadReview(): void {
+  reviewLoading = import('./review.js')
+    .then(async ({ mountReview }) => {
+      const panel = mountReview(
+        { body: els.reviewBody, runs: els.runs, runsEmpty: els.runsEmpty },
+        {
+          corral: state.host!.corral,
+          diff: currentDiff,
+          strings: t(),
+          language: () => state.lang,
+          // The review's summary step is a diff-summary call: it is in the history now.
+          onChange: () => void refreshHistory(),
+        },
+      );
+      reviewPanel = panel;
+      await panel.ready;
+    })
+    .catch((err: Error) => {
+      els.reviewBody.replaceChildren(h('p', { class: 'message error', role: 'alert' }, `${t().prepFailed}: ${err.message}`));
+    });
+}
+
 // ---- offline --------------------------------------------------------------------------
 
 function toast(message: string, action?: { label: string; run: () => void }): void {
@@ -524,10 +556,10 @@ addEventListener('offline', updateStatus);
 
 const hook = {
   ready,
-  /** Resolves once the page is ready and has nothing left to do (history drawn, service worker registered). */
+  /** Resolves once the page is ready and has nothing left to do (history and reviews drawn, service worker registered). */
   async idle(): Promise<void> {
     await ready;
-    await Promise.all([historyLoading, serviceWorkerRegistered]);
+    await Promise.all([historyLoading, serviceWorkerRegistered, reviewLoading]);
   },
   /** The page's BrowserCorral, once ready. */
   get corral() {
