@@ -7,6 +7,7 @@ const workflows = new Workflows(corral, { by: 'review-bot' });
 const wf = workflows.load(await readFile('examples/workflows/patch-review.yaml', 'utf8'));
 const diff = await readFile('change.diff', 'utf8');
 const result = await workflows.run(wf, { diff }, { onEvent: (e) => console.log(e.step, e.kind) });
+console.log(result.runId, result.status, result.error?.message ?? '');
 if (result.status === 'waiting') {
   // Later, from any process sharing the store: decide, and the run goes on.
   const { result: after } = await workflows.approve(result.runId, 'sign-off', { by: 'alice' });

@@ -307,9 +307,15 @@ const ROWS: Row[] = [
   },
   {
     case: 'an argument a command does not take',
-    args: () => ['tools', 'diff-summary'],
+    args: () => ['mcp', 'diff-summary'],
     code: 2,
     says: /unexpected argument 'diff-summary': this command takes only options/,
+  },
+  {
+    case: 'a tools subcommand that does not exist',
+    args: () => ['tools', 'diff-summary'],
+    code: 2,
+    says: /no tools command 'diff-summary': 'corral tools' lists, 'corral tools stats' shows reliability/,
   },
   {
     case: 'an unknown command',

@@ -73,6 +73,7 @@ describe('the published package.json files', () => {
       '@corral/node',
       '@corral/tools',
       '@corral/wasi',
+      '@corral/workflow',
     ]);
     expect(workspaces.find((w) => w.dir === 'apps/web')?.manifest.private).toBe(true);
   });

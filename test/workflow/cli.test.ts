@@ -70,7 +70,8 @@ describe('corral workflow, patch review across processes', () => {
 
     const approved = corral(
       ['workflow', 'approve', waiting.runId, 'sign-off', '--by', 'alice', '--comment', 'looks right', '--json'],
-      repo,
+      // From another folder: the run still acts on the checkout it started in (its '.' was made absolute).
+      dir,
     );
     expect(approved.code, approved.stderr).toBe(0);
     const done = JSON.parse(approved.stdout) as {
@@ -93,8 +94,12 @@ describe('corral workflow, patch review across processes', () => {
     expect(audit).toContainEqual(
       expect.objectContaining({ action: 'approve', actor: 'alice', detail: expect.objectContaining({ workflow_run_id: waiting.runId }) }),
     );
-    // Nothing is left waiting.
+    // Nothing is left waiting, and deciding again says what happened.
     expect(corral(['workflow', 'list', '--pending']).stdout).toMatch(/No workflow run waits/);
+    const again = corral(['workflow', 'approve', waiting.runId, 'sign-off']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/Step 'sign-off' of workflow run \S+ was already decided: approved by alice/);
+    expect(corral(['workflow', 'approve', waiting.runId, 'signoff']).stderr).toMatch(/has no step 'signoff' \(its steps: summary, check/);
   }, 180_000);
 
   it('a rejection through the generic `corral approve` fails the run on resume, and nothing is applied', () => {
@@ -111,6 +116,37 @@ describe('corral workflow, patch review across processes', () => {
     expect(resumed.stdout).toMatch(/sign-off/);
     expect(readFileSync(join(repo, 'greet.js'), 'utf8')).not.toContain('world');
   }, 180_000);
+});
+
+describe('corral workflow, a run needs its tools', () => {
+  it('resume and approve without the --tools the run started with are refused, and nothing is recorded', () => {
+    const file = join(dir, 'needs-echo.yaml');
+    writeFileSync(
+      file,
+      'name: needs-echo\nsteps:\n  - { id: ask, approval: { prompt: ok? } }\n  - { id: say, tool: echo, depends_on: [ask], input: { hi: 1 } }\n',
+    );
+    const tools = join(ROOT, 'test/fixtures/tools');
+    const run = corral(['workflow', 'run', file, '--tools', tools, '--json']);
+    expect(run.code, run.stderr).toBe(3);
+    const { runId } = JSON.parse(run.stdout) as { runId: string };
+    const bare = corral(['workflow', 'approve', runId, 'ask']);
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toMatch(
+      /needs a tool not loaded here: echo\. Load them as when the run started \(corral: --tools DIR\); nothing was recorded/,
+    );
+    expect(corral(['workflow', 'resume', runId]).stderr).toMatch(/needs a tool not loaded here: echo/);
+    // Still pending: the refused approve decided nothing.
+    expect(corral(['workflow', 'list', '--pending']).stdout).toContain(runId);
+    const ok = corral(['workflow', 'approve', runId, 'ask', '--tools', tools, '--json']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({
+      status: 'succeeded',
+      steps: [
+        { id: 'ask', status: 'succeeded' },
+        { id: 'say', status: 'succeeded', output: { hi: 1 } },
+      ],
+    });
+  }, 120_000);
 });
 
 describe('corral tools stats', () => {

@@ -133,7 +133,8 @@ export class Workflows {
 
   /** Take a run up again: after a crash, a stop, or its approvals being decided. A finished run is only reported. */
   async resume(runId: string, options: Omit<RunCallOptions, 'runId'> = {}): Promise<WorkflowResult> {
-    await this.#run(runId);
+    const run = await this.#run(runId);
+    if (run.status === 'running' || run.status === 'waiting') this.#toolsHere(run);
     return resumeWorkflow(runId, await this.#host(options));
   }
 
@@ -170,9 +171,25 @@ export class Workflows {
     step: string,
     decision: { reject?: boolean; comment?: string; by?: string; resume?: boolean } & Omit<RunCallOptions, 'runId'> = {},
   ): Promise<{ approval: ApprovalRecord; result: WorkflowResult | null }> {
-    await this.#run(runId);
+    const run = await this.#run(runId);
     const waiting = (await this.#pendingOf(runId)).filter((a) => a.workflow_step === step);
     if (waiting.length === 0) {
+      const decided = (await this.#store.listApprovals({ workflowRunId: runId })).find((a) => a.workflow_step === step);
+      if (decided && decided.status !== 'pending') {
+        const by = decided.decided_by ?? decided.revoked_by;
+        throw new CorralError(
+          ErrorCodes.INPUT_VALIDATION,
+          `Step '${step}' of workflow run ${runId} was already decided: ${decided.status}${by ? ` by ${by}` : ''}` +
+            (run.status === 'waiting' || run.status === 'running' ? `; corral workflow resume ${runId} continues the run` : ''),
+          { option: 'step' },
+        );
+      }
+      const ids = ((run.definition as { steps?: { id?: unknown }[] }).steps ?? []).map((s) => String(s.id));
+      if (!ids.includes(step)) {
+        throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Workflow run ${runId} has no step '${step}' (its steps: ${ids.join(', ')})`, {
+          option: 'step',
+        });
+      }
       const steps = (await this.#pendingOf(runId)).map((a) => a.workflow_step);
       throw new CorralError(
         ErrorCodes.INPUT_VALIDATION,
@@ -181,6 +198,8 @@ export class Workflows {
         { option: 'step' },
       );
     }
+    // Before deciding: a decision this host cannot go on from would strand the run.
+    if (decision.resume !== false) this.#toolsHere(run);
     const approval = await this.#gate().decide(waiting[0]!.id, decision.reject ? 'reject' : 'approve', {
       by: decision.by ?? this.#by,
       ...(decision.comment !== undefined ? { comment: decision.comment } : {}),
@@ -257,6 +276,29 @@ export class Workflows {
       return { status: now?.status ?? 'expired', decided_by: now?.decided_by ?? null, comment: now?.comment ?? null };
     }
     return { status: a.status, decided_by: a.decided_by, comment: a.comment };
+  }
+
+  /**
+   * Refuse to go on with a run whose tools this host has not loaded: its
+   * steps would fail with E_TOOL_NOT_FOUND, and their on_error would record
+   * that for good (a resume started without the `--tools` of the run).
+   */
+  #toolsHere(run: WorkflowRunRecord): void {
+    const missing = new Set<string>();
+    try {
+      validateWorkflow(run.definition, { knownTool: (ref) => this.#runtime.registry.has(ref) || (missing.add(ref), false) });
+    } catch (err) {
+      if (missing.size === 0) throw err;
+    }
+    if (missing.size > 0) {
+      const names = [...missing].sort();
+      throw new CorralError(
+        ErrorCodes.TOOL_NOT_FOUND,
+        `Workflow run ${run.id} needs ${names.length === 1 ? 'a tool' : 'tools'} not loaded here: ${names.join(', ')}. ` +
+          'Load them as when the run started (corral: --tools DIR); nothing was recorded.',
+        { name: names[0]!, range: null, available: [] },
+      );
+    }
   }
 
   async #pendingOf(runId: string): Promise<ApprovalRecord[]> {

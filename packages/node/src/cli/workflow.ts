@@ -1,5 +1,6 @@
 /** `corral workflow run|resume|status|approve|list|validate`: declarative, durable workflows over the tools. */
 import { readFile } from 'node:fs/promises';
+import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ErrorCodes } from '@corral/core/errors';
 import { isoFromNs, type ApprovalRecord, type WorkflowEvent, type WorkflowRunRecord } from '@corral/core';
@@ -13,6 +14,7 @@ import {
   cell,
   fileFlag,
   fileProblem,
+  flagValue,
   parse,
   prepareProgress,
   toolDirsFlag,
@@ -23,9 +25,9 @@ import {
 export const EXIT_WAITING = 3;
 
 export const help = `corral workflow run FILE [--input NAME=VALUE]... [--inputs FILE] [options]
-corral workflow resume RUN_ID [options]
+corral workflow resume RUN_ID [--tools DIR] [options]
 corral workflow status RUN_ID [--json]
-corral workflow approve RUN_ID STEP [--reject] [--comment TEXT] [--by NAME]
+corral workflow approve RUN_ID STEP [--reject] [--comment TEXT] [--by NAME] [--tools DIR]
 corral workflow list [--pending] [--status S] [--json]
 corral workflow validate FILE [--tools DIR] [--json]
 
@@ -34,7 +36,9 @@ conditions, on_error policies and approval steps; see
 packages/workflow/README.md). Every step's start and end is recorded in the
 snapshot store before it is acted on, so a run stopped or killed at any
 moment continues with 'corral workflow resume RUN_ID', and a step whose end
-was recorded never runs again.
+was recorded never runs again. Resume and approve with the same --tools as
+the run (they are refused, recording nothing, when a tool it names is
+missing). Relative host folders are made absolute when the run starts.
   --input NAME=VALUE   a workflow input (repeatable). VALUE is text for a
                        string input and JSON for the other types;
                        NAME=@FILE reads the value from FILE
@@ -113,7 +117,17 @@ export async function command(args: string[], cli: Cli): Promise<number> {
   // Everything read before a worker starts: a bad flag or file costs nothing.
   let file: { text: string; workflow: Workflow; inputs: Record<string, unknown> } | undefined;
   if (sub === 'run') file = { ...(await readWorkflow(rest[0]!)), inputs: {} };
-  if (file) file.inputs = await readInputs(values, file.workflow);
+  if (file) {
+    // Defaults applied and checked here (a missing or mistyped input is misuse, said before anything
+    // starts), and host folders made absolute: the run must act on the folders it started on,
+    // whichever folder a later `resume` or `approve` runs in.
+    const { resolveInputs } = await import('@corral/workflow');
+    const given = await readInputs(values, file.workflow);
+    file.inputs = absoluteHostPaths(
+      flagValue(() => resolveInputs(file!.workflow, given)),
+      process.cwd(),
+    );
+  }
 
   const { Corral } = await import('../corral.js');
   const { Workflows } = await import('@corral/workflow');
@@ -131,7 +145,7 @@ export async function command(args: string[], cli: Cli): Promise<number> {
     switch (sub) {
       case 'run': {
         // Again, now that the tools are known: an unknown one is named with its line.
-        const checked = workflows.load(file!.text, { source: rest[0]! });
+        const checked = absoluteHostPaths(workflows.load(file!.text, { source: rest[0]! }), process.cwd());
         return await drive(cli, values, checked, (hooks) =>
           workflows.run(checked, file!.inputs, { ...hooks, ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}) }),
         );
@@ -184,17 +198,24 @@ async function drive(
   const stderr = cli.io.stderr as NodeJS.WritableStream & { isTTY?: boolean };
   const progress = values.quiet || values.json ? undefined : new Progress(stderr, definition);
   const stop = new AbortController();
+  let runId: string | undefined;
   // Ctrl-C stops the run as a crash would: nothing more is recorded, and resume continues it.
   const onSignal = () => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   let result: WorkflowResult | null;
   try {
-    result = await go({ ...(progress ? { onEvent: (e) => progress.event(e) } : {}), signal: stop.signal });
+    result = await go({
+      onEvent: (e) => {
+        runId = e.run_id;
+        progress?.event(e);
+      },
+      signal: stop.signal,
+    });
   } catch (err) {
     if (stop.signal.aborted && (err as { code?: unknown }).code === ErrorCodes.CANCELLED) {
       progress?.done();
-      cli.fail('stopped; the steps recorded so far stay done: corral workflow resume continues the run.');
+      cli.fail(`stopped; the steps recorded so far stay done: corral workflow resume ${runId ?? 'RUN_ID'} continues the run.`);
       return 130;
     }
     throw err;
@@ -242,10 +263,12 @@ async function status(workflows: Workflows, runId: string, values: Values, cli: 
     return EXIT_OK;
   }
   const steps = stepStates(run, events);
+  const lastNs = events.reduce((max, e) => (BigInt(e.at_ns) > max ? BigInt(e.at_ns) : max), BigInt(run.updated_ns));
   const lines = [
     `Workflow ${run.workflow}, run ${run.id}: ${run.status}`,
-    `Started ${isoFromNs(run.created_ns)}, last change ${isoFromNs(run.updated_ns)}`,
-    treeText(run, steps, BigInt(run.updated_ns)),
+    `Started ${isoFromNs(run.created_ns)}, last change ${isoFromNs(lastNs)}`,
+    // A step still running or waiting is timed to now (to the last change when the run is over).
+    treeText(run, steps, run.status === 'running' || run.status === 'waiting' ? BigInt(Date.now()) * 1_000_000n : lastNs),
   ];
   if (run.error) lines.push(`Failed${run.error.step ? ` at step ${run.error.step}` : ''}: ${run.error.code}: ${run.error.message}`);
   if (run.status === 'succeeded' && run.outputs !== null) lines.push(JSON.stringify(run.outputs, null, 2));
@@ -253,7 +276,9 @@ async function status(workflows: Workflows, runId: string, values: Values, cli: 
     lines.push(
       `Waiting for approval of step ${a.workflow_step}: ${a.prompt ?? ''}\n  corral workflow approve ${run.id} ${a.workflow_step}`,
     );
-  if (run.status === 'running') lines.push(`If no process drives it any more (it was stopped or killed): corral workflow resume ${run.id}`);
+  if (run.status === 'running')
+    lines.push(`Running, or interrupted: if no process drives it any more (it was stopped or killed), corral workflow resume ${run.id}`);
+  if (run.status === 'waiting' && pending.length === 0) lines.push(`Its approvals are decided: corral workflow resume ${run.id} goes on`);
   cli.print(lines.join('\n'));
   return EXIT_OK;
 }
@@ -281,7 +306,9 @@ async function list(workflows: Workflows, values: Values, cli: Cli): Promise<num
     r.workflow,
     r.status,
     isoFromNs(r.created_ns).slice(0, 19).replace('T', ' '),
-    r.pending.map((a) => `${a.workflow_step}: ${a.prompt ?? ''}`).join('; '),
+    r.status === 'waiting' && r.pending.length === 0
+      ? `nothing: decided, resume it (corral workflow resume ${r.id})`
+      : r.pending.map((a) => `${a.workflow_step}: ${a.prompt ?? ''}`).join('; '),
   ]);
   cli.print(
     table(
@@ -500,4 +527,27 @@ class Progress {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
   }
+}
+
+/**
+ * Every `{ kind: 'host', path }` in `value` (inputs, a step's literal mount
+ * source) and every literal `host:` of a step's mounts, made absolute against
+ * `cwd`. Templated ones are left alone: what they render from is made absolute
+ * in the inputs.
+ */
+export function absoluteHostPaths<T>(value: T, cwd: string): T {
+  const walk = (v: unknown, key?: string): unknown => {
+    if (Array.isArray(v)) return v.map((x) => walk(x));
+    if (typeof v !== 'object' || v === null) return v;
+    const o = v as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(o))
+      Object.defineProperty(out, k, { value: walk(x, k), enumerable: true, writable: true, configurable: true });
+    const literal = (p: unknown): p is string => typeof p === 'string' && !p.includes('{{') && p !== '' && !isAbsolute(p);
+    if (o.kind === 'host' && literal(o.path)) out.path = resolvePath(cwd, o.path);
+    // A step's mount: `host: ./folder` is short for a host source.
+    if (key === undefined && typeof o.guest === 'string' && literal(o.host)) out.host = resolvePath(cwd, o.host);
+    return out;
+  };
+  return walk(value) as T;
 }
