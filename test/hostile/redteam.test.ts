@@ -273,8 +273,9 @@ describe('lists the glue lifts element by element are bounded before they are bu
     expect(child.signal).toBeNull();
     expect(child.status).toBe(0);
     expect(child.results).toHaveLength(1);
+    // A trap, not the timeout (that would be E_RESOURCE_EXHAUSTED): the guard stopped the lift before it was built.
+    // No wall-clock bound: on a loaded machine compiling the tool alone can take seconds.
     expect(child.results[0]!.error?.code).toBe('E_UNEXPECTED_EXIT');
-    expect(child.results[0]!.ms).toBeLessThan(10_000);
   }, 120_000);
 
   // The guard is a rewrite of jco's glue: if a jco upgrade changes its lifting loops, this fails first.
