@@ -156,11 +156,15 @@ export async function command(args: string[], cli: Cli): Promise<number> {
           decided = approval;
           if (!values.json)
             cli.print(
-              `${approval.status === 'approved' ? 'Approved' : 'Rejected'} step ${step} of run ${runId} (by ${approval.decided_by}).`,
+              `${approval.status === 'approved' ? 'Approved' : 'Rejected'} step ${step} of run ${runId} (by ${approval.decided_by}).` +
+                (workflows.resumesElsewhere(runId) && !values['no-resume']
+                  ? ' The run was started through a server for a remote caller: that server continues it, through its policy.'
+                  : ''),
             );
           return result;
         });
-        if (values['no-resume'] && decided && values.json) cli.print(JSON.stringify(decided, null, 2));
+        if ((values['no-resume'] || workflows.resumesElsewhere(runId)) && decided && values.json)
+          cli.print(JSON.stringify(decided, null, 2));
         return code;
       }
       case 'list':
