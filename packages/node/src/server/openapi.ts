@@ -47,8 +47,12 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: Json) => ({ 'application/json': { schema } });
 
-/** `diff-summary` → `DiffSummary`; names that would collide get `_2`, `_3`… */
-function pascalNames(names: string[]): Map<string, string> {
+/**
+ * `diff-summary` → `DiffSummary`; names that would collide get `_2`, `_3`…, and so does one whose
+ * schemas would take the name of a schema of the document's own (`clashes`: a tool named `execute`
+ * would otherwise replace ExecuteRequest).
+ */
+function pascalNames(names: string[], clashes: (candidate: string) => boolean = () => false): Map<string, string> {
   const out = new Map<string, string>();
   const taken = new Set<string>();
   for (const name of names) {
@@ -59,7 +63,7 @@ function pascalNames(names: string[]): Map<string, string> {
         .map((part) => part[0]!.toUpperCase() + part.slice(1))
         .join('') || 'Tool';
     let candidate = base;
-    for (let n = 2; taken.has(candidate); n++) candidate = `${base}_${n}`;
+    for (let n = 2; taken.has(candidate) || clashes(candidate); n++) candidate = `${base}_${n}`;
     taken.add(candidate);
     out.set(name, candidate);
   }
@@ -171,10 +175,7 @@ const TIMEOUT_DESCRIPTION =
 /** Build the document for the tools registered now. */
 export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
   const newest = newestTools(tools);
-  const names = pascalNames(newest.map((t) => t.spec.name));
   const workflows = options.workflows ?? [];
-  // Own names for workflows' schemas, apart from tools' (a tool and a workflow may share a name).
-  const flowNames = pascalNames(workflows.map((w) => `workflow-${w.name}`));
   const schemas: Json = {
     Error: {
       type: 'object',
@@ -446,6 +447,17 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       },
     },
   };
+  // Each tool's and workflow's schemas are NAME + a suffix: never one of the document's own names, nor each other's.
+  const own = new Set(Object.keys(schemas));
+  const names = pascalNames(
+    newest.map((t) => t.spec.name),
+    (c) => ['Input', 'Output', 'Request', 'Result'].some((suffix) => own.has(c + suffix)),
+  );
+  const toolSchemas = new Set([...names.values()].flatMap((p) => ['Input', 'Output', 'Request', 'Result'].map((x) => p + x)));
+  const flowNames = pascalNames(
+    workflows.map((w) => `workflow-${w.name}`),
+    (c) => ['Inputs', 'RunRequest'].some((suffix) => own.has(c + suffix) || toolSchemas.has(c + suffix)),
+  );
   for (const w of workflows) {
     const p = flowNames.get(`workflow-${w.name}`)!;
     schemas[`${p}Inputs`] = workflowInputSchema(w);
