@@ -402,11 +402,34 @@ describe('workflows from remote callers, through the policy', () => {
       expect(status.json.error.code).toBe('E_NOT_FOUND');
       expect((await send(url, `/workflows/runs/${id}/resume`, { method: 'POST' })).status, id).toBe(404);
     }
+    // A run started locally (corral workflow run) is not a remote caller's to read or drive.
+    const store = await SqliteStore.open(s.storePath);
+    try {
+      const now = '1700000000000000000';
+      await store.createWorkflowRun({
+        id: 'local-run',
+        workflow: 'hello',
+        definition: { name: 'hello', steps: [{ id: 'a', tool: 'echo' }] },
+        definition_sha256: '0'.repeat(64),
+        inputs: {},
+        status: 'running',
+        created_ns: now,
+        updated_ns: now,
+        outputs: null,
+        error: null,
+      });
+    } finally {
+      await store.close();
+    }
+    expect((await send(url, '/workflows/runs/local-run')).status).toBe(404);
+    expect((await send(url, '/workflows/runs/local-run/resume', { method: 'POST' })).status).toBe(404);
     // A resume takes no body: nobody resumes a run as someone else.
     expect((await send(url, '/workflows/runs/x/resume', { json: { as: 'root' } })).status).toBe(400);
     // Nothing of that was stored as a run.
-    const runs = await fromStore(s.storePath, (store) => store.listWorkflowRuns({}));
-    expect(runs.every((r) => /^http-/.test(r.id))).toBe(true);
+    const runs = await fromStore(s.storePath, (st) => st.listWorkflowRuns({}));
+    expect(runs.filter((r) => !/^http-/.test(r.id)).map((r) => r.id)).toEqual(['local-run']);
+    // The local run was never driven from here.
+    expect(await fromStore(s.storePath, (st) => st.listWorkflowEvents('local-run'))).toEqual([]);
   });
 
   it('the OpenAPI document has the workflow endpoints, validates, and describes what they answer', async () => {

@@ -350,15 +350,33 @@ export class ServedWorkflows {
     return this.#drive(null, (signal) => workflows.run(workflow, checked, { signal }), options.signal);
   }
 
-  /** A run's record, its events and the approvals it waits for. E_INPUT_VALIDATION for a bad or unknown id. */
-  status(runId: string): ReturnType<Workflows['status']> {
+  /**
+   * A run's record, its events and the approvals it waits for. Only runs a server started for a
+   * remote caller (ids `http-…`, `mcp-…`): a run someone started locally is not a remote caller's to
+   * read or drive. E_INPUT_VALIDATION for a bad, unknown or local id.
+   */
+  async status(runId: string): ReturnType<Workflows['status']> {
+    this.#served(runId);
     return this.#base.status(runId);
   }
 
+  #served(runId: string): void {
+    if (typeof runId !== 'string' || remoteRunKind(runId) === null)
+      throw new CorralError(
+        ErrorCodes.INPUT_VALIDATION,
+        `There is no workflow run ${JSON.stringify(String(runId).slice(0, 200))} started through a server`,
+        {
+          option: 'run_id',
+        },
+      );
+  }
+
   /**
-   * Take a run up again as the caller that started it (its approvals keep who), or as `requester` when
-   * it kept none (a local run, or a server's run that never asked for approval): never with more
-   * rights than the one asking. Joins a drive of the same run in this process.
+   * Take a run a server started up again, as the caller that started it (its approvals keep who), or
+   * as `requester` when it kept none (it never asked for an approval): never with more rights than the
+   * one asking. Joins a drive of the same run in this process. A run that is `running` may be driven by
+   * another process: taking it up here runs its step in flight again before the journal stops one of
+   * the two (at least once, as for any resume), so a server only does that when asked.
    */
   resume(
     runId: string,
@@ -366,6 +384,11 @@ export class ServedWorkflows {
     options: { signal?: AbortSignal; onlyIfWaiting?: boolean } = {},
   ): Promise<WorkflowResult> {
     // Joined before anything is awaited: two resumes of one run in this process are one drive.
+    try {
+      this.#served(runId);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const driving = this.#driving.get(runId);
     if (driving) return driving;
     const { onlyIfWaiting } = options;

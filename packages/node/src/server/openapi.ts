@@ -725,13 +725,14 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     get: {
       operationId: 'getWorkflowRun',
       summary: "A workflow run's status",
-      description: 'The run record, its journal of events, and the approvals it waits for.',
+      description:
+        'The run record, its journal of events, and the approvals it waits for. Runs started through a server (over HTTP or MCP) only: a run started with corral workflow run is 404 here.',
       tags: ['workflows'],
       parameters: [runIdParameter],
       responses: {
         200: { description: 'The run.', content: json(ref('WorkflowStatus')) },
         ...common(),
-        404: errorResponse('No run with that id (or not a run id at all): E_NOT_FOUND.'),
+        404: errorResponse('No run with that id started through a server (or not a run id at all): E_NOT_FOUND.'),
       },
     },
   };
@@ -740,7 +741,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       operationId: 'resumeWorkflowRun',
       summary: 'Take a workflow run up again',
       description:
-        "Continues a run stopped by a crash or a shutdown, or one whose approvals were decided (the server also does that by itself). As the caller that started it when its approvals keep who that was, else as this request's caller; steps whose end is recorded never run again. A run another process drives is 409. Send no body, or {}.",
+        "Continues a run started through a server that was stopped by a crash or a shutdown, or one whose approvals were decided (the server also does that by itself). As the caller that started it when its approvals keep who that was, else as this request's caller; steps whose end is recorded never run again, a step that was running when the run stopped runs again (at least once). Resume a `running` run only when no process drives it any more: one still driven elsewhere would have its step in flight run twice before the journal stops one of the two (409 then). Send no body, or {}.",
       tags: ['workflows'],
       parameters: [runIdParameter],
       responses: {
