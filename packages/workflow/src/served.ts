@@ -440,8 +440,21 @@ export class ServedWorkflows {
       this.#o.log?.(`cannot list waiting workflow runs: ${err instanceof Error ? err.message : String(err)}`);
       return;
     }
+    // One at a time, in the background: each is read, and continued only if one of its approvals was decided.
     // A run keeps its definition: it is continued even when its file is no longer offered.
-    for (const run of waiting) if (remoteRunKind(run.id) !== null) this.continueRun(run.id);
+    const ids = waiting.map((r) => r.id).filter((id) => remoteRunKind(id) !== null);
+    void (async () => {
+      for (const id of ids) {
+        if (this.#closed) return;
+        if (this.#driving.has(id)) continue;
+        await this.resume(id, null, { onlyIfWaiting: true }).then(
+          (result) => {
+            if (result.status !== 'waiting') for (const l of this.#listeners) l.onContinued?.(result);
+          },
+          (err: unknown) => this.#o.log?.(`workflow run ${id} could not be continued: ${err instanceof Error ? err.message : String(err)}`),
+        );
+      }
+    })();
   }
 
   /** Stop watching and continuing runs; drives in flight go on until `abort`. */
@@ -506,24 +519,22 @@ export class ServedWorkflows {
     (this.#timer as { unref?: () => void }).unref?.();
   }
 
-  /** Decisions made anywhere (corral approve, another server) on what watched runs wait for. */
+  /** Decisions made anywhere (corral approve, another server) on what watched runs wait for: one query a look. */
   async #look(): Promise<void> {
     const now = BigInt(nowNs());
+    let pending: Set<string>;
+    try {
+      const found = await this.#o.gate.store.listApprovals({ status: ['pending'], limit: 100_000 });
+      pending = new Set(found.filter((a) => now < BigInt(a.expires_ns)).map((a) => a.id));
+    } catch (err) {
+      this.#o.log?.(`cannot look at the approvals of waiting workflow runs: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
     for (const [runId, ids] of [...this.#watched]) {
       if (this.#closed) return;
-      if (this.#driving.has(runId)) continue;
-      try {
-        let decided = ids.length === 0;
-        for (const id of ids) {
-          const a = await this.#o.gate.store.getApproval(id);
-          if (!a || a.status !== 'pending' || now >= BigInt(a.expires_ns)) decided = true;
-        }
-        if (!decided) continue;
-        this.#watched.delete(runId);
-        this.continueRun(runId);
-      } catch (err) {
-        this.#o.log?.(`cannot look at the approvals of workflow run ${runId}: ${err instanceof Error ? err.message : String(err)}`);
-      }
+      if (this.#driving.has(runId) || (ids.length > 0 && ids.every((id) => pending.has(id)))) continue;
+      this.#watched.delete(runId);
+      this.continueRun(runId);
     }
   }
 }
