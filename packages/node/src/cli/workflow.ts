@@ -40,7 +40,9 @@ was recorded never runs again.
                        NAME=@FILE reads the value from FILE
   --inputs FILE        all inputs at once, a JSON or YAML object
   --run-id ID          run: the new run's id (default: a random UUID); a run
-                       with this id already in the store is refused
+                       with this id already in the store is refused, and so are
+                       ids like http-UUID and mcp-UUID (runs a server started
+                       for a remote caller: only a server resumes those)
   --json               print the result (or the record) as JSON
   --quiet              no progress on stderr
   --concurrency N      steps running at once (default 4)
@@ -101,6 +103,8 @@ export async function command(args: string[], cli: Cli): Promise<number> {
     throw new UsageError('--input, --inputs and --run-id are for corral workflow run.');
   if (values['run-id'] !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(values['run-id']))
     throw new UsageError(`bad --run-id ${JSON.stringify(values['run-id'])}: 1 to 128 of A-Z a-z 0-9 . _ : -`);
+  if (values['run-id'] !== undefined && (await import('@corral/workflow')).remoteRunKind(values['run-id']) !== null)
+    throw new UsageError(`bad --run-id ${values['run-id']}: ids like KIND-UUID (http-…, mcp-…) are those of runs a server starts.`);
   if (sub !== 'approve' && (values.reject || values.comment !== undefined || values['no-resume'] || values.by !== undefined))
     throw new UsageError('--reject, --comment, --by and --no-resume are for corral workflow approve.');
   if (sub !== 'list' && (values.pending || values.status)) throw new UsageError('--pending and --status are for corral workflow list.');
