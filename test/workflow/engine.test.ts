@@ -4,7 +4,7 @@
  * restart, stopping, and two processes driving one run.
  */
 import { CorralError, ErrorCodes } from '@corral/core';
-import { loadWorkflow, resumeWorkflow, runWorkflow, type WorkflowResult } from '@corral/workflow';
+import { Reliability, loadWorkflow, resumeWorkflow, runWorkflow, type WorkflowResult } from '@corral/workflow';
 import { describe, expect, it } from 'vitest';
 import { ApprovalDesk, failure, host, MemoryJournal, ok, tick, Tools } from './helpers.js';
 
@@ -576,5 +576,37 @@ describe('durability', () => {
     expect(again).toMatchObject({ status: 'succeeded', outputs: { x: 1 } });
     expect(tools.calls).toHaveLength(1);
     await expect(resumeWorkflow('nope', host(journal, tools))).rejects.toThrow("There is no workflow run 'nope'");
+  });
+
+  it('onlyIfWaiting: a running run (another process may drive it) is reported, never driven again', async () => {
+    const wf = loadWorkflow('name: f\nsteps:\n  - { id: a, tool: work }\n  - { id: b, tool: work, depends_on: [a] }\n');
+    const tools = new Tools({ work: () => ok('work', {}) });
+    const full = new MemoryJournal();
+    const r = await runWorkflow(wf, {}, host(full, tools));
+    // As a process left it mid-step: a started, with no end.
+    const journal = full.truncated(r.runId, 1);
+    const reported = await resumeWorkflow(r.runId, host(journal, tools), { onlyIfWaiting: true });
+    expect(reported.status).toBe('running');
+    expect(tools.calls).toHaveLength(2);
+    expect(journal.events.get(r.runId)).toHaveLength(1);
+  });
+});
+
+describe('reliability', () => {
+  it('learns nothing about a tool from calls refused before it ran (a policy, a bad input)', async () => {
+    const reliability = new Reliability();
+    const tools = new Tools({
+      guarded: (input) =>
+        input.n === 0 ? ok('guarded', {}) : failure('guarded', input.n === 1 ? ErrorCodes.POLICY_DENIED : ErrorCodes.INPUT_VALIDATION),
+    });
+    for (const n of [0, 1, 1, 1, 2, 2]) {
+      await runWorkflow(
+        loadWorkflow(`name: f\nsteps:\n  - { id: a, tool: guarded, input: { n: ${n} } }\n`),
+        {},
+        host(new MemoryJournal(), tools, { reliability }),
+      );
+    }
+    const [belief] = reliability.beliefs();
+    expect(belief).toMatchObject({ key: 'guarded@1.0.0', alpha: 2, beta: 1 });
   });
 });

@@ -192,7 +192,9 @@ export type PolicyDenialReason =
   | 'approval_expired'
   | 'approval_revoked'
   | 'approval_timeout'
-  | 'approval_unavailable';
+  | 'approval_unavailable'
+  /** A workflow step's tool call needs a person's approval, and a workflow run for a remote caller does not wait for one. */
+  | 'approval_required';
 
 /** `details` of E_POLICY_DENIED (a type, not an interface, so it stays assignable to Record<string, unknown>). */
 export type PolicyDeniedDetails = {
@@ -237,6 +239,7 @@ export interface ErrorDetailsByCode {
      */
     reason?:
       | 'input_too_deep'
+      | 'input_too_large'
       | 'unsupported_media_type'
       | 'body_too_large'
       | 'body_not_utf8'

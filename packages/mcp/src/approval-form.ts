@@ -118,6 +118,51 @@ export function approvalForm(
   return { params: { message, requestedSchema: { type: 'object', properties, required: ['decision'] } }, scopes };
 }
 
+/**
+ * The elicitation for a workflow step's approval (`approval.workflow_run_id`
+ * set): the workflow, the run, the step, what it asks (its prompt: rendered
+ * from templates, so possibly from the model's inputs) and what it shows, and
+ * a decision. Such an approval covers its step once: there is no scope to pick.
+ */
+export function workflowApprovalForm(
+  approval: ApprovalRecord,
+  options: { approveCommand?: string | undefined; rejectCommand?: string | undefined } = {},
+): ApprovalForm {
+  const lines = [
+    'Corral: a workflow step waits for your approval.',
+    '',
+    `Workflow: ${shown(approval.tool)}, run ${shown(approval.workflow_run_id ?? '')}, step ${shown(approval.workflow_step ?? '')}`,
+    `Started by: ${shown(approval.requested_by)} (the client's own name for itself)`,
+    `It asks (its text may hold the model's inputs): ${shown(approval.prompt ?? '', APPROVAL_FORM_LIMITS.input)}`,
+    `It shows: ${inputSummary(approval.input_json)}`,
+    '',
+    options.approveCommand
+      ? `Approval ${approval.id}. Approve or reject here, or in a terminal: ${options.approveCommand}${options.rejectCommand ? ` (or ${options.rejectCommand})` : ''}.`
+      : `Approval ${approval.id}. Approve or reject here (this server keeps no store, so nothing else can decide it).`,
+    'Approving lets the run go on past this step; rejecting fails the step (or skips it, if the workflow says so).',
+  ];
+  let message = lines.join('\n');
+  if (message.length > APPROVAL_FORM_LIMITS.message) message = `${message.slice(0, APPROVAL_FORM_LIMITS.message - 1)}…`;
+  return {
+    params: {
+      message,
+      requestedSchema: {
+        type: 'object',
+        properties: {
+          decision: {
+            type: 'string',
+            title: 'Decision',
+            description: 'approve lets the run go on; reject fails the step',
+            enum: ['approve', 'reject'],
+          },
+        },
+        required: ['decision'],
+      },
+    },
+    scopes: ['once'],
+  };
+}
+
 /** What the person decided, read from the client's answer. */
 export type ApprovalAnswer =
   | { verdict: 'approve'; scope: ApprovalScope }

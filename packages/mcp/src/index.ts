@@ -10,7 +10,14 @@
 export { createMcpServer, DEFAULT_APPROVAL_TIMEOUT_MS, type CorralMcpServer, type McpCorral, type McpServerOptions } from './server.js';
 export type { McpGate } from './gated-call.js';
 export {
+  WORKFLOW_TOOL_PREFIX,
+  RUNS_TOOL,
+  workflowToolName,
+  toWorkflowTool,
+} from './workflows.js';
+export {
   approvalForm,
+  workflowApprovalForm,
   readApprovalAnswer,
   scopesUpTo,
   APPROVAL_FORM_LIMITS,

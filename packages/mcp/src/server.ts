@@ -10,7 +10,8 @@
  * `Protocol` holds one transport): a host with several clients (Streamable
  * HTTP sessions) creates one per client, and tells each when tools change.
  */
-import { CorralError, ErrorCodes, type InvokeOptions, type InvokeResult, type Registry, type Tool } from '@corral/core';
+import { CorralError, ErrorCodes, type CallerInfo, type InvokeOptions, type InvokeResult, type Registry, type Tool } from '@corral/core';
+import type { ServedWorkflows, Workflow } from '@corral/workflow';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -38,6 +39,7 @@ import {
   type RootsState,
 } from './roots.js';
 import { META, errorResult, listedTool, listedTools, toCallToolResult, toMcpTool } from './tools.js';
+import { RUNS_TOOL, callRuns, callWorkflow, runsTool, toWorkflowTool, workflowToolName } from './workflows.js';
 
 /** What the server needs of a Corral host (`Corral` from @corral/node, `BrowserCorral`). */
 export interface McpCorral {
@@ -94,6 +96,13 @@ export interface McpServerOptions {
   approvalTimeoutMs?: number;
   /** The command that approves `id` outside MCP, for messages. Default `corral approve ID`. */
   approveCommand?: (id: string) => string;
+  /**
+   * Workflows offered as tools (`workflow-NAME`, and `workflow-runs` to follow a run), run through
+   * the policy gate for this client (needs `gate`, the same one the ServedWorkflows was made with).
+   * A workflow step's approval is asked through elicitation like a call's; decided elsewhere, the
+   * ServedWorkflows continues the run.
+   */
+  workflows?: ServedWorkflows;
 }
 
 /** Default of `approvalTimeoutMs`. */
@@ -135,6 +144,8 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
   if (!(Number.isFinite(approvalTimeoutMs) && approvalTimeoutMs > 0 && approvalTimeoutMs <= 24 * 3600_000))
     throw new RangeError('approvalTimeoutMs must be more than 0 and at most 24 hours');
   const approveCommand = options.approveCommand ?? ((id: string) => `corral approve ${id}`);
+  const { workflows } = options;
+  if (workflows && !gate) throw new RangeError('workflows need a gate: every tool call of their steps goes through it');
   const server = new Server(options.serverInfo ?? { name: 'corral', version: '0.1.0' }, {
     // With a gate, `logging`: a call waiting for approval says so in notifications/message.
     capabilities: { tools: { listChanged: true }, ...(gate ? { logging: {} } : {}) },
@@ -192,6 +203,23 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
   });
 
   const skippedOnce = new Set<string>();
+  /** Workflows by tool name, those whose name a tool does not take (tools come first). */
+  const workflowTools = (toolNames: Set<string>): Map<string, Workflow> => {
+    const out = new Map<string, Workflow>();
+    if (!workflows) return out;
+    for (const w of workflows.list()) {
+      const name = workflowToolName(w.name);
+      if (toolNames.has(name) || name === RUNS_TOOL || out.has(name)) {
+        if (!skippedOnce.has(`workflow:${name}`)) {
+          skippedOnce.add(`workflow:${name}`);
+          log(`workflow ${w.name} not offered over MCP: the tool name ${name} is taken`);
+        }
+        continue;
+      }
+      out.set(name, w);
+    }
+    return out;
+  };
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const tools = listedTools(corral.registry, (tool, why) => {
       const key = `${tool.spec.name}@${tool.spec.version}+${tool.wasmSha256}`;
@@ -199,12 +227,68 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
       skippedOnce.add(key);
       log(`not offered over MCP: ${tool.spec.name}@${tool.spec.version}: ${why}`);
     });
-    return { tools: tools.map(toMcpTool) };
+    const listed = tools.map(toMcpTool);
+    const flows = workflowTools(new Set(listed.map((t) => t.name)));
+    if (flows.size > 0) {
+      listed.push(...[...flows.values()].map(toWorkflowTool));
+      if (!listed.some((t) => t.name === RUNS_TOOL)) listed.push(runsTool());
+    }
+    return { tools: listed };
   });
+
+  /**
+   * Who runs a workflow: this client, with its roots resolved as folders (none when it shares none,
+   * so its steps get no host folder, as its own calls would not).
+   */
+  const workflowCaller = async (extra: CallExtra): Promise<CallerInfo> => {
+    const state = await rootsVia(async (timeout) => {
+      const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout, signal: extra.signal });
+      return result.roots;
+    });
+    const roots: string[] = [];
+    if (state.supported && options.resolveFolder) {
+      for (const root of state.roots) {
+        try {
+          roots.push(await options.resolveFolder(root.uri));
+        } catch (err) {
+          log(`root ${shown(root.uri)} is not a folder that can be mounted: ${shown(err instanceof Error ? err.message : String(err))}`);
+        }
+      }
+    }
+    return { kind: 'mcp', id: clientName(), roots };
+  };
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name } = request.params;
     const tool = listedTool(corral.registry, name);
+    if (!tool && workflows && gate && typeof name === 'string' && name.length <= 128) {
+      const flows = workflowTools(new Set(listedTools(corral.registry).map((t) => t.spec.name)));
+      if (name === RUNS_TOOL && flows.size > 0) return callRuns(workflows, request.params.arguments ?? {}, approveCommand);
+      const workflow = flows.get(name);
+      if (workflow) {
+        let caller: CallerInfo;
+        try {
+          caller = await workflowCaller(extra);
+        } catch (err) {
+          if (!CorralError.is(err)) throw err;
+          return errorResult(err.toJSON(), {});
+        }
+        return callWorkflow({
+          workflows,
+          gate,
+          workflow,
+          args: request.params.arguments ?? {},
+          caller,
+          clientName: clientName(),
+          extra,
+          elicit: options.elicitApprovals !== false && clientCanElicit(),
+          outOfBand: options.approvalsOutOfBand !== false,
+          approvalTimeoutMs,
+          approveCommand,
+          log,
+        });
+      }
+    }
     // Not finding the tool is a protocol error (the spec's own example); what the tool does is a result.
     if (!tool) throw unknownTool(name);
     const bindContext = {

@@ -18,6 +18,7 @@ export { ComponentCache, defaultCacheDir } from './cache.js';
 export { openHostDirectory, hostConfinement, exactHostFileTimes, type Confinement } from './host-fs.js';
 export { hostMountOpeners, type HostMountSource } from './mounts.js';
 export { loadToolFolder, loadToolFiles } from './tool-folder.js';
+export { loadWorkflowFolders, type LoadedWorkflow } from './workflow-folder.js';
 export { watchToolFolders, type ToolWatcher, type ToolWatchOptions, type ToolChange } from './tool-watch.js';
 export {
   SqliteStore,

@@ -93,11 +93,11 @@ export function corralCodePaths(): string[] {
   const require = createRequire(import.meta.url);
   const paths = new Set<string>([packageRoot(fileURLToPath(import.meta.url)), BUNDLED_TOOLS_DIR]);
   for (const p of require.resolve.paths('yaml') ?? []) paths.add(p);
-  for (const name of ['@corral/core', '@corral/wasi', '@corral/mcp']) {
+  for (const name of ['@corral/core', '@corral/wasi', '@corral/mcp', '@corral/workflow']) {
     try {
       paths.add(packageRoot(require.resolve(name)));
     } catch {
-      // not installed (@corral/mcp is optional for a host that never serves MCP)
+      // not installed (@corral/mcp and @corral/workflow are optional for a host that never serves them)
     }
   }
   codePaths = [...paths];

@@ -85,6 +85,26 @@ export interface WorkflowHost {
   reliability?: Reliability;
 }
 
+export interface ResumeOptions {
+  /**
+   * Take the run up only if it waits for approvals (and one was decided);
+   * a run that is `running` is only reported. For a host that continues runs
+   * after a decision: a running run may be driven by another process, and
+   * driving it too would run its step in flight again.
+   */
+  onlyIfWaiting?: boolean;
+}
+
+/** Errors that say nothing about a tool's reliability: the caller's input, a policy, a stop, a missing tool, the store. */
+export const NOT_THE_TOOLS_FAULT: ReadonlySet<string> = new Set([
+  ErrorCodes.INPUT_VALIDATION,
+  ErrorCodes.POLICY_DENIED,
+  ErrorCodes.CANCELLED,
+  ErrorCodes.CLOSED,
+  ErrorCodes.TOOL_NOT_FOUND,
+  ErrorCodes.STORE,
+]);
+
 export interface RunOptions {
   /** The run's id (default host.newId()). */
   runId?: string;
@@ -158,13 +178,14 @@ export async function runWorkflow(
  * A finished run is only reported; a waiting run whose approvals are all
  * still pending is reported without writing anything.
  */
-export async function resumeWorkflow(runId: string, host: WorkflowHost): Promise<WorkflowResult> {
+export async function resumeWorkflow(runId: string, host: WorkflowHost, options: ResumeOptions = {}): Promise<WorkflowResult> {
   const run = await host.journal.getWorkflowRun(runId);
   if (!run) throw new CorralError(ErrorCodes.INPUT_VALIDATION, `There is no workflow run '${runId}'`, { id: runId });
   const compiled = compileWorkflow(run.definition);
   const events = await host.journal.listWorkflowEvents(runId);
   const driver = new Driver(compiled, run, host, events);
   if (run.status === 'succeeded' || run.status === 'failed' || run.status === 'cancelled') return driver.result(run.status, run);
+  if (run.status === 'running' && options.onlyIfWaiting) return driver.result('running', run);
   if (run.status === 'waiting') {
     if (!(await driver.anyDecided())) return driver.result('waiting', run);
     const taken = await host.journal.updateWorkflowRun(runId, ['waiting'], { status: 'running', updated_ns: driver.now() });
@@ -680,7 +701,10 @@ class Driver {
     }
     // Stopping: the attempt stays started without an end, and runs again on resume.
     if (signal.aborted) return;
-    this.#reliability.observe({ tool, version: result.version, ok: result.ok, durationMs: result.duration_ms });
+    // A call refused before the tool ran (a policy, a bad input) teaches nothing about the tool: a caller
+    // whose calls are refused must not make a tool look unreliable and steer routing away from it.
+    if (result.ok || !NOT_THE_TOOLS_FAULT.has(result.error.code))
+      this.#reliability.observe({ tool, version: result.version, ok: result.ok, durationMs: result.duration_ms });
     const common = { attempt, tool, tool_version: result.version, execution_id: result.snapshot?.id ?? null };
     if (result.ok) {
       const output = result.output === undefined ? null : result.output;

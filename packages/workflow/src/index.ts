@@ -45,6 +45,8 @@ export {
   resumeWorkflow,
   resolveInputs,
   canonicalJson,
+  NOT_THE_TOOLS_FAULT,
+  type ResumeOptions,
   MAX_BACKOFF_MS,
   type WorkflowHost,
   type StepInvokeOptions,
@@ -71,6 +73,8 @@ export {
 export {
   Workflows,
   toolStats,
+  remoteRunKind,
+  type ResumeCallOptions,
   type WorkflowRuntime,
   type WorkflowsOptions,
   type RunCallOptions,
@@ -79,3 +83,15 @@ export {
   type ToolStats,
   type StatsOptions,
 } from './workflows.js';
+export {
+  ServedWorkflows,
+  gatedRuntime,
+  workflowInputSchema,
+  workflowResultSchema,
+  checkRemoteInputs,
+  MAX_REMOTE_INPUT_DEPTH,
+  MAX_REMOTE_INPUT_BYTES,
+  type WorkflowGate,
+  type ServedWorkflowsOptions,
+  type ServedWorkflowsListener,
+} from './served.js';

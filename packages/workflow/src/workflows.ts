@@ -9,10 +9,12 @@ import {
   ErrorCodes,
   PolicyGate,
   isWorkflowApproval,
+  callerLabel,
   nowNs,
   sha256Hex,
   workflowApproval,
   type ApprovalRecord,
+  type CallerInfo,
   type InvokeOptions,
   type InvokeResult,
   type Registry,
@@ -22,6 +24,7 @@ import {
   type WorkflowRunStatus,
 } from '@corral/core';
 import {
+  NOT_THE_TOOLS_FAULT,
   canonicalJson,
   resumeWorkflow,
   runWorkflow,
@@ -53,6 +56,46 @@ export interface WorkflowsOptions {
   reliability?: ReliabilityOptions;
   /** Past executions read from the store to seed the beliefs. Default 10 000 (the newest). */
   seedExecutions?: number;
+  /**
+   * The remote caller these workflows run for (an HTTP request, an MCP client), when a server runs
+   * them: its runs get ids `KIND-UUID` (`remoteRunKind` tells them apart), their approvals keep this
+   * caller (so the run is continued later with the same identity: `owner`), and `by` defaults to its
+   * label. The runtime's invoke must then be the policy gate's for this caller (`gatedRuntime`).
+   * Without it (the CLI, a program of the user's), a run a server started is never resumed here:
+   * its tool calls would get this process's rights instead of the policy's for that caller.
+   */
+  caller?: CallerInfo;
+}
+
+export interface ResumeCallOptions extends Omit<RunCallOptions, 'runId'> {
+  /** Only take up a run that waits and has a decided approval; a running one is only reported (see ResumeOptions). */
+  onlyIfWaiting?: boolean;
+}
+
+/** The caller kinds a server runs workflows for: `KIND-UUID` run ids carry them. */
+const REMOTE_RUN_ID = /^([a-z]{1,16})-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The caller kind (`http`, `mcp`) of a run a server started for a remote caller, from its id, or
+ * null for a run started locally. Such runs are resumed only through the policy gate.
+ */
+export function remoteRunKind(runId: string): string | null {
+  return REMOTE_RUN_ID.exec(runId)?.[1] ?? null;
+}
+
+/** The largest caller record a run keeps in its approvals (its MCP roots included). */
+const MAX_OWNER_BYTES = 12 * 1024;
+
+/** A caller as approvals keep it: kind, id and roots, each bounded; null when it does not fit. */
+function ownerRecord(caller: CallerInfo): Record<string, unknown> | null {
+  const out: Record<string, unknown> = {};
+  if (typeof caller.kind === 'string') out.kind = caller.kind.slice(0, 64);
+  if (typeof caller.id === 'string') out.id = caller.id.slice(0, 256);
+  if (caller.roots !== undefined) {
+    if (!Array.isArray(caller.roots) || !caller.roots.every((r) => typeof r === 'string')) return null;
+    out.roots = [...caller.roots];
+  }
+  return JSON.stringify(out).length <= MAX_OWNER_BYTES ? out : null;
 }
 
 export interface RunCallOptions {
@@ -83,16 +126,16 @@ export interface ToolStats extends ToolBelief {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** Outcomes that say nothing about a tool: the caller's input, a policy, a stop, a missing tool. */
-const NOT_THE_TOOLS_FAULT = new Set(['E_INPUT_VALIDATION', 'E_POLICY_DENIED', 'E_CANCELLED', 'E_CLOSED', 'E_TOOL_NOT_FOUND', 'E_STORE']);
 
 export class Workflows {
   readonly #runtime: WorkflowRuntime;
   readonly #store: Store;
+  readonly #options: WorkflowsOptions;
   readonly #by: string;
+  readonly #caller: Record<string, unknown> | null;
   readonly #concurrency: number | undefined;
   readonly #ttlMs: number;
-  readonly #reliability: Reliability;
+  #reliability: Reliability;
   readonly #seedLimit: number;
   #seeded: Promise<void> | undefined;
 
@@ -106,13 +149,56 @@ export class Workflows {
     }
     this.#runtime = runtime;
     this.#store = runtime.store;
-    this.#by = (options.by ?? 'corral').slice(0, 256) || 'corral';
+    this.#options = options;
+    this.#caller = null;
+    if (options.caller !== undefined) {
+      this.#caller = ownerRecord(options.caller);
+      if (this.#caller === null || typeof this.#caller.kind !== 'string' || !/^[a-z]{1,16}$/.test(this.#caller.kind))
+        throw new CorralError(
+          ErrorCodes.INPUT_VALIDATION,
+          `A workflow caller needs a kind of 1 to 16 letters a-z (http, mcp) and must fit in ${MAX_OWNER_BYTES} bytes as JSON, its roots included`,
+          { option: 'caller' },
+        );
+    }
+    this.#by = (options.by ?? (options.caller ? callerLabel(options.caller) : 'corral')).slice(0, 256) || 'corral';
     this.#concurrency = options.concurrency;
     const ttl = options.approvalTtlMs ?? 7 * DAY_MS;
     if (!(Number.isFinite(ttl) && ttl > 0 && ttl <= 30 * DAY_MS)) throw new RangeError('approvalTtlMs must be between 1 ms and 30 days');
     this.#ttlMs = ttl;
     this.#reliability = new Reliability(options.reliability);
     this.#seedLimit = options.seedExecutions ?? 10_000;
+  }
+
+  /**
+   * The same store, settings and beliefs, acting for `caller` with tool calls through `runtime` (a
+   * server gives each remote caller one, over the policy gate's invoke for that caller: `gatedRuntime`).
+   */
+  for(runtime: WorkflowRuntime, caller: CallerInfo): Workflows {
+    const { by: _by, ...rest } = this.#options;
+    const other = new Workflows(runtime, { ...rest, caller });
+    other.#reliability = this.#reliability;
+    other.#seeded = this.#seed();
+    return other;
+  }
+
+  /** The caller this object acts for, as its runs' approvals keep it; null for a local one. */
+  get caller(): CallerInfo | null {
+    return this.#caller === null ? null : callerOf(this.#caller);
+  }
+
+  /**
+   * Who started a run for a remote caller, as its approvals keep it (kind, id, MCP roots), or null: a
+   * local run, or one that never asked for an approval. A server resumes the run as that caller.
+   */
+  async owner(runId: string): Promise<CallerInfo | null> {
+    await this.#run(runId);
+    const kind = remoteRunKind(runId);
+    if (kind === null) return null;
+    const owners = (await this.#store.listApprovals({ workflowRunId: runId, limit: 1000 }))
+      .map((a) => callerOf(a.caller))
+      .filter((c): c is CallerInfo => c !== null && c.kind !== 'workflow');
+    // The kind that started it, else whoever resumed it over another protocol (a run with no approval of its own kind).
+    return owners.find((c) => c.kind === kind) ?? owners[0] ?? null;
   }
 
   /** Parse and validate a workflow file's text; its tools must be registered. Throws E_INPUT_VALIDATION with every problem. */
@@ -128,14 +214,47 @@ export class Workflows {
   /** Start a run; it resolves when the run ends or waits for a person. */
   async run(workflow: Workflow, inputs: Record<string, unknown> = {}, options: RunCallOptions = {}): Promise<WorkflowResult> {
     const checked = this.validate(workflow);
-    return runWorkflow(checked, inputs, await this.#host(options), options.runId !== undefined ? { runId: options.runId } : {});
+    let runId = options.runId;
+    if (this.#caller !== null) {
+      // A remote caller never picks the id: it marks the run as theirs (remoteRunKind).
+      if (runId !== undefined)
+        throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'A run for a remote caller gets its id from Corral', { option: 'run_id' });
+      runId = `${this.#caller.kind as string}-${crypto.randomUUID()}`;
+    } else if (runId !== undefined && remoteRunKind(runId) !== null) {
+      throw new CorralError(
+        ErrorCodes.INPUT_VALIDATION,
+        `Run ids of the form KIND-UUID (${runId}) are those of runs a server starts for remote callers: pick another`,
+        { option: 'run_id' },
+      );
+    }
+    return runWorkflow(checked, inputs, await this.#host(options), runId !== undefined ? { runId } : {});
   }
 
-  /** Take a run up again: after a crash, a stop, or its approvals being decided. A finished run is only reported. */
-  async resume(runId: string, options: Omit<RunCallOptions, 'runId'> = {}): Promise<WorkflowResult> {
+  /**
+   * Take a run up again: after a crash, a stop, or its approvals being decided. A finished run is only
+   * reported. A run a server started for a remote caller is resumed only by a Workflows acting for a
+   * caller (through the policy gate), never by a local one, which would give its tool calls this
+   * process's rights: E_INPUT_VALIDATION names the server's way.
+   */
+  async resume(runId: string, options: ResumeCallOptions = {}): Promise<WorkflowResult> {
     const run = await this.#run(runId);
+    const kind = remoteRunKind(runId);
+    if (kind !== null && this.#caller === null)
+      throw new CorralError(
+        ErrorCodes.INPUT_VALIDATION,
+        `Workflow run ${runId} was started through a server (${kind}) for a remote caller: its tool calls go through the policy ` +
+          'for that caller, so only a server continues it (it does once its approvals are decided; over HTTP: POST /workflows/runs/ID/resume). ' +
+          'Decide its approvals here with corral approve ID or corral workflow approve RUN_ID STEP --no-resume.',
+        { option: 'run_id' },
+      );
     if (run.status === 'running' || run.status === 'waiting') this.#toolsHere(run);
-    return resumeWorkflow(runId, await this.#host(options));
+    const { onlyIfWaiting, ...hooks } = options;
+    return resumeWorkflow(runId, await this.#host(hooks), onlyIfWaiting ? { onlyIfWaiting } : {});
+  }
+
+  /** Whether `resume` here would refuse the run: a server's run, and this object acts for no caller. */
+  resumesElsewhere(runId: string): boolean {
+    return remoteRunKind(runId) !== null && this.#caller === null;
   }
 
   /** A run's record, its events and the approvals it waits for. Reads only. */
@@ -199,12 +318,13 @@ export class Workflows {
       );
     }
     // Before deciding: a decision this host cannot go on from would strand the run.
-    if (decision.resume !== false) this.#toolsHere(run);
+    if (decision.resume !== false && !this.resumesElsewhere(runId)) this.#toolsHere(run);
     const approval = await this.#gate().decide(waiting[0]!.id, decision.reject ? 'reject' : 'approve', {
       by: decision.by ?? this.#by,
       ...(decision.comment !== undefined ? { comment: decision.comment } : {}),
     });
-    const result = decision.resume === false ? null : await this.resume(runId, decision);
+    // A server's run is continued by a server (see resume): deciding is all that happens here.
+    const result = decision.resume === false || this.resumesElsewhere(runId) ? null : await this.resume(runId, decision);
     return { approval, result };
   }
 
@@ -249,7 +369,8 @@ export class Workflows {
       prompt: request.prompt,
       input: request.kind === 'human_review' ? { tool: request.tool, error: request.error, input: request.input } : request.input,
       requested_by: this.#by,
-      caller: { kind: 'workflow', run_id: request.runId },
+      // A remote caller's identity, kept so the run is continued as them after the decision (owner).
+      caller: this.#caller ?? { kind: 'workflow', run_id: request.runId },
       requested_ns: now,
       expires_ns: (BigInt(now) + BigInt(this.#ttlMs) * 1_000_000n).toString(),
     });
@@ -349,6 +470,19 @@ export interface StatsOptions {
   minEvidence?: number;
   /** The credible interval's level. Default 0.95. */
   level?: number;
+}
+
+/** A caller record read back from the store (untrusted shape): only well-formed kind, id and roots. */
+function callerOf(record: Record<string, unknown> | null | undefined): CallerInfo | null {
+  if (typeof record !== 'object' || record === null || typeof record.kind !== 'string') return null;
+  const caller: CallerInfo = { kind: record.kind };
+  if (typeof record.id === 'string') caller.id = record.id;
+  if (record.roots !== undefined) {
+    // Roots that cannot be read would widen what the caller may bind: no owner at all then.
+    if (!Array.isArray(record.roots) || !record.roots.every((r) => typeof r === 'string')) return null;
+    caller.roots = [...(record.roots as string[])];
+  }
+  return caller;
 }
 
 /**

@@ -1,5 +1,6 @@
 /** `corral approve ID [--reject] [--comment TEXT] [--scope once|folder|tool]`, and `--revoke ID`. */
 import type { ApprovalScope } from '@corral/core';
+import { remoteRunKind } from '@corral/workflow';
 import { actor, approvalSubject, foldersText, gateFor, openStore } from './policy-shared.js';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 
@@ -64,7 +65,11 @@ export async function command(args: string[], { print }: Cli): Promise<number> {
     else if (a.workflow_run_id !== null)
       print(
         `${a.status === 'approved' ? 'Approved' : a.status === 'rejected' ? 'Rejected' : 'Revoked'} ${a.id}: ${approvalSubject(a)}, asked by ${a.requested_by}.` +
-          (a.status === 'revoked' ? '' : ` The run goes on when its workflow resumes it (corral workflow resume ${a.workflow_run_id}).`),
+          (a.status === 'revoked'
+            ? ''
+            : remoteRunKind(a.workflow_run_id) !== null
+              ? ' The run was started through a server for a remote caller: that server continues it, through its policy.'
+              : ` The run goes on when its workflow resumes it (corral workflow resume ${a.workflow_run_id}).`),
       );
     else if (a.status === 'revoked') print(`Revoked ${a.id}: ${a.tool}@${a.version} (${foldersText(a)}).`);
     else if (a.status === 'rejected') print(`Rejected ${a.id}: ${a.tool}@${a.version} asked by ${a.requested_by}.`);

@@ -7,8 +7,8 @@ import type { ApprovalRecord, PolicyGate } from '@corral/core';
 import { EXIT_OK, UsageError, parse, type Cli, toolDirsFlag } from './shared.js';
 import { forTerminal } from '../terminal.js';
 
-export const help = `corral mcp [--tools DIR]... [--no-bundled] [--store PATH | --no-store] [--no-watch]
-           [--policy FILE] [--no-elicit-approvals] [--approval-timeout MS]
+export const help = `corral mcp [--tools DIR]... [--workflows DIR]... [--no-bundled] [--store PATH | --no-store]
+           [--no-watch] [--policy FILE] [--no-elicit-approvals] [--approval-timeout MS]
 
 Serve the tools as an MCP server over stdio (for an MCP client to start, e.g.
 { "command": "npx", "args": ["corral", "mcp"] }). Every call runs in a sandbox
@@ -23,6 +23,12 @@ a --tools DIR while the server runs are picked up, and the client is told
 (notifications/tools/list_changed). Diagnostics go to stderr; stdout carries
 only the protocol.
   --tools DIR     also serve the tools in DIR, and watch it (repeatable)
+  --workflows DIR offer each workflow file (*.yaml, *.yml, *.json) in DIR as a tool
+                  workflow-NAME (its inputs as arguments, the run as the result), plus
+                  workflow-runs to follow a run (repeatable). Every tool call of its
+                  steps goes through the policy as the client's own would, on folders
+                  inside its roots; a step approval is asked like a call's, and one
+                  decided with corral approve continues the run here
   --no-bundled    leave out the bundled tools
   --no-watch      read the --tools folders once, at start
   --store PATH    record the calls' snapshots, approvals and audit trail in this
@@ -49,6 +55,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     args,
     {
       tools: { type: 'string', multiple: true },
+      workflows: { type: 'string', multiple: true },
       'no-bundled': { type: 'boolean' },
       'no-watch': { type: 'boolean' },
       store: { type: 'string' },
@@ -62,6 +69,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   );
   if (values.help) return (print(help), EXIT_OK);
   const toolDirs = toolDirsFlag(values.tools);
+  const workflowDirs = toolDirsFlag(values.workflows, '--workflows');
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   if (values['store-max-mb'] !== undefined && values['no-store']) throw new UsageError('--store-max-mb caps a store; --no-store has none.');
   const { storeCapFlag } = await import('./store.js');
@@ -104,7 +112,27 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   log(`policy: ${gate.policy.location}${values['no-elicit-approvals'] ? ' (approvals only through corral approve)' : ''}`);
   await reportApproved(gate, log);
 
-  const mcp = createMcpServer(corral, {
+  let mcp: ReturnType<typeof createMcpServer> | undefined;
+  const dirs = toolDirs;
+  const watcher = watchToolFolders(corral.registry, dirs, {
+    log,
+    onChange: ({ added, removed }) => {
+      const names = (tools: typeof added) => tools.map((t) => `${t.spec.name}@${t.spec.version}`).join(', ');
+      if (added.length > 0) log(`tools added: ${names(added)}`);
+      if (removed.length > 0) log(`tools removed: ${names(removed)}`);
+      void mcp?.toolsChanged();
+    },
+  });
+  try {
+    await watcher.reload();
+  } finally {
+    if (values['no-watch']) watcher.close();
+  }
+  // Checked against the tools loaded now; runs left waiting by an earlier server go on once decided.
+  const { serveWorkflows } = await import('./serve.js');
+  const workflows = workflowDirs.length > 0 ? await serveWorkflows(corral, gate, workflowDirs, log) : undefined;
+
+  mcp = createMcpServer(corral, {
     serverInfo: { name: 'corral', version: '0.1.0' },
     resolveFolder: folders.resolveFolderUri,
     folderSource: folders.hostFolderSource,
@@ -113,25 +141,13 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     ...folders.mcpGateOptions(gate),
     ...(values['no-elicit-approvals'] ? { elicitApprovals: false } : {}),
     ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
+    ...(workflows ? { workflows } : {}),
   });
-  const dirs = toolDirs;
-  const watcher = watchToolFolders(corral.registry, dirs, {
-    log,
-    onChange: ({ added, removed }) => {
-      const names = (tools: typeof added) => tools.map((t) => `${t.spec.name}@${t.spec.version}`).join(', ');
-      if (added.length > 0) log(`tools added: ${names(added)}`);
-      if (removed.length > 0) log(`tools removed: ${names(removed)}`);
-      void mcp.toolsChanged();
-    },
-  });
-  try {
-    await watcher.reload();
-  } finally {
-    if (values['no-watch']) watcher.close();
-  }
+  await workflows?.start();
 
   const transport = new StdioServerTransport(io.stdin as NodeJS.ReadStream, io.stdout as NodeJS.WriteStream);
-  await mcp.server.connect(transport);
+  const server = mcp;
+  await server.server.connect(transport);
   log(`serving ${corral.registry.list().length} tool(s) over stdio`);
 
   // Serve until the client closes stdin or the process is told to stop.
@@ -141,18 +157,21 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       process.off('SIGTERM', stop);
       io.stdin.off('end', stop);
       io.stdin.off('close', stop);
-      mcp.server.onclose = undefined;
+      server.server.onclose = undefined;
       done();
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     io.stdin.once('end', stop);
     io.stdin.once('close', stop);
-    mcp.server.onclose = stop;
+    server.server.onclose = stop;
   });
   watcher.close();
+  // Runs in flight stop as a crash would: they stay running (POST /workflows/runs/ID/resume on corral serve continues them).
+  workflows?.close();
+  workflows?.abort('the MCP server is stopping');
   try {
-    await mcp.close();
+    await server.close();
   } finally {
     await corral.close();
   }

@@ -15,6 +15,10 @@ Serve Corral's tools over HTTP until SIGTERM or SIGINT:
                                 calls waiting for approval; one, with its result once run
   POST /approvals/ID {decision: approve|reject, comment?, scope?}
                                 decide one (the approver token only)
+  GET  /workflows, POST /workflows/NAME/runs {inputs?}
+                                the workflows of --workflows folders; run one
+  GET  /workflows/runs/ID, POST /workflows/runs/ID/resume
+                                a run's status; take it up again
   GET  /tools, /openapi.json, /healthz, /metrics
   /mcp                          MCP over Streamable HTTP (with --mcp)
 Every call goes through the policy (corral policy): what it refuses is 403; a call
@@ -39,6 +43,12 @@ Tools added to or removed from a --tools DIR while the server runs are picked up
                         before answering 202 (default 10000; a client's "Prefer: wait=N"
                         or "Prefer: respond-async" may shorten it)
   --tools DIR           also serve the tools in DIR, and watch it (repeatable)
+  --workflows DIR       serve each workflow file (*.yaml, *.yml, *.json) in DIR, checked
+                        against the tools at start; a bad one is reported and skipped
+                        (repeatable). A workflow's inputs come from the caller: every tool
+                        call of its steps goes through the policy as the caller's own
+                        would, and a step approval decided over HTTP or with corral
+                        approve continues the run here, as that caller
   --no-bundled          do not serve the bundled tools
   --store PATH          record calls in this SQLite file (default: $CORRAL_STORE, else
                         $XDG_DATA_HOME/corral/snapshots.db, else ~/.local/share/corral/snapshots.db)
@@ -55,7 +65,8 @@ Tools added to or removed from a --tools DIR while the server runs are picked up
                         accepts only localhost, 127.0.0.1 and [::1] by default)
   --quiet               no request log
   --mcp                 also serve MCP (Streamable HTTP) at /mcp; a tool's mounts bind
-                        inside the client's MCP roots, as with \`corral mcp\`
+                        inside the client's MCP roots, as with \`corral mcp\` (and each
+                        --workflows workflow is a tool workflow-NAME)
 
 Exit status: 0 after a graceful shutdown, 1 if the server failed, 2 for a misused command.`;
 
@@ -67,6 +78,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
       port: { type: 'string' },
       'token-file': { type: 'string' },
       tools: { type: 'string', multiple: true },
+      workflows: { type: 'string', multiple: true },
       'no-bundled': { type: 'boolean' },
       store: { type: 'string' },
       'no-store': { type: 'boolean' },
@@ -86,6 +98,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   );
   if (values.help) return (print(help), EXIT_OK);
   const toolDirs = toolDirsFlag(values.tools);
+  const workflowDirs = toolDirsFlag(values.workflows, '--workflows');
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   if (values['store-max-mb'] !== undefined && values['no-store']) throw new UsageError('--store-max-mb caps a store; --no-store has none.');
   const { storeCapFlag } = await import('./store.js');
@@ -167,15 +180,6 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     log(`every call is refused until the policy is fixed: ${err instanceof Error ? err.message : String(err)}`);
   }
 
-  // The server checks Host itself (loopback) or requires a token (beyond), so the MCP handler need not.
-  const mcp = values.mcp
-    ? (await import('../server/mcp-http.js')).createMcpHttpHandler(corral, {
-        gate,
-        allowedHosts: false,
-        ...(maxBodyBytes ? { maxBodyBytes } : {}),
-        log,
-      })
-    : undefined;
   // The first load is the start-up set (the "serving N tools" line counts it), not a change.
   let started = false;
   const watcher = watchToolFolders(corral.registry, toolDirs, {
@@ -190,9 +194,22 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   await watcher.reload();
   started = true;
 
+  // Workflows are checked against the tools loaded now; HTTP and MCP share them (and their watch of waiting runs).
+  const workflows = await serveWorkflows(corral, gate, workflowDirs, log);
+  // The server checks Host itself (loopback) or requires a token (beyond), so the MCP handler need not.
+  const mcp = values.mcp
+    ? (await import('../server/mcp-http.js')).createMcpHttpHandler(corral, {
+        gate,
+        allowedHosts: false,
+        ...(maxBodyBytes ? { maxBodyBytes } : {}),
+        workflows,
+        log,
+      })
+    : undefined;
+
   let server: Awaited<ReturnType<typeof startHttpServer>>;
   try {
-    server = await startHttpServer(corral, { ...options, gate, ...(mcp ? { mcp } : {}) });
+    server = await startHttpServer(corral, { ...options, gate, workflows, ...(mcp ? { mcp } : {}) });
   } catch (err) {
     watcher.close();
     await mcp?.close();
@@ -212,8 +229,9 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   // Workers start now rather than on the first call.
   corral.executor.pool.prestart(corral.executor.pool.size);
   const count = corral.registry.list().length;
+  const flows = workflows.list().length;
   print(
-    `corral: serving ${count} tool${count === 1 ? '' : 's'} on ${server.url} (${token ? 'bearer token required' : 'no token'}` +
+    `corral: serving ${count} tool${count === 1 ? '' : 's'}${flows > 0 ? ` and ${flows} workflow${flows === 1 ? '' : 's'}` : ''} on ${server.url} (${token ? 'bearer token required' : 'no token'}` +
       `${approverToken ? ', approvals over HTTP with the approver token' : ''})`,
   );
 
@@ -239,6 +257,23 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     process.off('SIGINT', onSignal);
   }
   return EXIT_OK;
+}
+
+/**
+ * The workflows of `dirs`, over `gate` (the same one every HTTP and MCP call goes through). A bad
+ * file is logged as a bad tool folder is, and skipped.
+ */
+export async function serveWorkflows(
+  corral: import('../corral.js').Corral,
+  gate: import('@corral/core').PolicyGate,
+  dirs: string[],
+  log: (message: string) => void,
+): Promise<import('@corral/workflow').ServedWorkflows> {
+  const [{ ServedWorkflows }, { loadWorkflowFolders }] = await Promise.all([import('@corral/workflow'), import('../workflow-folder.js')]);
+  const { loaded, errors } = await loadWorkflowFolders(corral.registry, dirs);
+  for (const err of errors) log(`skipped: ${err.message} (${err.code})`);
+  for (const { workflow, file } of loaded) log(`workflow ${workflow.name}: ${file}`);
+  return new ServedWorkflows({ host: corral, gate, workflows: loaded.map((l) => l.workflow), log });
 }
 
 function integerFlag(flag: string, value: string | undefined, min: number, max: number): number | undefined {

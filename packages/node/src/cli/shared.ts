@@ -196,7 +196,7 @@ export function flagValue<T>(parse: () => T): T {
  * The --tools folders, each checked to exist: a mistyped one would
  * otherwise run or serve without the tools the user meant, silently.
  */
-export function toolDirsFlag(dirs: readonly string[] | undefined): string[] {
+export function toolDirsFlag(dirs: readonly string[] | undefined, flag = '--tools'): string[] {
   for (const dir of dirs ?? []) {
     let folder = false;
     try {
@@ -204,7 +204,7 @@ export function toolDirsFlag(dirs: readonly string[] | undefined): string[] {
     } catch {
       // missing or unreadable: said below
     }
-    if (!folder) throw new UsageError(`--tools ${JSON.stringify(dir)}: no such folder.`);
+    if (!folder) throw new UsageError(`${flag} ${JSON.stringify(dir)}: no such folder.`);
   }
   return [...(dirs ?? [])];
 }

@@ -44,7 +44,9 @@ missing). Relative host folders are made absolute when the run starts.
                        NAME=@FILE reads the value from FILE
   --inputs FILE        all inputs at once, a JSON or YAML object
   --run-id ID          run: the new run's id (default: a random UUID); a run
-                       with this id already in the store is refused
+                       with this id already in the store is refused, and so are
+                       ids like http-UUID and mcp-UUID (runs a server started
+                       for a remote caller: only a server resumes those)
   --json               print the result (or the record) as JSON
   --quiet              no progress on stderr
   --concurrency N      steps running at once (default 4)
@@ -106,6 +108,8 @@ export async function command(args: string[], cli: Cli): Promise<number> {
     throw new UsageError('--input, --inputs and --run-id are for corral workflow run.');
   if (values['run-id'] !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(values['run-id']))
     throw new UsageError(`bad --run-id ${JSON.stringify(values['run-id'])}: 1 to 128 of A-Z a-z 0-9 . _ : -`);
+  if (values['run-id'] !== undefined && (await import('@corral/workflow')).remoteRunKind(values['run-id']) !== null)
+    throw new UsageError(`bad --run-id ${values['run-id']}: ids like KIND-UUID (http-…, mcp-…) are those of runs a server starts.`);
   if (sub !== 'approve' && (values.reject || values.comment !== undefined || values['no-resume'] || values.by !== undefined))
     throw new UsageError('--reject, --comment, --by and --no-resume are for corral workflow approve.');
   if (sub !== 'list' && (values.pending || values.status || values.limit !== undefined))
@@ -172,11 +176,15 @@ export async function command(args: string[], cli: Cli): Promise<number> {
           decided = approval;
           if (!values.json)
             cli.print(
-              `${approval.status === 'approved' ? 'Approved' : 'Rejected'} step ${step} of run ${runId} (by ${approval.decided_by}).`,
+              `${approval.status === 'approved' ? 'Approved' : 'Rejected'} step ${step} of run ${runId} (by ${approval.decided_by}).` +
+                (workflows.resumesElsewhere(runId) && !values['no-resume']
+                  ? ' The run was started through a server for a remote caller: that server continues it, through its policy.'
+                  : ''),
             );
           return result;
         });
-        if (values['no-resume'] && decided && values.json) cli.print(JSON.stringify(decided, null, 2));
+        if ((values['no-resume'] || workflows.resumesElsewhere(runId)) && decided && values.json)
+          cli.print(JSON.stringify(decided, null, 2));
         return code;
       }
       case 'list':

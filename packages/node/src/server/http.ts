@@ -6,6 +6,10 @@
  *   GET  /approvals        calls waiting for a person's approval
  *   GET  /approvals/{id}   one approval, and its call's result once it ran
  *   POST /approvals/{id}   {decision, comment?, scope?}: decide it (the approver token only)
+ *   GET  /workflows        the workflows served (--workflows DIR), with their inputs
+ *   POST /workflows/{name}/runs        {inputs?}: run one (as the caller, through the policy) → WorkflowResult
+ *   GET  /workflows/runs/{id}          a run's record, events and pending approvals
+ *   POST /workflows/runs/{id}/resume   take a run up again → WorkflowResult
  *   GET  /tools            the registered tools and their schemas
  *   GET  /openapi.json     OpenAPI 3.1, generated from the registered tools
  *   GET  /healthz          liveness (never needs a token)
@@ -31,6 +35,7 @@ import {
   CorralError,
   ErrorCodes,
   MemoryStore,
+  isWorkflowApproval,
   nowNs,
   specDefaults,
   type ApprovalScope,
@@ -40,6 +45,7 @@ import {
   type RequestedBinding,
   type Tool,
 } from '@corral/core';
+import { ServedWorkflows, workflowInputSchema, type Workflow, type WorkflowResult } from '@corral/workflow';
 import type { Corral } from '../corral.js';
 import { openPolicyGate } from '../policy-gate.js';
 import { forTerminal } from '../terminal.js';
@@ -92,7 +98,16 @@ export interface HttpMount {
 /** One line of the request log (a JSON object on one line). */
 export interface HttpLogEntry {
   time: string;
-  event: 'request' | 'listening' | 'draining' | 'closed' | 'internal_error' | 'tools_changed' | 'notice' | 'approved_call';
+  event:
+    | 'request'
+    | 'listening'
+    | 'draining'
+    | 'closed'
+    | 'internal_error'
+    | 'tools_changed'
+    | 'notice'
+    | 'approved_call'
+    | 'workflow_continued';
   [key: string]: unknown;
 }
 
@@ -138,6 +153,12 @@ export interface HttpServerOptions {
   approverToken?: string;
   /** How long POST /execute holds a call that waits for approval before answering 202 with its id. Default 10 s, at most 10 min. */
   approvalWaitMs?: number;
+  /**
+   * The workflows served under /workflows (`corral serve --workflows DIR`), over the same gate as
+   * /execute (`new ServedWorkflows({ host: corral, gate, workflows })`). Default: none offered, but
+   * runs in the store can still be read, resumed and continued after their approvals.
+   */
+  workflows?: ServedWorkflows;
 }
 
 /** True for addresses that only this machine can reach. */
@@ -169,6 +190,7 @@ export class CorralHttpServer {
   readonly #allowedHosts: Set<string> | undefined;
   readonly #log: ((entry: HttpLogEntry) => void) | undefined;
   readonly #mcp: HttpMount | undefined;
+  readonly #workflows: ServedWorkflows;
   /** POST /execute requests admitted and not yet answered. */
   #inflight = 0;
   /** Requests that shutdown waits for (all but long-lived MCP streams). */
@@ -189,6 +211,10 @@ export class CorralHttpServer {
   ) {
     this.#corral = corral;
     this.#gate = gate;
+    this.#workflows =
+      options.workflows ??
+      new ServedWorkflows({ host: corral, gate, workflows: [], log: (message) => this.#emit({ event: 'notice', message }) });
+    this.#workflows.subscribe({ onContinued: (result) => this.#emitContinued(result), onSettled: () => this.#settled() });
     this.metrics = metrics;
     this.host = options.host;
     this.#token = options.token === undefined ? undefined : digest(options.token);
@@ -261,6 +287,8 @@ export class CorralHttpServer {
     });
     // Calls earlier requests left waiting for approval (before a restart, too) run once approved.
     await self.#runner.start();
+    // Workflow runs remote callers left waiting (before a restart, too) go on once decided.
+    await self.#workflows.start();
     return self;
   }
 
@@ -295,6 +323,7 @@ export class CorralHttpServer {
   abortCalls(reason = 'the server is shutting down'): void {
     for (const controller of this.#calls) controller.abort(new Error(reason));
     this.#runner.abort(reason);
+    this.#workflows.abort(reason);
   }
 
   async #shutdown(timeoutMs: number): Promise<void> {
@@ -302,6 +331,7 @@ export class CorralHttpServer {
     this.#emit({ event: 'draining', inflight: this.#inflight, active: this.#active, timeout_ms: timeoutMs });
     // Approvals stay pending in the store: calls held for one are answered 202 now, and run after a restart once approved.
     this.#runner.close();
+    this.#workflows.close();
     for (const controller of this.#approvalWaits) controller.abort(new Error('the server is shutting down'));
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
@@ -336,7 +366,7 @@ export class CorralHttpServer {
   }
 
   #isIdle(): boolean {
-    return this.#active === 0 && this.#runner.running === 0;
+    return this.#active === 0 && this.#runner.running === 0 && this.#workflows.running === 0;
   }
 
   /** A request or an approved call ended: wake shutdown if nothing is left. */
@@ -346,6 +376,17 @@ export class CorralHttpServer {
 
   #emit(entry: Omit<HttpLogEntry, 'time'>): void {
     this.#log?.({ time: new Date().toISOString(), ...entry } as HttpLogEntry);
+  }
+
+  /** A workflow run this server continued after a decision ended or waits again. */
+  #emitContinued(result: WorkflowResult): void {
+    this.#emit({
+      event: 'workflow_continued',
+      run_id: result.runId,
+      workflow: result.workflow,
+      status: result.status,
+      ...(result.error ? { error_code: result.error.code } : {}),
+    });
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -436,6 +477,18 @@ export class CorralHttpServer {
       case '/execute/{name}':
         if (!this.#allow(req, res, ctx, ['POST'])) return;
         return this.#execute(req, res, path, ctx);
+      case '/workflows':
+        if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
+        return send(res, 200, { workflows: this.#workflows.list().map(describeWorkflow) });
+      case '/workflows/{name}/runs':
+        if (!this.#allow(req, res, ctx, ['POST'])) return;
+        return this.#runWorkflow(req, res, path, ctx);
+      case '/workflows/runs/{id}':
+        if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
+        return this.#workflowStatus(res, path, ctx);
+      case '/workflows/runs/{id}/resume':
+        if (!this.#allow(req, res, ctx, ['POST'])) return;
+        return this.#resumeWorkflow(req, res, path, ctx);
       case '/approvals':
         if (!this.#allow(req, res, ctx, ['GET', 'HEAD'])) return;
         return send(res, 200, { approvals: (await this.#gate.pending()).map((a) => approvalView(a)) });
@@ -499,7 +552,11 @@ export class CorralHttpServer {
 
   #openapiText(): string {
     const tools = this.#corral.registry.list();
-    const key = tools.map((t) => `${t.spec.name}@${t.spec.version}+${t.wasmSha256}`).join(',');
+    const workflows = this.#workflows.list();
+    const key = [
+      ...tools.map((t) => `${t.spec.name}@${t.spec.version}+${t.wasmSha256}`),
+      ...workflows.map((w) => `workflow:${w.name}`),
+    ].join(',');
     if (this.#openapi?.key !== key) {
       const doc = buildOpenApi(tools, {
         version: VERSION,
@@ -509,6 +566,7 @@ export class CorralHttpServer {
         hostCheck: this.#allowedHosts !== undefined,
         maxBodyBytes: this.#maxBody,
         mcp: this.#mcp !== undefined,
+        workflows,
       });
       this.#openapi = { key, text: JSON.stringify(doc) };
     }
@@ -626,6 +684,145 @@ export class CorralHttpServer {
     }
   }
 
+  /** Admit one workflow drive (a run or a resume) like a call: 503 when stopping or full. Returns false once refused. */
+  #admit(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean {
+    if (this.#draining) {
+      res.setHeader('Retry-After', '5');
+      this.#refuse(req, res, ctx, 503, ErrorCodes.CLOSED, 'The server is shutting down; send the request to another instance.', {});
+      return false;
+    }
+    if (this.#inflight >= this.#concurrency) {
+      res.setHeader('Retry-After', '1');
+      this.#refuse(
+        req,
+        res,
+        ctx,
+        503,
+        ErrorCodes.RESOURCE_EXHAUSTED,
+        `The server has ${this.#concurrency} calls in flight (--concurrency); retry after a second.`,
+        { resource: 'http_concurrency', concurrency: this.#concurrency },
+        true,
+      );
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * POST /workflows/{name}/runs {inputs?}: run a workflow for this request's caller. Every tool call of
+   * its steps goes through the policy gate as this caller's own call would (ServedWorkflows); the
+   * answer is the WorkflowResult once the run ended or waits for a person (200 either way).
+   */
+  async #runWorkflow(req: IncomingMessage, res: ServerResponse, path: string, ctx: RequestContext): Promise<void> {
+    const name = decodeSegment(path.slice('/workflows/'.length, -'/runs'.length));
+    const workflow = name === null ? undefined : this.#workflows.get(name);
+    if (!workflow)
+      return this.#refuse(req, res, ctx, 404, HttpErrorCodes.NOT_FOUND, 'No workflow with that name. GET /workflows lists them.', {});
+    if (!this.#admit(req, res, ctx)) return;
+    this.#inflight++;
+    try {
+      const body = await this.#readJson(req, res, ctx);
+      if (body === undefined) return;
+      const problems: Problem[] = [];
+      const inputs = checkRunBody(body, problems);
+      if (problems.length > 0) return this.#badRequest(res, ctx, problems, 'POST /workflows/{name}/runs');
+      const caller = { kind: 'http', id: `${ctx.id}@${req.socket.remoteAddress ?? 'unknown'}` };
+      // The run goes on if the client leaves (it is durable: GET /workflows/runs/ID); shutdown stops it.
+      let result: WorkflowResult;
+      try {
+        result = await this.#workflows.run(workflow.name, inputs, caller);
+      } catch (err) {
+        return this.#workflowError(res, ctx, err);
+      }
+      this.#sendRun(res, ctx, result);
+    } finally {
+      this.#inflight--;
+    }
+  }
+
+  /** GET /workflows/runs/{id}: the run's record, its events and the approvals it waits for. */
+  async #workflowStatus(res: ServerResponse, path: string, ctx: RequestContext): Promise<void> {
+    const id = decodeSegment(path.slice('/workflows/runs/'.length));
+    if (id === null || !APPROVAL_ID.test(id)) return this.#noRun(res, ctx);
+    let status: Awaited<ReturnType<ServedWorkflows['status']>>;
+    try {
+      status = await this.#workflows.status(id);
+    } catch (err) {
+      if (CorralError.is(err, ErrorCodes.INPUT_VALIDATION)) return this.#noRun(res, ctx);
+      throw err;
+    }
+    send(res, 200, { run: status.run, events: status.events, pending: status.pending.map((a) => approvalView(a)) });
+  }
+
+  /**
+   * POST /workflows/runs/{id}/resume: take a run up again (after a crash, or once its approvals are
+   * decided), as the caller that started it when its approvals keep one, else as this request's caller.
+   */
+  async #resumeWorkflow(req: IncomingMessage, res: ServerResponse, path: string, ctx: RequestContext): Promise<void> {
+    const id = decodeSegment(path.slice('/workflows/runs/'.length, -'/resume'.length));
+    if (id === null || !APPROVAL_ID.test(id)) return this.#refuse(req, res, ctx, 404, HttpErrorCodes.NOT_FOUND, NO_RUN, {});
+    if (!this.#admit(req, res, ctx)) return;
+    this.#inflight++;
+    try {
+      // No body needed; one that is sent must be an empty object.
+      if (hasBody(req)) {
+        const body = await this.#readJson(req, res, ctx);
+        if (body === undefined) return;
+        if (typeof body !== 'object' || body === null || Array.isArray(body) || Object.keys(body).length > 0)
+          return this.#badRequest(res, ctx, [{ path: '/', message: 'must be empty or {}' }], 'POST /workflows/runs/{id}/resume');
+      }
+      const caller = { kind: 'http', id: `${ctx.id}@${req.socket.remoteAddress ?? 'unknown'}` };
+      let result: WorkflowResult;
+      try {
+        await this.#workflows.status(id);
+      } catch (err) {
+        if (CorralError.is(err, ErrorCodes.INPUT_VALIDATION)) return this.#noRun(res, ctx);
+        throw err;
+      }
+      try {
+        result = await this.#workflows.resume(id, caller);
+      } catch (err) {
+        return this.#workflowError(res, ctx, err);
+      }
+      this.#sendRun(res, ctx, result);
+    } finally {
+      this.#inflight--;
+    }
+  }
+
+  #noRun(res: ServerResponse, ctx: RequestContext): void {
+    this.#fail(res, ctx, 404, HttpErrorCodes.NOT_FOUND, NO_RUN, {});
+  }
+
+  /** A WorkflowResult: 200 whether the run succeeded, failed or waits (read `status`); Location names the run. */
+  #sendRun(res: ServerResponse, ctx: RequestContext, result: WorkflowResult): void {
+    if (result.error) ctx.errorCode = result.error.code;
+    res.setHeader('Location', `/workflows/runs/${encodeURIComponent(result.runId)}`);
+    if (this.#draining) res.setHeader('Connection', 'close');
+    send(res, 200, result);
+  }
+
+  /** A run or resume that could not start (bad inputs) or go on (another process drives it, the store failed). */
+  #workflowError(res: ServerResponse, ctx: RequestContext, err: unknown): void {
+    if (!CorralError.is(err)) throw err;
+    if (err.code === ErrorCodes.INPUT_VALIDATION)
+      return this.#fail(res, ctx, 422, ErrorCodes.INPUT_VALIDATION, err.message, err.details as WireErrorDetails<'E_INPUT_VALIDATION'>);
+    if (err.code === ErrorCodes.STORE && (err.details as { reason?: string }).reason === 'conflict')
+      return this.#fail(res, ctx, 409, HttpErrorCodes.CONFLICT, err.message, { reason: 'run_driven_elsewhere' });
+    if (err.code === ErrorCodes.CANCELLED || err.code === ErrorCodes.CLOSED) {
+      res.setHeader('Retry-After', '5');
+      return this.#fail(
+        res,
+        ctx,
+        503,
+        ErrorCodes.CLOSED,
+        `The server stopped the run; POST /workflows/runs/ID/resume continues it. ${err.message}`,
+        {},
+      );
+    }
+    throw err;
+  }
+
   /** A call's result in the metrics: calls, errors, latency, and policy denials by reason. */
   #count(result: InvokeResult, seconds: number): void {
     this.metrics.call(result.version !== null ? result.tool : '_unknown', result, seconds);
@@ -737,8 +934,9 @@ export class CorralHttpServer {
         });
       return this.#fail(res, ctx, 400, ErrorCodes.INPUT_VALIDATION, err.message, { ...err.details, reason: 'bad_decision' });
     }
-    // A call whose request is gone runs now, not at the runner's next look.
-    if (decided.status === 'approved') this.#runner.kick();
+    // A call whose request is gone runs now, not at the runner's next look; a workflow run waiting on this goes on.
+    if (isWorkflowApproval(decided)) this.#workflows.continueRun(decided.workflow_run_id!);
+    else if (decided.status === 'approved') this.#runner.kick();
     send(res, 200, { approval: approvalView(decided) });
   }
 
@@ -990,6 +1188,19 @@ function routeOf(path: string, mcp: boolean): string {
       return path;
     case '/mcp':
       return mcp ? path : 'other';
+    case '/workflows':
+      return path;
+  }
+  if (path.startsWith('/workflows/')) {
+    // /workflows/{name}/runs, /workflows/runs/{id}, /workflows/runs/{id}/resume ('runs' is no workflow's name).
+    const parts = path.slice('/workflows/'.length).split('/');
+    if (parts.some((p) => p === '')) return 'other';
+    if (parts[0] === 'runs') {
+      if (parts.length === 2) return '/workflows/runs/{id}';
+      if (parts.length === 3 && parts[2] === 'resume') return '/workflows/runs/{id}/resume';
+      return 'other';
+    }
+    return parts.length === 2 && parts[1] === 'runs' ? '/workflows/{name}/runs' : 'other';
   }
   for (const [prefix, route] of [
     ['/execute/', '/execute/{name}'],
@@ -1150,6 +1361,40 @@ function preferredWaitMs(given: string | string[] | undefined): number | undefin
       ms = Math.min(ms ?? Number.POSITIVE_INFINITY, Number(value) * 1000);
   }
   return ms;
+}
+
+const NO_RUN = 'No workflow run with that id. POST /workflows/{name}/runs answers a run id.';
+
+/** The body of POST /workflows/{name}/runs: {inputs?} and nothing else. The inputs themselves are the run's to check. */
+function checkRunBody(body: unknown, problems: Problem[]): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    problems.push({ path: '/', message: 'must be an object like {"inputs": {…}}' });
+    return {};
+  }
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) {
+    if (key !== 'inputs') {
+      problems.push({ path: '/', message: `has an unknown key ${JSON.stringify(key.slice(0, 64))} (allowed: inputs)` });
+      if (problems.length >= 20) break;
+    }
+  }
+  if (b.inputs === undefined) return {};
+  if (typeof b.inputs !== 'object' || b.inputs === null || Array.isArray(b.inputs)) {
+    problems.push({ path: '/inputs', message: 'must be an object of input names to values' });
+    return {};
+  }
+  return b.inputs as Record<string, unknown>;
+}
+
+/** A workflow as GET /workflows lists it: what a caller needs to run it. */
+function describeWorkflow(w: Workflow) {
+  return {
+    name: w.name,
+    description: w.description ?? '',
+    inputs: w.inputs ?? {},
+    input_schema: workflowInputSchema(w),
+    steps: w.steps.length,
+  };
 }
 
 /** The body of POST /approvals/{id}: {decision, comment?, scope?} and nothing else. */

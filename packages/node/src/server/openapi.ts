@@ -18,6 +18,7 @@
  */
 import type { Tool } from '@corral/core';
 import { specDefaults } from '@corral/core';
+import { workflowInputSchema, workflowResultSchema, type Workflow } from '@corral/workflow';
 import { statusTable } from './status.js';
 
 export interface OpenApiOptions {
@@ -35,6 +36,8 @@ export interface OpenApiOptions {
   maxBodyBytes: number;
   /** An MCP endpoint is mounted at /mcp. */
   mcp: boolean;
+  /** The workflows served (each gets its own typed operation, as tools do). Default none. */
+  workflows?: readonly Workflow[];
 }
 
 type Json = Record<string, unknown>;
@@ -44,8 +47,12 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: Json) => ({ 'application/json': { schema } });
 
-/** `diff-summary` → `DiffSummary`; names that would collide get `_2`, `_3`… */
-function pascalNames(names: string[]): Map<string, string> {
+/**
+ * `diff-summary` → `DiffSummary`; names that would collide get `_2`, `_3`…, and so does one whose
+ * schemas would take the name of a schema of the document's own (`clashes`: a tool named `execute`
+ * would otherwise replace ExecuteRequest).
+ */
+function pascalNames(names: string[], clashes: (candidate: string) => boolean = () => false): Map<string, string> {
   const out = new Map<string, string>();
   const taken = new Set<string>();
   for (const name of names) {
@@ -56,7 +63,7 @@ function pascalNames(names: string[]): Map<string, string> {
         .map((part) => part[0]!.toUpperCase() + part.slice(1))
         .join('') || 'Tool';
     let candidate = base;
-    for (let n = 2; taken.has(candidate); n++) candidate = `${base}_${n}`;
+    for (let n = 2; taken.has(candidate) || clashes(candidate); n++) candidate = `${base}_${n}`;
     taken.add(candidate);
     out.set(name, candidate);
   }
@@ -168,7 +175,7 @@ const TIMEOUT_DESCRIPTION =
 /** Build the document for the tools registered now. */
 export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
   const newest = newestTools(tools);
-  const names = pascalNames(newest.map((t) => t.spec.name));
+  const workflows = options.workflows ?? [];
   const schemas: Json = {
     Error: {
       type: 'object',
@@ -228,7 +235,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     Approval: {
       type: 'object',
       description:
-        "A call waiting for (or given) a person's approval, or a workflow step waiting for one (workflow_run_id set: deciding it runs nothing here; the workflow goes on when it resumes). pending → approved | rejected | expired; approved → claimed (running) → done; approved, claimed or done → revoked.",
+        "A call waiting for (or given) a person's approval, or a workflow step waiting for one (workflow_run_id set: deciding it runs no call; a run this server started for a remote caller goes on at once, as that caller; another process's run goes on when it resumes). pending → approved | rejected | expired; approved → claimed (running) → done; approved, claimed or done → revoked.",
       required: [
         'id',
         'status',
@@ -358,7 +365,108 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       required: ['status'],
       properties: { status: { type: 'string', enum: ['ok', 'draining'] } },
     },
+    WorkflowInfo: {
+      type: 'object',
+      required: ['name', 'description', 'inputs', 'input_schema', 'steps'],
+      properties: {
+        name: { type: 'string' },
+        description: { type: 'string' },
+        inputs: {
+          type: 'object',
+          description: "The workflow's input declarations as its file writes them (type, description, default, required).",
+          additionalProperties: { type: 'object' },
+        },
+        input_schema: { type: 'object', description: 'The same declarations as a JSON Schema of the `inputs` object.' },
+        steps: { type: 'integer', description: 'How many steps it has.' },
+      },
+    },
+    WorkflowList: {
+      type: 'object',
+      required: ['workflows'],
+      properties: { workflows: { type: 'array', items: ref('WorkflowInfo') } },
+    },
+    WorkflowRunRequest: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        inputs: {
+          type: 'object',
+          description: "The workflow's inputs (see its input_schema): at most 64 levels deep and 4 MiB as JSON.",
+        },
+      },
+    },
+    WorkflowResult: {
+      ...workflowResultSchema,
+      description:
+        'What a run came to: `status` succeeded, failed or waiting (then `pending` lists the approvals it waits for: decide them with POST /approvals/{id} and the approver token, or corral approve ID; the server then continues the run). A step the policy refused failed with E_POLICY_DENIED in its `error`.',
+    },
+    WorkflowRun: {
+      type: 'object',
+      description: 'The run record, as the store keeps it (times in UTC nanoseconds, as text).',
+      required: ['id', 'workflow', 'definition', 'definition_sha256', 'inputs', 'status', 'created_ns', 'updated_ns', 'outputs', 'error'],
+      properties: {
+        id: { type: 'string' },
+        workflow: { type: 'string' },
+        definition: { type: 'object', description: 'The validated workflow the run follows.' },
+        definition_sha256: { type: 'string' },
+        inputs: { description: 'The inputs after defaults.' },
+        status: { type: 'string', enum: ['running', 'waiting', 'succeeded', 'failed', 'cancelled'] },
+        created_ns: { type: 'string' },
+        updated_ns: { type: 'string' },
+        outputs: {},
+        error: { anyOf: [{ type: 'object' }, { type: 'null' }] },
+      },
+    },
+    WorkflowEvent: {
+      type: 'object',
+      description: "One entry of the run's journal, in order (seq 1, 2, 3 …).",
+      required: ['run_id', 'seq', 'at_ns', 'step', 'kind', 'attempt'],
+      properties: {
+        run_id: { type: 'string' },
+        seq: { type: 'integer' },
+        at_ns: { type: 'string' },
+        step: { type: ['string', 'null'] },
+        kind: { type: 'string' },
+        attempt: { type: 'integer' },
+        tool: { type: ['string', 'null'] },
+        tool_version: { type: ['string', 'null'] },
+        execution_id: { type: ['string', 'null'] },
+        approval_id: { type: ['string', 'null'] },
+        output: {},
+        error: { anyOf: [{ type: 'object' }, { type: 'null' }] },
+        note: { type: ['string', 'null'] },
+      },
+    },
+    WorkflowStatus: {
+      type: 'object',
+      required: ['run', 'events', 'pending'],
+      properties: {
+        run: ref('WorkflowRun'),
+        events: { type: 'array', items: ref('WorkflowEvent') },
+        pending: { type: 'array', items: ref('Approval'), description: 'The approvals the run waits for.' },
+      },
+    },
   };
+  // Each tool's and workflow's schemas are NAME + a suffix: never one of the document's own names, nor each other's.
+  const own = new Set(Object.keys(schemas));
+  const names = pascalNames(
+    newest.map((t) => t.spec.name),
+    (c) => ['Input', 'Output', 'Request', 'Result'].some((suffix) => own.has(c + suffix)),
+  );
+  const toolSchemas = new Set([...names.values()].flatMap((p) => ['Input', 'Output', 'Request', 'Result'].map((x) => p + x)));
+  const flowNames = pascalNames(
+    workflows.map((w) => `workflow-${w.name}`),
+    (c) => ['Inputs', 'RunRequest'].some((suffix) => own.has(c + suffix) || toolSchemas.has(c + suffix)),
+  );
+  for (const w of workflows) {
+    const p = flowNames.get(`workflow-${w.name}`)!;
+    schemas[`${p}Inputs`] = workflowInputSchema(w);
+    schemas[`${p}RunRequest`] = {
+      type: 'object',
+      additionalProperties: false,
+      properties: { inputs: ref(`${p}Inputs`) },
+    };
+  }
   for (const tool of newest) {
     const p = names.get(tool.spec.name)!;
     const max = tool.spec.resources?.timeout_ms ?? specDefaults.resources.timeout_ms;
@@ -547,6 +655,107 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       },
     },
   };
+  const runResponses = (): Json => ({
+    200: {
+      description:
+        "The run ended or waits for a person: read `status`. Every tool call of its steps went through the policy as this caller's own call would; a refused one failed its step with E_POLICY_DENIED (and the step's on_error applied). Location: the run (GET it for its events).",
+      headers: { Location: { schema: { type: 'string' }, description: '/workflows/runs/{id}' } },
+      content: json(ref('WorkflowResult')),
+    },
+    400: responseRef('BadRequest'),
+    ...common(),
+    404: errorResponse('No workflow with that name: E_NOT_FOUND.'),
+    413: responseRef('PayloadTooLarge'),
+    415: responseRef('UnsupportedMediaType'),
+    422: errorResponse(
+      "The inputs are not what the workflow declares (an unknown or missing input, a wrong type), or nest deeper than 64 levels: E_INPUT_VALIDATION (details.problems, or details.reason 'input_too_deep' / 'input_too_large'). Nothing ran.",
+    ),
+    503: responseRef('ServiceUnavailable'),
+  });
+  paths['/workflows'] = {
+    get: {
+      operationId: 'listWorkflows',
+      summary: 'The workflows this server runs',
+      description: 'The workflows loaded from the --workflows folders, with their input declarations.',
+      tags: ['workflows'],
+      responses: { 200: { description: 'The workflows.', content: json(ref('WorkflowList')) }, ...common() },
+    },
+  };
+  const nameParameter = {
+    name: 'name',
+    in: 'path',
+    required: true,
+    description: 'The workflow (GET /workflows lists them).',
+    schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]*$', maxLength: 64 },
+  };
+  paths['/workflows/{name}/runs'] = {
+    post: {
+      operationId: 'runWorkflow',
+      summary: 'Run a workflow',
+      description:
+        "Runs the workflow with `inputs` and answers when it ends or waits for a person. The inputs are the caller's and untrusted: every tool call a step makes goes through the policy gate as a direct call of this caller would (folder grants, tool allow/deny, protected folders); a step whose tool the policy makes wait for approval fails with E_POLICY_DENIED (approval_required). For typed inputs, use the per-workflow operations.",
+      tags: ['workflows'],
+      parameters: [nameParameter],
+      requestBody: { required: true, content: json(ref('WorkflowRunRequest')) },
+      responses: runResponses(),
+    },
+  };
+  for (const w of workflows) {
+    const p = flowNames.get(`workflow-${w.name}`)!;
+    paths[`/workflows/${w.name}/runs`] = {
+      post: {
+        operationId: `run${p}`,
+        summary: summaryOf(w.description, `Run workflow ${w.name}`),
+        description: `${w.description ?? `Runs workflow ${w.name}.`}\n\nEvery tool call of its steps goes through the policy as this caller's own call would.`,
+        tags: ['workflows'],
+        'x-corral-workflow': { name: w.name, steps: w.steps.length },
+        requestBody: { required: true, content: json(ref(`${p}RunRequest`)) },
+        responses: runResponses(),
+      },
+    };
+  }
+  const runIdParameter = {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'The run id (the `runId` a run answered).',
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+  };
+  paths['/workflows/runs/{id}'] = {
+    get: {
+      operationId: 'getWorkflowRun',
+      summary: "A workflow run's status",
+      description:
+        'The run record, its journal of events, and the approvals it waits for. Runs started through a server (over HTTP or MCP) only: a run started with corral workflow run is 404 here.',
+      tags: ['workflows'],
+      parameters: [runIdParameter],
+      responses: {
+        200: { description: 'The run.', content: json(ref('WorkflowStatus')) },
+        ...common(),
+        404: errorResponse('No run with that id started through a server (or not a run id at all): E_NOT_FOUND.'),
+      },
+    },
+  };
+  paths['/workflows/runs/{id}/resume'] = {
+    post: {
+      operationId: 'resumeWorkflowRun',
+      summary: 'Take a workflow run up again',
+      description:
+        "Continues a run started through a server that was stopped by a crash or a shutdown, or one whose approvals were decided (the server also does that by itself). As the caller that started it when its approvals keep who that was, else as this request's caller; steps whose end is recorded never run again, a step that was running when the run stopped runs again (at least once). Resume a `running` run only when no process drives it any more: one still driven elsewhere would have its step in flight run twice before the journal stops one of the two (409 then). Send no body, or {}.",
+      tags: ['workflows'],
+      parameters: [runIdParameter],
+      responses: {
+        200: { description: 'The run, as it ended or waits now.', content: json(ref('WorkflowResult')) },
+        400: responseRef('BadRequest'),
+        ...common(),
+        404: errorResponse('No run with that id: E_NOT_FOUND.'),
+        409: errorResponse("Another process drives the run: E_CONFLICT (details.reason 'run_driven_elsewhere')."),
+        413: responseRef('PayloadTooLarge'),
+        415: responseRef('UnsupportedMediaType'),
+        503: responseRef('ServiceUnavailable'),
+      },
+    },
+  };
   paths['/tools'] = {
     get: {
       operationId: 'listTools',
@@ -617,6 +826,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
       { name: 'execute', description: 'Run a tool by name' },
       { name: 'tools', description: 'One typed operation per registered tool' },
       { name: 'approvals', description: "Calls waiting for a person's approval, and deciding them" },
+      { name: 'workflows', description: 'Workflows over the tools: run one, follow a run, take it up again' },
       { name: 'meta', description: 'Tools, this document, health, metrics' },
       ...(options.mcp ? [{ name: 'mcp', description: 'Model Context Protocol' }] : []),
     ],

@@ -31,7 +31,7 @@ export const HttpErrorCodes = {
   NOT_FOUND: 'E_NOT_FOUND',
   /** The endpoint exists but not with this method (405, with Allow). */
   METHOD_NOT_ALLOWED: 'E_METHOD_NOT_ALLOWED',
-  /** The request conflicts with the state it acts on: an approval that was already decided (409). */
+  /** The request conflicts with the state it acts on: an approval that was already decided, a run another process drives (409). */
   CONFLICT: 'E_CONFLICT',
   /** A bug in the server; the message says nothing more (500). */
   INTERNAL: 'E_INTERNAL',
@@ -42,7 +42,14 @@ export type HttpErrorCode = (typeof HttpErrorCodes)[keyof typeof HttpErrorCodes]
 /** What the HTTP codes' answers carry in `details`. */
 export interface HttpErrorDetails {
   /** E_FORBIDDEN: why (a Host header, or a token used where it does not reach); E_CONFLICT: `not_pending`. */
-  reason?: 'host_not_allowed' | 'approver_token' | 'no_approver_token' | 'api_token_cannot_approve' | 'not_pending';
+  reason?:
+    | 'host_not_allowed'
+    | 'approver_token'
+    | 'no_approver_token'
+    | 'api_token_cannot_approve'
+    | 'not_pending'
+    /** E_CONFLICT: POST /workflows/runs/{id}/resume of a run another process drives. */
+    | 'run_driven_elsewhere';
   /** E_CONFLICT: the approval, and the state it is in. */
   approval_id?: string;
   status?: string;
@@ -84,15 +91,16 @@ export function statusForResult(result: Pick<InvokeResult, 'error'>): number {
 export const statusTable = `| status | when | body |
 | --- | --- | --- |
 | 200 | the call ran: the tool succeeded (\`ok: true\`) or failed inside its sandbox (\`ok: false\`: E_UNEXPECTED_EXIT, E_RESOURCE_EXHAUSTED at its own limits, E_NETWORK_BLOCKED) | result envelope |
+| 200 | a workflow run ended or waits for a person (read \`status\`: succeeded, failed, waiting); a step the policy refused failed with E_POLICY_DENIED inside it | WorkflowResult |
 | 202 | the policy requires approval and nobody decided within --approval-wait: the call stays pending, runs once approved; follow Location (/approvals/{id}) | \`{ approval, message }\` |
 | 400 | the body is not JSON or UTF-8, or not the documented object (unknown key, wrong type, timeout_ms out of range) | \`{ error }\`, E_INPUT_VALIDATION |
 | 401 | a token is configured and the request has none, or the wrong one | \`{ error }\`, E_UNAUTHORIZED |
 | 403 | the policy refused the call (recorded in the audit trail); or the Host header is not one of the server's names (loopback servers: DNS-rebinding protection), or a token used where it does not reach | envelope, E_POLICY_DENIED with details.reason; \`{ error }\`, E_FORBIDDEN |
-| 404 | no tool with that name or range (the call is recorded), or no such endpoint or approval | envelope, E_TOOL_NOT_FOUND; \`{ error }\`, E_NOT_FOUND |
+| 404 | no tool with that name or range (the call is recorded), or no such endpoint, approval, workflow or workflow run | envelope, E_TOOL_NOT_FOUND; \`{ error }\`, E_NOT_FOUND |
 | 405 | the endpoint does not take this method (see Allow) | \`{ error }\`, E_METHOD_NOT_ALLOWED |
-| 409 | POST /approvals/{id}: the approval is no longer pending | \`{ error }\`, E_CONFLICT |
+| 409 | POST /approvals/{id}: the approval is no longer pending; POST /workflows/runs/{id}/resume: another process drives the run | \`{ error }\`, E_CONFLICT |
 | 413 | the body is larger than --max-body-mb | \`{ error }\`, E_INPUT_VALIDATION |
 | 415 | the body is not declared as \`application/json\` | \`{ error }\`, E_INPUT_VALIDATION |
-| 422 | the input does not match the tool's input_schema (the call is recorded) | envelope, E_INPUT_VALIDATION |
+| 422 | the input does not match the tool's input_schema (the call is recorded); a workflow's inputs are not what it declares, or nest too deep | envelope, E_INPUT_VALIDATION; \`{ error }\` for workflows |
 | 500 | the server could not run the tool (E_REGISTRATION), or a bug (E_INTERNAL) | envelope or \`{ error }\` |
 | 503 | full (--concurrency calls in flight, or the worker queue), or shutting down; see Retry-After | \`{ error }\` or envelope: E_RESOURCE_EXHAUSTED, E_CLOSED, E_CANCELLED |`;
