@@ -249,6 +249,12 @@ steps:
       column: 1,
     });
     expect(problems('{"name": "x", "steps": [],}', { source: 'wf.json' })[0]!.message).toMatch(/^is not JSON: /);
+    // JSON.parse's character offset, turned into the line and column of the trailing comma's successor.
+    expect(problems('{\n  "name": "x",\n  "steps": [],\n}\n', { source: 'wf.json' })[0]).toMatchObject({
+      message: expect.stringMatching(/^is not JSON: .*\(a trailing comma\?\)$/),
+      line: 4,
+      column: 1,
+    });
   });
 
   it('what is too big: the file, the step count, the nesting', () => {

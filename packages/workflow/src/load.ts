@@ -110,7 +110,17 @@ export function loadWorkflow(text: string, options: LoadOptions = {}): Workflow 
     try {
       JSON.parse(text);
     } catch (err) {
-      throw invalid(source, [{ path: '/', message: `is not JSON: ${err instanceof Error ? err.message : String(err)}` }]);
+      const message = err instanceof Error ? err.message : String(err);
+      // JSON.parse says a character offset; a person wants the line and column.
+      const at = /at position (\d+)/.exec(message);
+      const where = at ? lineCounter.linePos(Number(at[1])) : undefined;
+      throw invalid(source, [
+        {
+          path: '/',
+          message: `is not JSON: ${message.replace(/ in JSON at position \d+.*$/s, '')}${/trailing comma|property name/i.test(message) ? ' (a trailing comma?)' : ''}`,
+          ...(where ? { line: where.line, column: where.col } : {}),
+        },
+      ]);
     }
   }
   let value: unknown;
