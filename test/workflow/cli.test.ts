@@ -94,6 +94,7 @@ describe('corral workflow, patch review across processes', () => {
     expect(audit).toContainEqual(
       expect.objectContaining({ action: 'approve', actor: 'alice', detail: expect.objectContaining({ workflow_run_id: waiting.runId }) }),
     );
+    expect(corral(['audit']).stdout).toContain(`step sign-off of run ${waiting.runId}: looks right`);
     // Nothing is left waiting, and deciding again says what happened.
     expect(corral(['workflow', 'list', '--pending']).stdout).toMatch(/No workflow run waits/);
     const again = corral(['workflow', 'approve', waiting.runId, 'sign-off']);

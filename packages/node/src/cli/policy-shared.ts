@@ -52,6 +52,13 @@ export function foldersText(a: ApprovalRecord): string {
 export function auditSummary(e: AuditEvent): string {
   const d = e.detail;
   const s = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+  // A workflow step's approval: which step of which run, not the (empty) call it does not hold.
+  if (typeof d.workflow_run_id === 'string') {
+    const step = `step ${s(d.workflow_step)} of run ${d.workflow_run_id}`;
+    if (e.action === 'approval_requested') return `${e.approval_id} ${step}${d.prompt ? `: ${s(d.prompt)}` : ''}`;
+    if (e.action === 'approve' || e.action === 'reject' || e.action === 'approval_revoked')
+      return `${e.approval_id} ${step}${d.comment ? `: ${s(d.comment)}` : ''}`;
+  }
   switch (e.action) {
     case 'grant':
     case 'revoke':
