@@ -212,7 +212,9 @@ export function resolveInputs(workflow: Workflow, given: Record<string, unknown>
   }
   const out: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(declared)) {
-    const value = given[name] !== undefined ? given[name] : spec.default;
+    // Own properties only: an input named toString or constructor left out is missing, not Object.prototype's.
+    const own = Object.hasOwn(given, name) ? given[name] : undefined;
+    const value = own !== undefined ? own : spec.default;
     if (value === undefined) {
       if (spec.required ?? spec.default === undefined) problems.push({ path: `/${name}`, message: 'is required' });
       continue;
