@@ -13,6 +13,7 @@
 import {
   CorralError,
   ErrorCodes,
+  MAX_APPROVAL_PROMPT,
   MAX_WORKFLOW_EVENT_BYTES,
   nowNs,
   parseToolRef,
@@ -741,6 +742,8 @@ class Driver {
       const error = { code: ErrorCodes.POLICY_DENIED, message: 'This host takes no approvals (it has no requestApproval)' };
       return await this.#record(s, 'step_rejected', { attempt: Math.max(1, s.attempts), error, note: error.message });
     }
+    // The prompt renders from inputs (a remote caller's, over a server): make it one an approval record holds.
+    request = { ...request, prompt: fitPrompt(request.prompt, s.step.id) };
     const approvalId = await this.#host.requestApproval({ runId: this.#run.id, workflow: this.#run.workflow, step: s.step.id, ...request });
     await this.#record(s, 'step_waiting', {
       attempt: Math.max(1, s.attempts),
@@ -887,6 +890,19 @@ async function invokeSafely(host: WorkflowHost, tool: string, input: unknown, op
       stderr_truncated: false,
     };
   }
+}
+
+/**
+ * A prompt as an approval record holds it: 1 to MAX_APPROVAL_PROMPT characters without NUL. An empty
+ * one names the step; a longer one is cut (never in the middle of a surrogate pair) and says so.
+ */
+function fitPrompt(text: string, fallback: string): string {
+  const clean = text.replaceAll('\0', '\uFFFD');
+  if (clean.trim() === '') return fallback;
+  if (clean.length <= MAX_APPROVAL_PROMPT) return clean;
+  let end = MAX_APPROVAL_PROMPT - 1;
+  if (/[\uD800-\uDBFF]/.test(clean[end - 1]!)) end--;
+  return `${clean.slice(0, end)}…`;
 }
 
 function jsonSize(value: unknown): number {
