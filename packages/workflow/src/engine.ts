@@ -15,6 +15,7 @@ import {
   ErrorCodes,
   MAX_APPROVAL_PROMPT,
   MAX_WORKFLOW_EVENT_BYTES,
+  MAX_WORKFLOW_RECORD_BYTES,
   nowNs,
   parseToolRef,
   sha256Hex,
@@ -818,8 +819,21 @@ class Driver {
     } else if (this.#states.some((s) => s.status === 'waiting')) {
       status = 'waiting';
     } else if (this.#states.every((s) => s.status === 'succeeded' || s.status === 'skipped')) {
-      status = 'succeeded';
-      patch = { outputs: this.#wf.outputs ? renderValue(this.#wf.outputs, this.#scope) : {} };
+      const outputs = this.#wf.outputs ? renderValue(this.#wf.outputs, this.#scope) : {};
+      const size = jsonSize(outputs, MAX_WORKFLOW_RECORD_BYTES);
+      if (size <= MAX_WORKFLOW_RECORD_BYTES) {
+        status = 'succeeded';
+        patch = { outputs };
+      } else {
+        // The store would refuse the record, and every resume would render the same outputs: fail, said as such.
+        status = 'failed';
+        patch = {
+          error: {
+            code: ErrorCodes.RESOURCE_EXHAUSTED,
+            message: `The workflow's outputs are ${size} bytes as JSON, more than a run record keeps (${MAX_WORKFLOW_RECORD_BYTES})`,
+          },
+        };
+      }
     } else {
       // Nothing ready, nothing running, nothing waiting, yet not done: a bug in the scheduler, said as such.
       status = 'failed';
@@ -905,10 +919,10 @@ function fitPrompt(text: string, fallback: string): string {
   return `${clean.slice(0, end)}…`;
 }
 
-function jsonSize(value: unknown): number {
+function jsonSize(value: unknown, max = MAX_WORKFLOW_EVENT_BYTES): number {
   const text = JSON.stringify(value) ?? 'null';
   // Characters are a lower bound of UTF-8 bytes, and 3× an upper one: encode only when it matters.
-  return text.length * 3 <= MAX_WORKFLOW_EVENT_BYTES ? text.length : new TextEncoder().encode(text).length;
+  return text.length * 3 <= max ? text.length : new TextEncoder().encode(text).length;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
