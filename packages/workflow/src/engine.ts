@@ -13,6 +13,7 @@
 import {
   CorralError,
   ErrorCodes,
+  MAX_APPROVAL_INPUT_BYTES,
   MAX_APPROVAL_PROMPT,
   MAX_WORKFLOW_EVENT_BYTES,
   MAX_WORKFLOW_RECORD_BYTES,
@@ -745,6 +746,16 @@ class Driver {
     }
     // The prompt renders from inputs (a remote caller's, over a server): make it one an approval record holds.
     request = { ...request, prompt: fitPrompt(request.prompt, s.step.id) };
+    // So may what the approver is shown: too large for an approval record, the step is refused, not the run stuck.
+    const shown = request.kind === 'human_review' ? { tool: request.tool, error: request.error, input: request.input } : request.input;
+    const size = jsonSize(shown ?? {}, MAX_APPROVAL_INPUT_BYTES);
+    if (size > MAX_APPROVAL_INPUT_BYTES) {
+      const error = {
+        code: ErrorCodes.RESOURCE_EXHAUSTED,
+        message: `What step '${s.step.id}' asks a person to approve is ${size} bytes as JSON, more than an approval keeps (${MAX_APPROVAL_INPUT_BYTES})`,
+      };
+      return await this.#record(s, 'step_rejected', { attempt: Math.max(1, s.attempts), error, note: error.message });
+    }
     const approvalId = await this.#host.requestApproval({ runId: this.#run.id, workflow: this.#run.workflow, step: s.step.id, ...request });
     await this.#record(s, 'step_waiting', {
       attempt: Math.max(1, s.attempts),
