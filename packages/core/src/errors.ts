@@ -105,6 +105,11 @@ export type ResourceExhaustedDetails =
       /** `corral serve`: the server's calls in flight (--concurrency) are all taken. */
       resource: 'http_concurrency';
       concurrency: number;
+    }
+  | {
+      /** A server's workflow runs for remote callers that wait for a person are at their limit. */
+      resource: 'waiting_workflow_runs';
+      max_waiting: number;
     };
 
 /**

@@ -136,6 +136,7 @@ export type {
   FolderUse,
 } from './snapshot.js';
 export {
+  MAX_APPROVAL_INPUT_BYTES,
   MAX_APPROVAL_PROMPT,
   WORKFLOW_APPROVAL_VERSION,
   isWorkflowApproval,

@@ -13,7 +13,10 @@
 import {
   CorralError,
   ErrorCodes,
+  MAX_APPROVAL_INPUT_BYTES,
+  MAX_APPROVAL_PROMPT,
   MAX_WORKFLOW_EVENT_BYTES,
+  MAX_WORKFLOW_RECORD_BYTES,
   nowNs,
   parseToolRef,
   sha256Hex,
@@ -212,7 +215,9 @@ export function resolveInputs(workflow: Workflow, given: Record<string, unknown>
   }
   const out: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(declared)) {
-    const value = given[name] !== undefined ? given[name] : spec.default;
+    // Own properties only: an input named toString or constructor left out is missing, not Object.prototype's.
+    const own = Object.hasOwn(given, name) ? given[name] : undefined;
+    const value = own !== undefined ? own : spec.default;
     if (value === undefined) {
       if (spec.required ?? spec.default === undefined) problems.push({ path: `/${name}`, message: 'is required' });
       continue;
@@ -739,6 +744,18 @@ class Driver {
       const error = { code: ErrorCodes.POLICY_DENIED, message: 'This host takes no approvals (it has no requestApproval)' };
       return await this.#record(s, 'step_rejected', { attempt: Math.max(1, s.attempts), error, note: error.message });
     }
+    // The prompt renders from inputs (a remote caller's, over a server): make it one an approval record holds.
+    request = { ...request, prompt: fitPrompt(request.prompt, s.step.id) };
+    // So may what the approver is shown: too large for an approval record, the step is refused, not the run stuck.
+    const shown = request.kind === 'human_review' ? { tool: request.tool, error: request.error, input: request.input } : request.input;
+    const size = jsonSize(shown ?? {}, MAX_APPROVAL_INPUT_BYTES);
+    if (size > MAX_APPROVAL_INPUT_BYTES) {
+      const error = {
+        code: ErrorCodes.RESOURCE_EXHAUSTED,
+        message: `What step '${s.step.id}' asks a person to approve is ${size} bytes as JSON, more than an approval keeps (${MAX_APPROVAL_INPUT_BYTES})`,
+      };
+      return await this.#record(s, 'step_rejected', { attempt: Math.max(1, s.attempts), error, note: error.message });
+    }
     const approvalId = await this.#host.requestApproval({ runId: this.#run.id, workflow: this.#run.workflow, step: s.step.id, ...request });
     await this.#record(s, 'step_waiting', {
       attempt: Math.max(1, s.attempts),
@@ -813,8 +830,21 @@ class Driver {
     } else if (this.#states.some((s) => s.status === 'waiting')) {
       status = 'waiting';
     } else if (this.#states.every((s) => s.status === 'succeeded' || s.status === 'skipped')) {
-      status = 'succeeded';
-      patch = { outputs: this.#wf.outputs ? renderValue(this.#wf.outputs, this.#scope) : {} };
+      const outputs = this.#wf.outputs ? renderValue(this.#wf.outputs, this.#scope) : {};
+      const size = jsonSize(outputs, MAX_WORKFLOW_RECORD_BYTES);
+      if (size <= MAX_WORKFLOW_RECORD_BYTES) {
+        status = 'succeeded';
+        patch = { outputs };
+      } else {
+        // The store would refuse the record, and every resume would render the same outputs: fail, said as such.
+        status = 'failed';
+        patch = {
+          error: {
+            code: ErrorCodes.RESOURCE_EXHAUSTED,
+            message: `The workflow's outputs are ${size} bytes as JSON, more than a run record keeps (${MAX_WORKFLOW_RECORD_BYTES})`,
+          },
+        };
+      }
     } else {
       // Nothing ready, nothing running, nothing waiting, yet not done: a bug in the scheduler, said as such.
       status = 'failed';
@@ -887,10 +917,23 @@ async function invokeSafely(host: WorkflowHost, tool: string, input: unknown, op
   }
 }
 
-function jsonSize(value: unknown): number {
+/**
+ * A prompt as an approval record holds it: 1 to MAX_APPROVAL_PROMPT characters without NUL. An empty
+ * one names the step; a longer one is cut (never in the middle of a surrogate pair) and says so.
+ */
+function fitPrompt(text: string, fallback: string): string {
+  const clean = text.replaceAll('\0', '\uFFFD');
+  if (clean.trim() === '') return fallback;
+  if (clean.length <= MAX_APPROVAL_PROMPT) return clean;
+  let end = MAX_APPROVAL_PROMPT - 1;
+  if (/[\uD800-\uDBFF]/.test(clean[end - 1]!)) end--;
+  return `${clean.slice(0, end)}…`;
+}
+
+function jsonSize(value: unknown, max = MAX_WORKFLOW_EVENT_BYTES): number {
   const text = JSON.stringify(value) ?? 'null';
   // Characters are a lower bound of UTF-8 bytes, and 3× an upper one: encode only when it matters.
-  return text.length * 3 <= MAX_WORKFLOW_EVENT_BYTES ? text.length : new TextEncoder().encode(text).length;
+  return text.length * 3 <= max ? text.length : new TextEncoder().encode(text).length;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

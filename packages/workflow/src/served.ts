@@ -259,6 +259,11 @@ export interface ServedWorkflowsOptions {
   settings?: Pick<WorkflowsOptions, 'concurrency' | 'approvalTtlMs' | 'reliability' | 'seedExecutions'>;
   /** What goes wrong in the background (a run that could not be continued). */
   log?: (message: string) => void;
+  /**
+   * Runs for remote callers that may wait for a person at once (each keeps its inputs and a pending
+   * approval): past it, a new run is refused with E_RESOURCE_EXHAUSTED until some are decided. Default 1000.
+   */
+  maxWaiting?: number;
   /** How often the approvals of waiting runs are looked at. Default 1000 ms. */
   pollMs?: number;
   /** A run continued in the background ended or waits again (see also `subscribe`). */
@@ -272,6 +277,9 @@ export interface ServedWorkflowsListener {
   onContinued?: (result: WorkflowResult) => void;
   onSettled?: () => void;
 }
+
+/** Runs for remote callers waiting for a person at most, by default (`maxWaiting`). */
+const DEFAULT_MAX_WAITING = 1000;
 
 /** Runs watched at most (waiting ones this server continues once decided). */
 const MAX_WATCHED = 10_000;
@@ -346,8 +354,26 @@ export class ServedWorkflows {
         available: [...this.#defs.keys()],
       });
     const checked = checkRemoteInputs(workflow.name, inputs);
+    await this.#roomToWait(workflow.name);
     const workflows = this.#for(caller);
     return this.#drive(null, (signal) => workflows.run(workflow, checked, { signal }), options.signal);
+  }
+
+  /**
+   * Refuse a new run while `maxWaiting` runs of remote callers wait already: without it, a caller
+   * could leave runs waiting without end, each with its inputs stored and an approval pending (the
+   * pending approvals then also fill the policy gate's, refusing every direct call's approval).
+   */
+  async #roomToWait(workflow: string): Promise<void> {
+    const max = this.#o.maxWaiting ?? DEFAULT_MAX_WAITING;
+    const waiting = await this.#o.gate.store.listWorkflowRuns({ status: ['waiting'], limit: max + 1000 });
+    if (waiting.filter((r) => remoteRunKind(r.id) !== null).length < max) return;
+    throw new CorralError(
+      ErrorCodes.RESOURCE_EXHAUSTED,
+      `${max} workflow runs for remote callers wait for a person already, the most this server keeps: ` +
+        `decide some (corral approvals) before starting workflow ${workflow} again`,
+      { resource: 'waiting_workflow_runs', max_waiting: max },
+    );
   }
 
   /**

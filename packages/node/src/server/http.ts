@@ -809,6 +809,10 @@ export class CorralHttpServer {
       return this.#fail(res, ctx, 422, ErrorCodes.INPUT_VALIDATION, err.message, err.details as WireErrorDetails<'E_INPUT_VALIDATION'>);
     if (err.code === ErrorCodes.STORE && (err.details as { reason?: string }).reason === 'conflict')
       return this.#fail(res, ctx, 409, HttpErrorCodes.CONFLICT, err.message, { reason: 'run_driven_elsewhere' });
+    if (err.code === ErrorCodes.RESOURCE_EXHAUSTED) {
+      res.setHeader('Retry-After', '60');
+      return this.#fail(res, ctx, 503, ErrorCodes.RESOURCE_EXHAUSTED, err.message, err.details as WireErrorDetails<'E_RESOURCE_EXHAUSTED'>);
+    }
     if (err.code === ErrorCodes.CANCELLED || err.code === ErrorCodes.CLOSED) {
       res.setHeader('Retry-After', '5');
       return this.#fail(

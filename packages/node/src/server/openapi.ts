@@ -521,7 +521,7 @@ export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
     NotFound: errorResponse('No approval with that id (or not an approval id at all): E_NOT_FOUND.'),
     ServiceUnavailable: {
       description:
-        'Busy or shutting down; retry after Retry-After seconds. E_RESOURCE_EXHAUSTED (details.resource "http_concurrency", or "queue" as a call result), E_CLOSED, or E_CANCELLED for a call stopped by shutdown.',
+        'Busy or shutting down; retry after Retry-After seconds. E_RESOURCE_EXHAUSTED (details.resource "http_concurrency", "waiting_workflow_runs" for a workflow run while too many wait for a person, or "queue" as a call result), E_CLOSED, or E_CANCELLED for a call stopped by shutdown.',
       headers: { 'Retry-After': { schema: { type: 'integer' } } },
       content: json({ anyOf: [ref('ErrorResponse'), ref('ExecuteResult')] }),
     },
