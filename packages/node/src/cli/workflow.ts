@@ -259,7 +259,7 @@ function resultText(r: WorkflowResult): string {
     lines.push(`Failed${r.error.step ? ` at step ${r.error.step}` : ''}: ${r.error.code}: ${r.error.message}`);
   for (const p of r.pending ?? [])
     lines.push(
-      `Waiting for approval of step ${p.step}: ${p.prompt}\n  corral workflow approve ${r.runId} ${p.step}   (or --reject; approval ${p.approvalId})`,
+      `Waiting for approval of step ${p.step}: ${cell(p.prompt)}\n  corral workflow approve ${r.runId} ${p.step}   (or --reject; approval ${p.approvalId})`,
     );
   return lines.join('\n');
 }
@@ -282,7 +282,7 @@ async function status(workflows: Workflows, runId: string, values: Values, cli: 
   if (run.status === 'succeeded' && run.outputs !== null) lines.push(JSON.stringify(run.outputs, null, 2));
   for (const a of pending)
     lines.push(
-      `Waiting for approval of step ${a.workflow_step}: ${a.prompt ?? ''}\n  corral workflow approve ${run.id} ${a.workflow_step}`,
+      `Waiting for approval of step ${a.workflow_step}: ${cell(a.prompt ?? '')}\n  corral workflow approve ${run.id} ${a.workflow_step}`,
     );
   if (run.status === 'running')
     lines.push(`Running, or interrupted: if no process drives it any more (it was stopped or killed), corral workflow resume ${run.id}`);
