@@ -142,9 +142,15 @@ export class Descriptor {
   }
 
   #statOf(r: Resolved<unknown>): EntryStat {
-    const info = this.#backend().stat(r.dir, r.name);
+    const info = this.#lstat(r);
     if (r.trailingSlash && info.type !== 'directory') throw 'not-directory';
     return info;
+  }
+
+  /** What `r` led to, not followed: the stat its walk took, or a new one when the walk took none. */
+  #lstat(r: Resolved<unknown>): EntryStat {
+    if (r.stat === null) throw 'no-entry';
+    return r.stat ?? this.#backend().stat(r.dir, r.name);
   }
 
   /** What this descriptor names: its directory, walked again, or its open file. */
@@ -242,13 +248,7 @@ export class Descriptor {
         if (asked.write || open.truncate) throw 'is-directory';
         return this.#child(r, null, flags);
       }
-      let info: EntryStat | null;
-      try {
-        info = backend.stat(r.dir, r.name);
-      } catch (err) {
-        if (err !== 'no-entry') throw err;
-        info = null;
-      }
+      const info = r.stat === undefined ? statOrNull(backend, r.dir, r.name) : r.stat;
       if (info === null) {
         if (!open.create) throw 'no-entry';
         if (open.directory || r.trailingSlash) throw 'is-directory';
@@ -443,7 +443,7 @@ export class Descriptor {
     this.#mutable();
     this.#at(path, false, (r) => {
       if (r.name === null) throw 'is-directory';
-      const info = this.#backend().stat(r.dir, r.name);
+      const info = this.#lstat(r);
       if (info.type === 'directory') throw 'is-directory';
       if (r.trailingSlash) throw 'not-directory';
       this.#backend().unlink(r.dir, r.name);
@@ -457,7 +457,7 @@ export class Descriptor {
     if (target.#mount.backend !== this.#mount.backend) throw 'cross-device';
     this.#at(oldPath, false, (from) => {
       if (from.name === null) throw 'busy';
-      const info = this.#backend().stat(from.dir, from.name);
+      const info = this.#lstat(from);
       target.#at(newPath, false, (to) => {
         if (to.name === null) throw 'busy';
         if ((from.trailingSlash || to.trailingSlash) && info.type !== 'directory') throw 'not-directory';
@@ -648,6 +648,16 @@ export function filesystemErrorCode(err: unknown): string | undefined {
  */
 function readLength(want: number, size: number, at: number): number {
   return Math.min(want, Math.max(size - at, 4096));
+}
+
+/** The entry `name` in `dir` (not followed), or null when there is none. */
+function statOrNull(backend: FsBackend<unknown, unknown>, dir: unknown, name: string): EntryStat | null {
+  try {
+    return backend.stat(dir, name);
+  } catch (err) {
+    if (err !== 'no-entry') throw err;
+    return null;
+  }
 }
 
 /** The physical path from the mount root of `name` in `r.dir`, or of `r.dir` itself. */

@@ -66,6 +66,13 @@ export interface Resolved<D> {
   dir: D;
   name: string | null;
   trailingSlash: boolean;
+  /**
+   * What the walk saw of `name` when it looked (never followed): its stat,
+   * null when it did not exist, undefined when the walk did not look (name
+   * null). Taken just before the walk returned, so callers need not stat the
+   * same name again; like any stat, it may be stale by the time it is used.
+   */
+  stat: EntryStat | null | undefined;
   /** How deep `dir` is below the mount root. */
   depth: number;
   /** The names of the folders from the mount root to `dir`: its physical path. */
@@ -83,12 +90,14 @@ export function resolve<D>(backend: FsBackend<D>, base: readonly string[], path:
   const release = () => toRoot(backend, stack);
   try {
     // The descriptor's own directory: re-walked from the root at every use.
-    const last = walk(backend, stack, [...base], 0, true, { links: 0 });
+    const seen: Seen = { stat: undefined };
+    const last = walk(backend, stack, [...base], 0, true, { links: 0 }, seen);
     if (last !== null) enter(backend, stack, last);
     const floor = stack.names.length;
-    const name = walk(backend, stack, [...path.segments], floor, followFinal || path.trailingSlash, { links: 0 });
+    const name = walk(backend, stack, [...path.segments], floor, followFinal || path.trailingSlash, { links: 0 }, seen);
     const depth = stack.names.length;
-    return { dir: stack.dirs[depth]!, name, trailingSlash: path.trailingSlash, depth, path: [...stack.names], release };
+    const stat = name === null ? undefined : seen.stat;
+    return { dir: stack.dirs[depth]!, name, stat, trailingSlash: path.trailingSlash, depth, path: [...stack.names], release };
   } catch (err) {
     release();
     throw err;
@@ -145,10 +154,16 @@ function toRoot<D>(backend: FsBackend<D>, stack: Walk<D>): void {
   stack.names.length = 0;
 }
 
+/** The stat a walk took of the name it returns (see Resolved.stat). */
+interface Seen {
+  stat: EntryStat | null | undefined;
+}
+
 /**
  * Walk `pending` from the top of `stack`, entering each directory on the
  * way. Returns the last component's name (not entered), or null when the
- * walk ends on a directory it entered (or the path was empty).
+ * walk ends on a directory it entered (or the path was empty); `seen.stat`
+ * is what it saw of that name.
  */
 function walk<D>(
   backend: FsBackend<D>,
@@ -157,8 +172,10 @@ function walk<D>(
   floor: number,
   followFinal: boolean,
   count: { links: number },
+  seen: Seen,
 ): string | null {
   let last: string | null = null;
+  seen.stat = undefined;
   while (pending.length > 0) {
     const segment = pending.shift()!;
     const final = pending.length === 0;
@@ -188,7 +205,10 @@ function walk<D>(
       info = backend.stat(top, segment);
     } catch (err) {
       // A missing last component is the caller's to judge (create, mkdir, …).
-      if (final && err === 'no-entry') return segment;
+      if (final && err === 'no-entry') {
+        seen.stat = null;
+        return segment;
+      }
       throw err;
     }
     if (info.type === 'symbolic-link' && (!final || followFinal)) {
@@ -209,7 +229,10 @@ function walk<D>(
       last = null;
       continue;
     }
-    if (final) return segment;
+    if (final) {
+      seen.stat = info;
+      return segment;
+    }
     if (info.type !== 'directory') throw 'not-directory';
     enter(backend, stack, segment);
   }
