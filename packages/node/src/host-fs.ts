@@ -84,6 +84,8 @@ interface Dir {
 
 interface File {
   fd: number;
+  /** The fstat taken while opening it, when one was. */
+  opened?: BigIntStats;
 }
 
 export type Confinement = 'fd' | 'path';
@@ -277,7 +279,8 @@ class HostFolder implements ClosableBackend {
       const info = fs(() => fstatSync(handle, { bigint: true }));
       checkRegular(info.mode);
       if (kernelFilesystemDevices().has(info.dev)) throw 'not-permitted';
-      return { fd: fs(() => openSync(fdPath(handle), access | (mode.truncate ? O_TRUNC : 0))) };
+      // The very inode fstat saw: reopened through the O_PATH descriptor, not by name.
+      return { fd: fs(() => openSync(fdPath(handle), access | (mode.truncate ? O_TRUNC : 0))), opened: info };
     } finally {
       closeSync(handle);
     }
@@ -294,11 +297,15 @@ class HostFolder implements ClosableBackend {
       checkRegular(after.mode);
       if (after.ino !== before.ino || after.dev !== before.dev) throw 'busy';
       if (mode.truncate) fs(() => ftruncateSync(fd, 0));
-      return { fd };
+      return { fd, opened: after };
     } catch (err) {
       closeSync(fd);
       throw err;
     }
+  }
+
+  openedStat(file: File): EntryStat | undefined {
+    return file.opened && toStat(file.opened);
   }
 
   fileStat(file: File): EntryStat {

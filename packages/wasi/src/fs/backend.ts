@@ -91,6 +91,12 @@ export interface FsBackend<D = unknown, F = unknown> {
    * is refused without being opened, so a call can never block in the kernel.
    */
   openFile(dir: D, name: string, mode: OpenMode): F;
+  /**
+   * Optional: the stat the backend took of `file` while opening it, if it
+   * took one. Only its type, dev and ino are used: those stay true for as
+   * long as the file is open, so Corral need not ask again.
+   */
+  openedStat?(file: F): EntryStat | undefined;
   fileStat(file: F): EntryStat;
   /** Read into `into` from `position`; the number of bytes read (0 at the end). */
   read(file: F, into: Uint8Array, position: number): number;

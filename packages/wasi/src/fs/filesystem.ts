@@ -85,6 +85,12 @@ export class Descriptor {
   /** Directory: its physical path from the mount root. File: null. */
   readonly #path: readonly string[] | null;
   #file: unknown;
+  /**
+   * File: what it is (type, dev, ino), once known. An open file stays the
+   * object it is, so these never change while it is open; its size and
+   * times do, and are asked for every time.
+   */
+  #identity: EntryStat | undefined;
   readonly #flags: DescriptorFlags;
 
   constructor(token: typeof HOST, mount: Mount, path: readonly string[] | null, file: unknown, flags: DescriptorFlags) {
@@ -156,7 +162,18 @@ export class Descriptor {
   /** What this descriptor names: its directory, walked again, or its open file. */
   #ownStat(): EntryStat {
     if (this.#path !== null) return this.#self((r) => this.#backend().stat(r.dir, r.name));
-    return this.#backend().fileStat(this.#openFile(null));
+    const info = this.#backend().fileStat(this.#openFile(null));
+    this.#identity ??= info;
+    return info;
+  }
+
+  /** What this descriptor names, when only its type, dev and ino are needed: an open file's are known after the first stat. */
+  #ownIdentity(): EntryStat {
+    if (this.#path === null) {
+      this.#openFile(null);
+      if (this.#identity) return this.#identity;
+    }
+    return this.#ownStat();
   }
 
   // --- descriptor-level ----------------------------------------------------------
@@ -174,7 +191,7 @@ export class Descriptor {
 
   getType(): string {
     if (this.#path !== null) return 'directory';
-    return this.#backend().fileStat(this.#openFile(null)).type;
+    return this.#ownIdentity().type;
   }
 
   stat(): DescriptorStat {
@@ -187,7 +204,7 @@ export class Descriptor {
   }
 
   metadataHash(): { lower: bigint; upper: bigint } {
-    return hashOf(this.#ownStat());
+    return hashOf(this.#ownIdentity());
   }
 
   metadataHashAt(pathFlags: unknown, path: unknown): { lower: bigint; upper: bigint } {
@@ -277,6 +294,7 @@ export class Descriptor {
         throw err;
       }
       const descriptor = new Descriptor(HOST, this.#mount, null, file, { ...flags, mutateDirectory: false });
+      descriptor.#identity = backend.openedStat?.(file);
       this.#mount.open.add(descriptor);
       return descriptor;
     });
