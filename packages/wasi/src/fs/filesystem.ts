@@ -19,7 +19,7 @@
  *     named as `.` or `..`, which no remove or rename accepts.
  *   - every value from the guest is checked (guest.ts) before use.
  */
-import type { EntryStat, FsBackend } from './backend.js';
+import type { DirectoryListing, EntryStat, FsBackend } from './backend.js';
 import type { DiskQuota } from './quota.js';
 import {
   checkLinkTarget,
@@ -69,6 +69,49 @@ const OPEN_FLAGS = ['create', 'directory', 'exclusive', 'truncate'] as const;
 const DESCRIPTOR_FLAGS = ['read', 'write', 'fileIntegritySync', 'dataIntegritySync', 'requestedWriteSync', 'mutateDirectory'] as const;
 const ADVICE = ['normal', 'sequential', 'random', 'will-need', 'dont-need', 'no-reuse'] as const;
 
+/**
+ * Counts the calls that may have changed which object a name leads to
+ * (create, remove, rename, link), in any mount of any call of this worker:
+ * what a listing learned about its entries holds only while it is unchanged.
+ */
+let namespaceChanges = 0;
+
+type Hash = { lower: bigint; upper: bigint };
+
+/** The last entry a guest read from a directory stream of a descriptor, and the listing it came from. */
+interface LastRead {
+  listing: Listing;
+  index: number;
+}
+
+/**
+ * A directory listing as a stream hands it out, and the metadata hashes of
+ * its entries, taken in one go the first time one is asked for: one walk to
+ * the directory and a stat per entry, not a walk per entry. A hash is given
+ * from here only while no call has changed names since the batch was taken
+ * (`namespaceChanges`); then the caller asks the backend again.
+ */
+class Listing {
+  readonly entries: DirectoryListing[];
+  readonly #take: () => Array<Hash | undefined>;
+  #hashes: Array<Hash | undefined> | undefined;
+  #changes = -1;
+
+  constructor(entries: DirectoryListing[], take: () => Array<Hash | undefined>) {
+    this.entries = entries;
+    this.#take = take;
+  }
+
+  /** The hash of entry `index` (not followed), or undefined: the entry is gone, or names changed since the batch. */
+  hashAt(index: number): Hash | undefined {
+    if (this.#hashes === undefined) {
+      this.#changes = namespaceChanges;
+      this.#hashes = this.#take();
+    }
+    return this.#changes === namespaceChanges ? this.#hashes[index] : undefined;
+  }
+}
+
 /** wasi:filesystem `descriptor-stat`. */
 export interface DescriptorStat {
   type: string;
@@ -91,6 +134,8 @@ export class Descriptor {
    * times do, and are asked for every time.
    */
   #identity: EntryStat | undefined;
+  /** Directory: the entry the guest last read from one of its streams (see metadataHashAt). */
+  #lastRead: LastRead | undefined;
   readonly #flags: DescriptorFlags;
 
   constructor(token: typeof HOST, mount: Mount, path: readonly string[] | null, file: unknown, flags: DescriptorFlags) {
@@ -125,6 +170,7 @@ export class Descriptor {
   #mutable(): void {
     if (this.#mount.readOnly) throw 'read-only';
     if (!this.#flags.mutateDirectory) throw 'not-permitted';
+    namespaceChanges++;
   }
 
   /** Resolve `path` from this directory, run `op` on where it led, release the directories it held. */
@@ -209,6 +255,16 @@ export class Descriptor {
 
   metadataHashAt(pathFlags: unknown, path: unknown): { lower: bigint; upper: bigint } {
     const { symlinkFollow } = flagsOf(pathFlags, 'path-flags', PATH_FLAGS);
+    // The preview1 adapter asks for the hash of every entry right after
+    // reading it from a stream of this directory (its d_ino). That one
+    // question is answered from the listing's batch, as getdents(2) reports
+    // d_ino as of the listing; any other goes to the backend.
+    const last = this.#lastRead;
+    this.#lastRead = undefined;
+    if (last && !symlinkFollow && path === last.listing.entries[last.index]?.name) {
+      const hash = last.listing.hashAt(last.index);
+      if (hash) return hash;
+    }
     return this.#at(path, symlinkFollow, (r) => hashOf(this.#statOf(r)));
   }
 
@@ -248,6 +304,7 @@ export class Descriptor {
     // the preview1 adapter and wasi-libc ask for it inconsistently.
     if (this.#mount.readOnly && (asked.write || open.create || open.truncate)) throw 'read-only';
     if ((open.create || open.truncate) && !this.#flags.mutateDirectory) throw 'not-permitted';
+    if (open.create) namespaceChanges++;
     const flags: DescriptorFlags = {
       read: asked.read,
       write: asked.write,
@@ -415,11 +472,23 @@ export class Descriptor {
 
   // --- directories ---------------------------------------------------------------
   readDirectory(): DirectoryEntryStream {
-    const entries = this.#self((r) => this.#backend().readDirectory(r.dir));
-    return new DirectoryEntryStream(
-      HOST,
-      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    const backend = this.#backend();
+    const entries = this.#self((r) => backend.readDirectory(r.dir));
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const listing = new Listing(entries, () =>
+      this.#self((r) =>
+        entries.map((entry) => {
+          try {
+            return hashOf(backend.stat(r.dir, entry.name));
+          } catch {
+            return undefined;
+          }
+        }),
+      ),
     );
+    return new DirectoryEntryStream(HOST, listing, (index) => {
+      this.#lastRead = { listing, index };
+    });
   }
 
   setTimesAt(pathFlags: unknown, path: unknown, atime: unknown, mtime: unknown): void {
@@ -624,18 +693,34 @@ export class Descriptor {
 
 /** wasi:filesystem `directory-entry-stream`: a listing taken when the stream was opened. */
 export class DirectoryEntryStream {
-  readonly #entries: Array<{ name: string; type: string }>;
+  readonly #listing: Listing;
+  readonly #onRead: (index: number) => void;
   #next = 0;
 
-  constructor(token: typeof HOST, entries: Array<{ name: string; type: string }>) {
+  constructor(token: typeof HOST, listing: Listing, onRead: (index: number) => void) {
     if (token !== HOST) throw new GuestTypeError('directory streams are opened by the host');
-    this.#entries = entries;
+    this.#listing = listing;
+    this.#onRead = onRead;
   }
 
   readDirectoryEntry(): { name: string; type: string } | undefined {
-    const entry = this.#entries[this.#next];
-    if (entry) this.#next++;
-    return entry ? { type: entry.type, name: entry.name } : undefined;
+    const index = this.#next;
+    const entry = this.#listing.entries[index];
+    if (!entry) return undefined;
+    this.#next++;
+    this.#onRead(index);
+    return { type: entry.type, name: entry.name };
+  }
+
+  /**
+   * Every entry with its metadata hash (not followed), for the preview1
+   * host's d_ino: from the listing's batch while names are unchanged, else
+   * undefined for the caller to ask the descriptor. No WIT method has this
+   * name, so no guest can call it.
+   */
+  entriesWithHashes(): Array<{ name: string; type: string; hash: () => Hash | undefined }> {
+    const listing = this.#listing;
+    return listing.entries.map((entry, index) => ({ name: entry.name, type: entry.type, hash: () => listing.hashAt(index) }));
   }
 }
 

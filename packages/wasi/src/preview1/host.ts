@@ -100,6 +100,8 @@ interface DirEntry {
   filetype: number;
   /** The name as a string, to look up its inode lazily (null for "." and ".."). */
   lookup: string | null;
+  /** Its metadata hash from the listing's batch (see DirectoryEntryStream.entriesWithHashes), if still good. */
+  hash: (() => { lower: bigint; upper: bigint } | undefined) | null;
 }
 
 /** A preview1 host takes exactly what every guest is given (request.ts). */
@@ -588,7 +590,7 @@ export class Preview1Host {
       // (yosys's scandir).
       const ino =
         entry.lookup !== null
-          ? inodeOf(() => f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!))
+          ? inodeOf(() => entry.hash?.() ?? f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!))
           : i === 0
             ? inodeOf(() => f.descriptor.metadataHash())
             : inodeOf(() => f.descriptor.parentMetadataHash() ?? f.descriptor.metadataHash());
@@ -905,12 +907,11 @@ function inodeOf(hash: () => { upper: bigint; lower: bigint }): bigint {
 
 function listDirectory(descriptor: Descriptor): DirEntry[] {
   const entries: DirEntry[] = [
-    { name: utf8.encode('.'), filetype: FILETYPE.DIRECTORY, lookup: null },
-    { name: utf8.encode('..'), filetype: FILETYPE.DIRECTORY, lookup: null },
+    { name: utf8.encode('.'), filetype: FILETYPE.DIRECTORY, lookup: null, hash: null },
+    { name: utf8.encode('..'), filetype: FILETYPE.DIRECTORY, lookup: null, hash: null },
   ];
-  const stream = descriptor.readDirectory();
-  for (let e = stream.readDirectoryEntry(); e; e = stream.readDirectoryEntry()) {
-    entries.push({ name: utf8.encode(e.name), filetype: DESCRIPTOR_FILETYPE[e.type] ?? FILETYPE.UNKNOWN, lookup: e.name });
+  for (const e of descriptor.readDirectory().entriesWithHashes()) {
+    entries.push({ name: utf8.encode(e.name), filetype: DESCRIPTOR_FILETYPE[e.type] ?? FILETYPE.UNKNOWN, lookup: e.name, hash: e.hash });
   }
   return entries;
 }
