@@ -3,15 +3,18 @@
  * each pinned against the hole it could open, over a real host folder and
  * the descriptors a component's glue calls:
  *   - a listing's batch of metadata hashes (the preview1 adapter's d_ino);
- *   - an open file's type and identity, taken once when it is opened.
+ *   - an open file's type and identity, taken once when it is opened;
+ *   - metadata hashes themselves, which say which object a name is without
+ *     telling the guest the host's device and inode numbers.
  * A shortcut may answer only what the slow path would have answered at
  * some moment of the call, and never about an object outside the mount.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
+import { sipHash24 } from '@corral/wasi/internal';
 import { hostMountOpeners } from '@corral/node';
 import { thrown } from '../helpers/thrown.js';
 
@@ -124,5 +127,29 @@ describe("an open file's identity, taken when it is opened", () => {
     file.close();
     expect(thrown(() => file.metadataHash())).toBe('bad-descriptor');
     expect(thrown(() => file.getType())).toBe('bad-descriptor');
+  });
+});
+
+describe('metadata hashes', () => {
+  it("carry neither the host's device nor its inode number (a guest learned how the host's disks are laid out)", () => {
+    const host = lstatSync(join(mount, 'a.txt'), { bigint: true });
+    const hash = root.metadataHashAt(NOFOLLOW, 'a.txt');
+    for (const half of [hash.lower, hash.upper]) {
+      expect(half).not.toBe(host.ino);
+      expect(half).not.toBe(host.dev);
+    }
+  });
+
+  it('are equal for one object under two names, and differ for two objects', () => {
+    linkSync(join(mount, 'a.txt'), join(mount, 'dir', 'hard.txt'));
+    const a = root.metadataHashAt(NOFOLLOW, 'a.txt');
+    expect(root.metadataHashAt(NOFOLLOW, 'dir/hard.txt')).toEqual(a);
+    expect(root.openAt({}, 'dir/hard.txt', {}, { read: true }).metadataHash()).toEqual(a);
+    expect(root.metadataHashAt(NOFOLLOW, 'b.txt')).not.toEqual(a);
+  });
+
+  it('are SipHash-2-4 (the reference vector for 16 bytes under key 00..0f)', () => {
+    const key = new Uint32Array([0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c]);
+    expect(sipHash24(key, 0x0706050403020100n, 0x0f0e0d0c0b0a0908n)).toBe(0x3f2acc7f57c29bdbn);
   });
 });

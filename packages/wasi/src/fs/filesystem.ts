@@ -31,6 +31,7 @@ import {
   type ParsedPath,
   type Resolved,
 } from './resolve.js';
+import { metadataHash, type MetadataHash } from './metadata-hash.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
@@ -76,7 +77,7 @@ const ADVICE = ['normal', 'sequential', 'random', 'will-need', 'dont-need', 'no-
  */
 let namespaceChanges = 0;
 
-type Hash = { lower: bigint; upper: bigint };
+type Hash = MetadataHash;
 
 /** The last entry a guest read from a directory stream of a descriptor, and the listing it came from. */
 interface LastRead {
@@ -784,7 +785,7 @@ function datetime(ns: bigint): { seconds: bigint; nanoseconds: number } {
   return { seconds: t / 1_000_000_000n, nanoseconds: Number(t % 1_000_000_000n) };
 }
 
-/** The preview1 adapter reads `lower` as the inode; `upper` holds the device. */
-function hashOf(info: EntryStat): { lower: bigint; upper: bigint } {
-  return { lower: info.ino, upper: info.dev };
+/** The metadata hash of what `info` describes: its dev and ino, hashed under a secret key (metadata-hash.ts). */
+function hashOf(info: EntryStat): Hash {
+  return metadataHash(info.dev, info.ino);
 }
