@@ -4,13 +4,28 @@
  * the descriptors a component's glue calls:
  *   - a listing's batch of metadata hashes (the preview1 adapter's d_ino);
  *   - an open file's type and identity, taken once when it is opened;
+ *   - directory handles kept between uses of a directory descriptor,
+ *     checked against where the kernel says they are before each use;
  *   - metadata hashes themselves, which say which object a name is without
  *     telling the guest the host's device and inode numbers.
  * A shortcut may answer only what the slow path would have answered at
  * some moment of the call, and never about an object outside the mount.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { linkSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
@@ -151,5 +166,90 @@ describe('metadata hashes', () => {
   it('are SipHash-2-4 (the reference vector for 16 bytes under key 00..0f)', () => {
     const key = new Uint32Array([0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c]);
     expect(sipHash24(key, 0x0706050403020100n, 0x0f0e0d0c0b0a0908n)).toBe(0x3f2acc7f57c29bdbn);
+  });
+});
+
+describe('directory handles kept between uses of a descriptor', () => {
+  const names = (d: Descriptor) => {
+    const out: string[] = [];
+    const stream = d.readDirectory();
+    for (let e = stream.readDirectoryEntry(); e; e = stream.readDirectoryEntry()) out.push(e.name);
+    return out;
+  };
+  const text = (d: Descriptor, path: string) => new TextDecoder().decode(d.openAt({}, path, {}, { read: true }).read(100n, 0n)[0]);
+
+  /** A descriptor for mount/dir/sub, used once so that its handle is kept. */
+  function keptSub(): Descriptor {
+    mkdirSync(join(mount, 'dir', 'sub'));
+    writeFileSync(join(mount, 'dir', 'sub', 'in.txt'), 'in\n');
+    const sub = root.openAt({}, 'dir/sub', { directory: true }, { read: true });
+    expect(names(sub)).toEqual(['in.txt']);
+    expect(text(sub, 'in.txt')).toBe('in\n');
+    return sub;
+  }
+
+  it('a folder the host moved out of the mount is not reached through its kept handle', () => {
+    const sub = keptSub();
+    renameSync(join(mount, 'dir', 'sub'), join(outside, 'sub'));
+    expect(thrown(() => names(sub))).toBe('no-entry');
+    expect(thrown(() => text(sub, 'in.txt'))).toBe('no-entry');
+    // A folder made where it was is the one the descriptor names now.
+    mkdirSync(join(mount, 'dir', 'sub'));
+    writeFileSync(join(mount, 'dir', 'sub', 'new.txt'), 'new\n');
+    expect(names(sub)).toEqual(['new.txt']);
+  });
+
+  it('a folder whose parent the host moved out is not reached either', () => {
+    const sub = keptSub();
+    renameSync(join(mount, 'dir'), join(outside, 'dir'));
+    expect(thrown(() => names(sub))).toBe('no-entry');
+    expect(thrown(() => sub.metadataHashAt(NOFOLLOW, 'in.txt'))).toBe('no-entry');
+  });
+
+  it('a folder the host swapped for a symlink out of the mount is refused, not listed', () => {
+    const sub = keptSub();
+    renameSync(join(mount, 'dir', 'sub'), join(outside, 'sub'));
+    symlinkSync(join(outside, 'sub'), join(mount, 'dir', 'sub'));
+    expect(thrown(() => names(sub))).toBe('not-permitted');
+    expect(thrown(() => text(sub, 'in.txt'))).toBe('not-permitted');
+  });
+
+  it('a folder removed and made again is the new one (the kept handle reads as deleted)', () => {
+    const sub = keptSub();
+    unlinkSync(join(mount, 'dir', 'sub', 'in.txt'));
+    rmdirSync(join(mount, 'dir', 'sub'));
+    mkdirSync(join(mount, 'dir', 'sub'));
+    writeFileSync(join(mount, 'dir', 'sub', 'again.txt'), 'again\n');
+    expect(names(sub)).toEqual(['again.txt']);
+  });
+
+  it('a folder the tool renamed is no longer what the descriptor names', () => {
+    const sub = keptSub();
+    root.renameAt('dir/sub', root, 'dir/moved');
+    expect(thrown(() => names(sub))).toBe('no-entry');
+    root.renameAt('dir/moved', root, 'dir/sub');
+    expect(names(sub)).toEqual(['in.txt']);
+  });
+
+  it('a mount root the host moved away, with the kept folder moved into a new folder at its path, is not the mount', () => {
+    const sub = keptSub();
+    renameSync(mount, join(base, 'old-mount'));
+    mkdirSync(join(mount, 'dir'), { recursive: true });
+    renameSync(join(base, 'old-mount', 'dir', 'sub'), join(mount, 'dir', 'sub'));
+    // The mount is the folder the call opened (held by its descriptor), now old-mount: no dir/sub there.
+    expect(thrown(() => names(sub))).toBe('no-entry');
+  });
+
+  it('holds a bounded number of host descriptors, and none once the call ends', () => {
+    const open = () => readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (let i = 0; i < 200; i++) mkdirSync(join(mount, `d${i}`));
+    const dirs = Array.from({ length: 200 }, (_, i) => root.openAt({}, `d${i}`, { directory: true }, { read: true }));
+    for (const d of dirs) names(d);
+    for (const d of dirs.reverse()) names(d);
+    // 32 kept per mount, plus slack for whatever vitest opens meanwhile.
+    expect(open() - before).toBeLessThanOrEqual(40);
+    call.close();
+    expect(open() - before).toBeLessThanOrEqual(8);
   });
 });

@@ -80,6 +80,10 @@ function fs<T>(call: () => T): T {
 interface Dir {
   fd: number;
   path: string;
+  /** Where it must be to be still at its path from the root (stillAt): the host path's bytes, as latin1. */
+  at?: string;
+  /** The path from the root `at` was made for. */
+  atKey?: string;
 }
 
 interface File {
@@ -134,12 +138,15 @@ class HostFolder implements ClosableBackend {
   readonly hostRoot: string;
   readonly #held: boolean;
   readonly #exact: ExactFileTimes | null;
+  /** The root's host path as its bytes in latin1, as readlink of its fd reads while it has not moved. */
+  readonly #rootAt: string;
 
   private constructor(root: Dir, hostRoot: string, held: boolean, exact: ExactFileTimes | null) {
     this.root = root;
     this.hostRoot = hostRoot;
     this.#held = held;
     this.#exact = exact;
+    this.#rootAt = latin1(hostRoot);
   }
 
   static held(hostPath: string, exact: ExactFileTimes | null): HostFolder {
@@ -197,6 +204,31 @@ class HostFolder implements ClosableBackend {
 
   releaseDirectory(dir: Dir): void {
     if (this.#held) closeSync(dir.fd);
+  }
+
+  /**
+   * Whether the held directory `dir` is still the one at `path` below the
+   * root, asked of the kernel: /proc/<pid>/fd/N reads as where the very
+   * directory an fd holds is now (its path from the root of this process,
+   * whatever renames happened; " (deleted)" appended once removed). So `dir`
+   * is still there when it reads as the root's host path and `path` under
+   * it, byte for byte, and the root still reads as its own host path (a
+   * root moved away, and a folder made in its place, is not the mount).
+   * Two readlinks, cheaper than a walk from the root two folders deep or
+   * more. Only with held directories: checked paths are never kept.
+   */
+  stillAt(dir: Dir, path: readonly string[]): boolean {
+    if (!this.#held || path.length === 0) return false;
+    const key = path.join('/');
+    if (dir.atKey !== key) {
+      dir.at = latin1(this.hostRoot === '/' ? `/${key}` : `${this.hostRoot}/${key}`);
+      dir.atKey = key;
+    }
+    try {
+      return readlinkSync(this.root.path, 'latin1') === this.#rootAt && readlinkSync(dir.path, 'latin1') === dir.at;
+    } catch {
+      return false;
+    }
   }
 
   readDirectory(dir: Dir): DirectoryListing[] {
@@ -344,6 +376,11 @@ class HostFolder implements ClosableBackend {
   closeFile(file: File): void {
     closeSync(file.fd);
   }
+}
+
+/** A string's UTF-8 bytes, one latin1 character each: how readlink(…, 'latin1') gives a path's exact bytes. */
+function latin1(text: string): string {
+  return Buffer.from(text, 'utf8').toString('latin1');
 }
 
 /**

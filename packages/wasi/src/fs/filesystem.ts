@@ -27,6 +27,7 @@ import {
   parsePath,
   resolve,
   staysInside,
+  type DirectoryCache,
   visibleTarget,
   type ParsedPath,
   type Resolved,
@@ -49,6 +50,8 @@ export interface Mount {
   quota: DiskQuota;
   /** Files open in this call (across its mounts), closed when it ends. */
   open: Set<Descriptor>;
+  /** Directory handles kept between uses, when the backend can check them (FsBackend.stillAt); cleared when the call ends. */
+  directories?: DirectoryCache<unknown>;
 }
 
 interface DescriptorFlags {
@@ -176,7 +179,7 @@ export class Descriptor {
 
   /** Resolve `path` from this directory, run `op` on where it led, release the directories it held. */
   #walk<T>(path: ParsedPath, follow: boolean, op: (r: Resolved<unknown>) => T): T {
-    const r = resolve(this.#backend(), this.#dir(), path, follow);
+    const r = resolve(this.#backend(), this.#dir(), path, follow, this.#mount.directories);
     try {
       return op(r);
     } finally {
@@ -277,7 +280,7 @@ export class Descriptor {
   parentMetadataHash(): { lower: bigint; upper: bigint } | undefined {
     const path = this.#dir();
     if (path.length === 0) return undefined;
-    const r = resolve(this.#backend(), path.slice(0, -1), SELF, false);
+    const r = resolve(this.#backend(), path.slice(0, -1), SELF, false, this.#mount.directories);
     try {
       return hashOf(this.#backend().stat(r.dir, r.name));
     } finally {
@@ -361,6 +364,16 @@ export class Descriptor {
   /** A directory descriptor for `name` in `r.dir` (or `r.dir` itself), with its physical path. */
   #child(r: Resolved<unknown>, name: string | null, flags: DescriptorFlags): Descriptor {
     const path = physicalPath(r, name);
+    const cache = this.#mount.directories;
+    if (cache && name !== null && !cache.has(path)) {
+      // Its first use (a listing, an open in it) need not walk from the root:
+      // one step from where the walk is now, kept as any walk's would be.
+      try {
+        cache.giveBack(cache.keep(path, this.#backend().openDirectory(r.dir, name)));
+      } catch {
+        // Not a directory any more: its first use will say so.
+      }
+    }
     return new Descriptor(HOST, this.#mount, path, undefined, flags);
   }
 
