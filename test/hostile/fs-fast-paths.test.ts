@@ -125,6 +125,26 @@ describe("a listing's batch of metadata hashes", () => {
   });
 });
 
+describe("a listing's own hash (the inode of `.`)", () => {
+  it('answers the first metadata-hash right after the listing, and only that one', () => {
+    const dir = root.openAt({}, 'dir', { directory: true }, { read: true });
+    const before = dir.metadataHash();
+    dir.readDirectory();
+    // The host swaps the folder after the listing: `.` is the folder that was listed...
+    renameSync(join(mount, 'dir'), join(outside, 'listed'));
+    mkdirSync(join(mount, 'dir'));
+    expect(dir.metadataHash()).toEqual(before);
+    // ...and any later question is about the folder there now.
+    const now = dir.metadataHash();
+    expect(now).not.toEqual(before);
+    dir.readDirectory();
+    dir.openAt({}, '.', { directory: true }, { read: true });
+    renameSync(join(mount, 'dir'), join(outside, 'listed-2'));
+    mkdirSync(join(mount, 'dir'));
+    expect(dir.metadataHash()).not.toEqual(now);
+  });
+});
+
 describe("an open file's identity, taken when it is opened", () => {
   it('stays that of the file opened when the host replaces the name', () => {
     const file = root.openAt({}, 'a.txt', {}, { read: true });

@@ -101,9 +101,13 @@ class Listing {
   #hashes: Array<Hash | undefined> | undefined;
   #changes = -1;
 
-  constructor(entries: DirectoryListing[], take: () => Array<Hash | undefined>) {
+  constructor(entries: DirectoryListing[], take: () => Array<Hash | undefined>, hashes?: Array<Hash | undefined>) {
     this.entries = entries;
     this.#take = take;
+    if (hashes) {
+      this.#hashes = hashes;
+      this.#changes = namespaceChanges;
+    }
   }
 
   /** The hash of entry `index` (not followed), or undefined: the entry is gone, or names changed since the batch. */
@@ -114,6 +118,17 @@ class Listing {
     }
     return this.#changes === namespaceChanges ? this.#hashes[index] : undefined;
   }
+}
+
+/** The hash of each of `entries` in `dir` (not followed), undefined for one that is gone. */
+function entryHashes(backend: FsBackend<unknown, unknown>, dir: unknown, entries: DirectoryListing[]): Array<Hash | undefined> {
+  return entries.map((entry) => {
+    try {
+      return hashOf(backend.stat(dir, entry.name));
+    } catch {
+      return undefined;
+    }
+  });
 }
 
 /** wasi:filesystem `descriptor-stat`. */
@@ -140,6 +155,8 @@ export class Descriptor {
   #identity: EntryStat | undefined;
   /** Directory: the entry the guest last read from one of its streams (see metadataHashAt). */
   #lastRead: LastRead | undefined;
+  /** Directory: its own hash as its last listing took it (see metadataHash). */
+  #listedOwn: { hash: Hash; changes: number } | undefined;
   readonly #flags: DescriptorFlags;
 
   constructor(token: typeof HOST, mount: Mount, path: readonly string[] | null, file: unknown, flags: DescriptorFlags) {
@@ -179,6 +196,9 @@ export class Descriptor {
 
   /** Resolve `path` from this directory, run `op` on where it led, release the directories it held. */
   #walk<T>(path: ParsedPath, follow: boolean, op: (r: Resolved<unknown>) => T): T {
+    // What a listing answers for (metadataHash, metadataHashAt) holds only for the very next question.
+    this.#lastRead = undefined;
+    this.#listedOwn = undefined;
     const r = resolve(this.#backend(), this.#dir(), path, follow, this.#mount.directories);
     try {
       return op(r);
@@ -254,6 +274,10 @@ export class Descriptor {
   }
 
   metadataHash(): { lower: bigint; upper: bigint } {
+    // A directory just listed: its hash as of the listing (the adapter's inode of `.`), once, while names are unchanged.
+    const listed = this.#listedOwn;
+    this.#listedOwn = undefined;
+    if (listed && listed.changes === namespaceChanges) return listed.hash;
     return hashOf(this.#ownIdentity());
   }
 
@@ -486,23 +510,37 @@ export class Descriptor {
 
   // --- directories ---------------------------------------------------------------
   readDirectory(): DirectoryEntryStream {
+    return this.#list(false);
+  }
+
+  /**
+   * A listing, and with `hashes` its entries' metadata hashes taken in the
+   * same walk (the preview1 host writes every entry's d_ino). The
+   * directory's own hash is taken too (an fstat of the handle the walk
+   * holds): the preview1 adapter asks for it (the inode of `.`) right after
+   * opening a stream, and metadataHash answers that question from here.
+   */
+  #list(hashes: boolean): DirectoryEntryStream {
     const backend = this.#backend();
-    const entries = this.#self((r) => backend.readDirectory(r.dir));
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const listing = new Listing(entries, () =>
-      this.#self((r) =>
-        entries.map((entry) => {
-          try {
-            return hashOf(backend.stat(r.dir, entry.name));
-          } catch {
-            return undefined;
-          }
-        }),
-      ),
-    );
+    let own: Hash | undefined;
+    let batch: Array<Hash | undefined> | undefined;
+    const entries = this.#self((r) => {
+      const listed = backend.readDirectory(r.dir);
+      listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      own = hashOf(backend.stat(r.dir, r.name));
+      if (hashes) batch = entryHashes(backend, r.dir, listed);
+      return listed;
+    });
+    this.#listedOwn = { hash: own!, changes: namespaceChanges };
+    const listing = new Listing(entries, () => this.#self((r) => entryHashes(backend, r.dir, entries)), batch);
     return new DirectoryEntryStream(HOST, listing, (index) => {
       this.#lastRead = { listing, index };
     });
+  }
+
+  /** For the preview1 host: a stream whose entries' hashes (entriesWithHashes) were taken with the listing. No WIT method has this name. */
+  readDirectoryWithHashes(): DirectoryEntryStream {
+    return this.#list(true);
   }
 
   setTimesAt(pathFlags: unknown, path: unknown, atime: unknown, mtime: unknown): void {

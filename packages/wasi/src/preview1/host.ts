@@ -910,7 +910,7 @@ function listDirectory(descriptor: Descriptor): DirEntry[] {
     { name: utf8.encode('.'), filetype: FILETYPE.DIRECTORY, lookup: null, hash: null },
     { name: utf8.encode('..'), filetype: FILETYPE.DIRECTORY, lookup: null, hash: null },
   ];
-  for (const e of descriptor.readDirectory().entriesWithHashes()) {
+  for (const e of descriptor.readDirectoryWithHashes().entriesWithHashes()) {
     entries.push({ name: utf8.encode(e.name), filetype: DESCRIPTOR_FILETYPE[e.type] ?? FILETYPE.UNKNOWN, lookup: e.name, hash: e.hash });
   }
   return entries;
