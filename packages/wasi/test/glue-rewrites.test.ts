@@ -17,7 +17,7 @@ describe('lighterHostCalls', () => {
     expect(lighter).toContain('const _debugLog = () => {};');
     expect(lighter).not.toContain('JCO_DEBUG');
     expect(lighter).toContain('const newTaskMeta = new CorralTaskMeta(nextId, componentIdx, isAsync, entryFnName);');
-    expect(lighter).toMatch(/class CorralTaskMeta \{[^]*get task\(\) \{\n\s*return \(this\.#task \?\?= new AsyncTask\(/);
+    expect(lighter).toMatch(/class CorralTaskMeta \{[\s\S]*get task\(\) \{\n\s*return \(this\.#task \?\?= new AsyncTask\(/);
     expect(lighter.match(/new AsyncTask\(/g)).toHaveLength(glue.match(/new AsyncTask\(/g)!.length);
     // Every trampoline still starts and ends its task.
     expect(lighter.match(/startCurrentTask\(/g)).toHaveLength(glue.match(/startCurrentTask\(/g)!.length);
