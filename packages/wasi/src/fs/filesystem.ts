@@ -6,10 +6,15 @@
  * The rules live here, once, for every backend:
  *   - containment: every path is resolved by resolve.ts from the mount root
  *     at every use. A directory descriptor is its path from the root, walked
- *     again each time it is used, so renaming folders or swapping one for a
- *     symlink (by the tool, or by the host meanwhile) cannot make it lead
- *     elsewhere. A file descriptor holds the file it opened (as in POSIX);
- *     only regular files and directories can be opened at all.
+ *     again each time it is used (or taken from the handles the mount keeps,
+ *     when the backend confirms the handle is still at that path: resolve.ts
+ *     DirectoryCache), so renaming folders or swapping one for a symlink (by
+ *     the tool, or by the host meanwhile) cannot make it lead elsewhere. A
+ *     file descriptor holds the file it opened (as in POSIX); only regular
+ *     files and directories can be opened at all.
+ *   - metadata hashes (st_ino, d_ino to preview1) are keyed hashes of the
+ *     backend's dev and ino (metadata-hash.ts): equal for one object, and
+ *     telling nothing of the host's numbers.
  *   - access: a `read` mount refuses every change ('read-only'); a
  *     descriptor does only what it was opened for ('bad-descriptor').
  *   - quota: bytes a call adds to files, and a fixed cost per entry it
