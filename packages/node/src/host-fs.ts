@@ -147,6 +147,8 @@ class HostFolder implements ClosableBackend {
     this.#held = held;
     this.#exact = exact;
     this.#rootAt = latin1(hostRoot);
+    // Checked paths are never kept: without the method, the mount keeps no handles.
+    if (held) this.stillAt = (dir, path) => this.#stillAt(dir, path);
   }
 
   static held(hostPath: string, exact: ExactFileTimes | null): HostFolder {
@@ -215,10 +217,12 @@ class HostFolder implements ClosableBackend {
    * it, byte for byte, and the root still reads as its own host path (a
    * root moved away, and a folder made in its place, is not the mount).
    * Two readlinks, cheaper than a walk from the root two folders deep or
-   * more. Only with held directories: checked paths are never kept.
+   * more. Only with held directories (the constructor sets `stillAt`).
    */
-  stillAt(dir: Dir, path: readonly string[]): boolean {
-    if (!this.#held || path.length === 0) return false;
+  readonly stillAt?: (dir: Dir, path: readonly string[]) => boolean;
+
+  #stillAt(dir: Dir, path: readonly string[]): boolean {
+    if (path.length === 0) return false;
     const key = path.join('/');
     if (dir.atKey !== key) {
       dir.at = latin1(this.hostRoot === '/' ? `/${key}` : `${this.hostRoot}/${key}`);
