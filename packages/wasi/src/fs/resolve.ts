@@ -232,10 +232,13 @@ export class DirectoryCache<D> {
     const kept = this.#kept.get(key);
     if (!kept) return undefined;
     this.#kept.delete(key);
-    if (!this.#backend.stillAt!(kept.dir, kept.path)) {
-      this.#evict(kept);
-      return undefined;
+    let still = false;
+    try {
+      still = this.#backend.stillAt!(kept.dir, kept.path);
+    } finally {
+      if (!still) this.#evict(kept);
     }
+    if (!still) return undefined;
     this.#kept.set(key, kept);
     kept.users++;
     return kept;
