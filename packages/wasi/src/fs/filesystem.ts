@@ -79,6 +79,17 @@ const DESCRIPTOR_FLAGS = ['read', 'write', 'fileIntegritySync', 'dataIntegritySy
 const ADVICE = ['normal', 'sequential', 'random', 'will-need', 'dont-need', 'no-reuse'] as const;
 
 /**
+ * Methods only hosts call (the preview1 host), keyed by symbols: jco's glue
+ * calls a resource's methods by the names a component's WIT declares, and a
+ * component may declare any name in an interface Corral provides, so a
+ * host-only method under a string name would be one a lying component
+ * could call.
+ */
+export const PARENT_METADATA_HASH: unique symbol = Symbol('corral parent metadata hash');
+export const READ_DIRECTORY_WITH_HASHES: unique symbol = Symbol('corral read directory with hashes');
+export const ENTRIES_WITH_HASHES: unique symbol = Symbol('corral entries with hashes');
+
+/**
  * Counts the calls that may have changed which object a name leads to
  * (create, remove, rename, link), in any mount of any call of this worker:
  * what a listing learned about its entries holds only while it is unchanged.
@@ -304,9 +315,9 @@ export class Descriptor {
   /**
    * The metadata hash of this directory's parent while that is inside the
    * mount (the inode of `..` in a preview1 listing); undefined at the mount
-   * root. No WIT method has this name, so no guest can call it.
+   * root. Host-only (a symbol, see PARENT_METADATA_HASH).
    */
-  parentMetadataHash(): { lower: bigint; upper: bigint } | undefined {
+  [PARENT_METADATA_HASH](): { lower: bigint; upper: bigint } | undefined {
     const path = this.#dir();
     if (path.length === 0) return undefined;
     const r = resolve(this.#backend(), path.slice(0, -1), SELF, false, this.#mount.directories);
@@ -543,8 +554,8 @@ export class Descriptor {
     });
   }
 
-  /** For the preview1 host: a stream whose entries' hashes (entriesWithHashes) were taken with the listing. No WIT method has this name. */
-  readDirectoryWithHashes(): DirectoryEntryStream {
+  /** For the preview1 host: a stream whose entries' hashes (ENTRIES_WITH_HASHES) were taken with the listing. Host-only. */
+  [READ_DIRECTORY_WITH_HASHES](): DirectoryEntryStream {
     return this.#list(true);
   }
 
@@ -772,10 +783,9 @@ export class DirectoryEntryStream {
   /**
    * Every entry with its metadata hash (not followed), for the preview1
    * host's d_ino: from the listing's batch while names are unchanged, else
-   * undefined for the caller to ask the descriptor. No WIT method has this
-   * name, so no guest can call it.
+   * undefined for the caller to ask the descriptor. Host-only.
    */
-  entriesWithHashes(): Array<{ name: string; type: string; hash: () => Hash | undefined }> {
+  [ENTRIES_WITH_HASHES](): Array<{ name: string; type: string; hash: () => Hash | undefined }> {
     const listing = this.#listing;
     return listing.entries.map((entry, index) => ({ name: entry.name, type: entry.type, hash: () => listing.hashAt(index) }));
   }
