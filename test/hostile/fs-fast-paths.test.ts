@@ -260,6 +260,22 @@ describe('directory handles kept between uses of a descriptor', () => {
     expect(thrown(() => names(sub))).toBe('no-entry');
   });
 
+  it("a folder named '… (deleted)' is not taken for the removed folder that read so (the kernel's suffix is no proof)", () => {
+    // The tool alone: its kept handle of 'x (deleted)' is renamed to 'x' and
+    // removed, so /proc reads it as '<mount>/x (deleted)', byte for byte the
+    // path a descriptor of the new 'x (deleted)' expects.
+    root.createDirectoryAt('x (deleted)');
+    const d = root.openAt({}, 'x (deleted)', { directory: true }, { read: true, mutateDirectory: true });
+    expect(names(d)).toEqual([]);
+    root.renameAt('x (deleted)', root, 'x');
+    root.createDirectoryAt('x (deleted)');
+    writeFileSync(join(mount, 'x (deleted)', 'new.txt'), 'new\n');
+    root.removeDirectoryAt('x');
+    expect(names(d)).toEqual(['new.txt']);
+    d.openAt({}, 'made.txt', { create: true }, { write: true });
+    expect(readdirSync(join(mount, 'x (deleted)')).sort()).toEqual(['made.txt', 'new.txt']);
+  });
+
   it('holds a bounded number of host descriptors, and none once the call ends', () => {
     const open = () => readdirSync('/proc/self/fd').length;
     const before = open();

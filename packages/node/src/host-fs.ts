@@ -148,7 +148,8 @@ class HostFolder implements ClosableBackend {
     this.#exact = exact;
     this.#rootAt = latin1(hostRoot);
     // Checked paths are never kept: without the method, the mount keeps no handles.
-    if (held) this.stillAt = (dir, path) => this.#stillAt(dir, path);
+    // A root whose own name ends as the kernel marks a removed folder could be that removed folder: none kept.
+    if (held && !this.#rootAt.endsWith(DELETED)) this.stillAt = (dir, path) => this.#stillAt(dir, path);
   }
 
   static held(hostPath: string, exact: ExactFileTimes | null): HostFolder {
@@ -223,6 +224,10 @@ class HostFolder implements ClosableBackend {
 
   #stillAt(dir: Dir, path: readonly string[]): boolean {
     if (path.length === 0) return false;
+    // '<mount>/x (deleted)' is also how the kernel reads a folder removed
+    // while at '<mount>/x' (the tool can rename and remove its own folders):
+    // a name with that ending is walked to every time.
+    if (path[path.length - 1]!.endsWith(DELETED)) return false;
     const key = path.join('/');
     if (dir.atKey !== key) {
       dir.at = latin1(this.hostRoot === '/' ? `/${key}` : `${this.hostRoot}/${key}`);
@@ -381,6 +386,9 @@ class HostFolder implements ClosableBackend {
     closeSync(file.fd);
   }
 }
+
+/** What readlink of /proc/<pid>/fd/N appends to the path of a removed file or folder. */
+const DELETED = ' (deleted)';
 
 /** A string's UTF-8 bytes, one latin1 character each: how readlink(…, 'latin1') gives a path's exact bytes. */
 function latin1(text: string): string {
