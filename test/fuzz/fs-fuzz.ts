@@ -50,7 +50,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve as resolvePath, sep } from 'node:path';
 import { GuestTypeError } from '@corral/wasi';
-import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
+import { callFilesystem, metadataHash, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { hostMountOpeners, hostConfinement } from '@corral/node';
 
 // --- the world: base/{mount, outside, ro} ------------------------------------------
@@ -347,7 +347,7 @@ interface World {
   secret: string;
   outsideSnapshot: Map<string, string>;
   roSnapshot: Map<string, string>;
-  /** dev:ino of every entry outside the mounts a guest could reach by escaping. */
+  /** The metadata hash (upper:lower) of every entry outside the mounts a guest could reach by escaping. */
   outsideInodes: Set<string>;
   /** Names found only outside the mounts. */
   outsideOnly: Set<string>;
@@ -456,7 +456,8 @@ function restoreWorld(world: World): void {
   world.outsideInodes.clear();
   const addInode = (p: string) => {
     const s = lstatSync(p, { bigint: true });
-    world.outsideInodes.add(`${s.dev}:${s.ino}`);
+    const h = metadataHash(s.dev, s.ino);
+    world.outsideInodes.add(`${h.upper}:${h.lower}`);
   };
   for (const p of [world.base, dirname(world.base), world.outside]) addInode(p);
   const walk = (d: string) => {
@@ -1171,8 +1172,13 @@ class Run {
         return;
       }
       case 'readDirectory': {
-        const stream = this.dir(op.d).readDirectory();
-        for (let e = stream.readDirectoryEntry(); e; e = stream.readDirectoryEntry()) this.name(e.name, 'readDirectory');
+        const dir = this.dir(op.d);
+        const stream = dir.readDirectory();
+        for (let e = stream.readDirectoryEntry(); e; e = stream.readDirectoryEntry()) {
+          this.name(e.name, 'readDirectory');
+          // What the preview1 adapter asks after each entry (its d_ino), answered from the listing's batch.
+          this.inode(dir.metadataHashAt({ symlinkFollow: false }, e.name), 'readDirectory d_ino');
+        }
         return;
       }
       case 'createDirectoryAt':

@@ -23,7 +23,7 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { transpileComponent } from '@corral/wasi';
-import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
+import { callFilesystem, KEPT_DIRECTORIES, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { guardLiftedLists } from '../../packages/wasi/src/run.js';
 import { hostMountOpeners, openHostDirectory } from '@corral/node';
 import { runInChild } from './child.js';
@@ -203,8 +203,11 @@ describe('a walk holds a bounded number of directory fds, however deep the tree'
     most = 0;
     deep.createDirectoryAt('leaf');
     expect(deep.statAt({}, 'leaf').type).toBe('directory');
-    expect(held).toBe(0);
+    // Between uses, only the handles a mount keeps for its descriptors (KEPT_DIRECTORIES); none after the call.
+    expect(held).toBeLessThanOrEqual(KEPT_DIRECTORIES);
     expect(most).toBeLessThan(100);
+    call.close();
+    expect(held).toBe(0);
   });
 
   it('`..` back up a deep walk reaches the folders it let go of, by name', () => {

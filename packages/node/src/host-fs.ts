@@ -80,10 +80,16 @@ function fs<T>(call: () => T): T {
 interface Dir {
   fd: number;
   path: string;
+  /** Where it must be to be still at its path from the root (stillAt): the host path's bytes, as latin1. */
+  at?: string;
+  /** The path from the root `at` was made for. */
+  atKey?: string;
 }
 
 interface File {
   fd: number;
+  /** The fstat taken while opening it, when one was. */
+  opened?: BigIntStats;
 }
 
 export type Confinement = 'fd' | 'path';
@@ -132,12 +138,18 @@ class HostFolder implements ClosableBackend {
   readonly hostRoot: string;
   readonly #held: boolean;
   readonly #exact: ExactFileTimes | null;
+  /** The root's host path as its bytes in latin1, as readlink of its fd reads while it has not moved. */
+  readonly #rootAt: string;
 
   private constructor(root: Dir, hostRoot: string, held: boolean, exact: ExactFileTimes | null) {
     this.root = root;
     this.hostRoot = hostRoot;
     this.#held = held;
     this.#exact = exact;
+    this.#rootAt = latin1(hostRoot);
+    // Checked paths are never kept: without the method, the mount keeps no handles.
+    // A root whose own name ends as the kernel marks a removed folder could be that removed folder: none kept.
+    if (held && !this.#rootAt.endsWith(DELETED)) this.stillAt = (dir, path) => this.#stillAt(dir, path);
   }
 
   static held(hostPath: string, exact: ExactFileTimes | null): HostFolder {
@@ -195,6 +207,37 @@ class HostFolder implements ClosableBackend {
 
   releaseDirectory(dir: Dir): void {
     if (this.#held) closeSync(dir.fd);
+  }
+
+  /**
+   * Whether the held directory `dir` is still the one at `path` below the
+   * root, asked of the kernel: /proc/<pid>/fd/N reads as where the very
+   * directory an fd holds is now (its path from the root of this process,
+   * whatever renames happened; " (deleted)" appended once removed). So `dir`
+   * is still there when it reads as the root's host path and `path` under
+   * it, byte for byte, and the root still reads as its own host path (a
+   * root moved away, and a folder made in its place, is not the mount).
+   * Two readlinks, cheaper than a walk from the root two folders deep or
+   * more. Only with held directories (the constructor sets `stillAt`).
+   */
+  readonly stillAt?: (dir: Dir, path: readonly string[]) => boolean;
+
+  #stillAt(dir: Dir, path: readonly string[]): boolean {
+    if (path.length === 0) return false;
+    // '<mount>/x (deleted)' is also how the kernel reads a folder removed
+    // while at '<mount>/x' (the tool can rename and remove its own folders):
+    // a name with that ending is walked to every time.
+    if (path[path.length - 1]!.endsWith(DELETED)) return false;
+    const key = path.join('/');
+    if (dir.atKey !== key) {
+      dir.at = latin1(this.hostRoot === '/' ? `/${key}` : `${this.hostRoot}/${key}`);
+      dir.atKey = key;
+    }
+    try {
+      return readlinkSync(this.root.path, 'latin1') === this.#rootAt && readlinkSync(dir.path, 'latin1') === dir.at;
+    } catch {
+      return false;
+    }
   }
 
   readDirectory(dir: Dir): DirectoryListing[] {
@@ -277,7 +320,8 @@ class HostFolder implements ClosableBackend {
       const info = fs(() => fstatSync(handle, { bigint: true }));
       checkRegular(info.mode);
       if (kernelFilesystemDevices().has(info.dev)) throw 'not-permitted';
-      return { fd: fs(() => openSync(fdPath(handle), access | (mode.truncate ? O_TRUNC : 0))) };
+      // The very inode fstat saw: reopened through the O_PATH descriptor, not by name.
+      return { fd: fs(() => openSync(fdPath(handle), access | (mode.truncate ? O_TRUNC : 0))), opened: info };
     } finally {
       closeSync(handle);
     }
@@ -294,11 +338,15 @@ class HostFolder implements ClosableBackend {
       checkRegular(after.mode);
       if (after.ino !== before.ino || after.dev !== before.dev) throw 'busy';
       if (mode.truncate) fs(() => ftruncateSync(fd, 0));
-      return { fd };
+      return { fd, opened: after };
     } catch (err) {
       closeSync(fd);
       throw err;
     }
+  }
+
+  openedStat(file: File): EntryStat | undefined {
+    return file.opened && toStat(file.opened);
   }
 
   fileStat(file: File): EntryStat {
@@ -337,6 +385,14 @@ class HostFolder implements ClosableBackend {
   closeFile(file: File): void {
     closeSync(file.fd);
   }
+}
+
+/** What readlink of /proc/<pid>/fd/N appends to the path of a removed file or folder. */
+const DELETED = ' (deleted)';
+
+/** A string's UTF-8 bytes, one latin1 character each: how readlink(…, 'latin1') gives a path's exact bytes. */
+function latin1(text: string): string {
+  return Buffer.from(text, 'utf8').toString('latin1');
 }
 
 /**

@@ -10,6 +10,8 @@ export type { FsBackend, EntryStat, EntryType, DirectoryListing, NewTime, OpenMo
 export { MemoryBackend, type FileDataEntry } from './fs/memory.js';
 export { Descriptor, MAX_OPEN_FILES, type DescriptorStat } from './fs/filesystem.js';
 export { DiskQuota, ENTRY_BYTES } from './fs/quota.js';
+export { metadataHash, type MetadataHash } from './fs/metadata-hash.js';
+export { KEPT_DIRECTORIES } from './fs/resolve.js';
 export { fsErrorOfErrno, FS_ERRNO, E as WASI_ERRNO, type FsErrorCode } from './fs/errno.js';
 export { callFilesystem, mountRoot, type CallFilesystem } from './vfs.js';
 export {

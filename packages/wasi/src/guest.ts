@@ -61,7 +61,9 @@ export function flags<K extends string>(value: unknown, what: string, names: rea
   const out = {} as Record<K, boolean>;
   for (const name of names) {
     const field = (value as Record<string, unknown>)[name];
-    out[name] = field === undefined ? false : bool(field, `${what}.${name}`);
+    // The field's name is spelled out only for the error: flags are checked on every call.
+    if (field !== undefined && typeof field !== 'boolean') bad(`${what}.${name}`, 'a bool', field);
+    out[name] = field === true;
   }
   return out;
 }

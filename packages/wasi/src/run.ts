@@ -108,7 +108,8 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(guardLiftedLists(allocateEmptyStrings(prepared.glue)));
+  const source = lighterHostCalls(guardLiftedLists(allocateEmptyStrings(prepared.glue)));
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source);
   const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
   return { instantiate: glue.instantiate, modules, capped: withCaps };
 }
@@ -138,6 +139,50 @@ export function allocateEmptyStrings(glue: string): string {
     /(function utf8Encode\(s, realloc, memory\) \{\n\s*if \(typeof s !== 'string'\) throw new TypeError\('expected a string'\);)\n\s*if \(s\.length === 0\) \{\n\s*utf8EncodedLen = 0;\n\s*return 1;\n\s*\}/,
     '$1',
   );
+}
+
+/**
+ * Two costs jco 1.15.4's glue adds to every call from the guest into the
+ * host, which a tool walking a mount pays a dozen times per file (issue 13):
+ *   - `_debugLog(...)`, called several times per call, reads
+ *     `process.env.JCO_DEBUG` each time, a lookup in the environment. It is
+ *     never set in a sandbox worker (started with an empty environment) nor
+ *     in a browser, so it becomes a function that does nothing.
+ *   - `startCurrentTask` builds an AsyncTask (private fields, a promise) for
+ *     every call, even a synchronous one, and only async calls
+ *     (`prepareCall`, `asyncStartCall`) ever read it. The task record gets
+ *     a class whose `task` is built when first read; nothing else about the
+ *     task bookkeeping changes. (An object literal with a getter, tried
+ *     first, cost more per call than the task it saved.)
+ * A glue of another shape is left as it is (a test checks that these match
+ * the pinned jco's glue).
+ */
+export function lighterHostCalls(glue: string): string {
+  return glue
+    .replace(
+      /const _debugLog = \(\.\.\.args\) => \{\n\s*if \(!globalThis\?\.process\?\.env\?\.JCO_DEBUG\) \{ return; \}\n\s*console\.debug\(\.\.\.args\);\n\}/,
+      'const _debugLog = () => {};',
+    )
+    .replace(
+      /const newTask = new AsyncTask\(\{ id: nextId, componentIdx, isAsync, entryFnName \}\);\n(\s*)const newTaskMeta = \{ id: nextId, componentIdx, task: newTask \};/,
+      'const newTaskMeta = new CorralTaskMeta(nextId, componentIdx, isAsync, entryFnName);',
+    )
+    .replace(
+      /\n([ \t]*)let NEXT_TASK_ID = 0n;/,
+      `\n$1class CorralTaskMeta {
+$1  #task;
+$1  constructor(id, componentIdx, isAsync, entryFnName) {
+$1    this.id = id;
+$1    this.componentIdx = componentIdx;
+$1    this.isAsync = isAsync;
+$1    this.entryFnName = entryFnName;
+$1  }
+$1  get task() {
+$1    return (this.#task ??= new AsyncTask({ id: this.id, componentIdx: this.componentIdx, isAsync: this.isAsync, entryFnName: this.entryFnName }));
+$1  }
+$1}
+$1let NEXT_TASK_ID = 0n;`,
+    );
 }
 
 /** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */

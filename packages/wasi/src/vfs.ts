@@ -9,6 +9,7 @@ import type { MemoryMountSource, MountBinding } from '@corral/core';
 import type { FsBackend } from './fs/backend.js';
 import { rootDescriptor, type Descriptor, type Mount } from './fs/filesystem.js';
 import { DiskQuota } from './fs/quota.js';
+import { DirectoryCache } from './fs/resolve.js';
 import { MemoryBackend } from './fs/memory.js';
 import { MEMORY_KIND, checkMountSource, type ClosableBackend, type MountOpeners } from './mount-sources.js';
 
@@ -42,10 +43,14 @@ export function callFilesystem(
   const kinds = Object.keys(openers).filter((kind) => kind !== MEMORY_KIND);
   const close = () => {
     for (const file of [...open]) file.close();
-    for (const mount of opened) (mount.backend as ClosableBackend).close?.();
+    for (const mount of opened) {
+      mount.directories?.clear();
+      (mount.backend as ClosableBackend).close?.();
+    }
   };
   const mountOn = (backend: FsBackend, readOnly: boolean): Descriptor => {
     const mount: Mount = { backend, readOnly, quota, open };
+    if (backend.stillAt) mount.directories = new DirectoryCache(backend);
     opened.push(mount);
     return rootDescriptor(mount);
   };

@@ -51,6 +51,29 @@ describe('the imports object', () => {
     expect((Descriptor.prototype as { toString?: unknown }).toString).toBeUndefined();
   });
 
+  it("offers under a string name only WIT methods: a host-only method is a symbol, which no component's WIT can name", () => {
+    const { imports } = host();
+    const types = imports['wasi:filesystem/types'] as Record<string, { prototype: object }>;
+    // wasi:filesystem/types@0.2 `descriptor` and `directory-entry-stream`, as jco names them, and what a drop calls.
+    const wit = new Set([
+      ...['readViaStream', 'writeViaStream', 'appendViaStream', 'advise', 'syncData', 'getFlags', 'getType', 'setSize', 'setTimes'],
+      ...['read', 'write', 'readDirectory', 'sync', 'createDirectoryAt', 'stat', 'statAt', 'setTimesAt', 'linkAt', 'openAt'],
+      ...['readlinkAt', 'removeDirectoryAt', 'renameAt', 'symlinkAt', 'unlinkFileAt', 'isSameObject', 'metadataHash'],
+      ...['metadataHashAt', 'lockShared', 'lockExclusive', 'tryLockShared', 'tryLockExclusive', 'unlock'],
+      'readDirectoryEntry',
+      // Closing is what dropping the descriptor does anyway.
+      'close',
+      'constructor',
+    ]);
+    for (const type of ['Descriptor', 'DirectoryEntryStream']) {
+      const names = Object.getOwnPropertyNames(types[type]!.prototype);
+      expect(
+        names.filter((n) => !wit.has(n)),
+        type,
+      ).toEqual([]);
+    }
+  });
+
   it('hands out resources only the host can make', () => {
     const { fs, imports } = host();
     const D = fs['Descriptor'] as new (...a: unknown[]) => unknown;

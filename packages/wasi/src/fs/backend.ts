@@ -73,6 +73,15 @@ export interface FsBackend<D = unknown, F = unknown> {
   openDirectory(dir: D, name: string): D;
   /** Done with a handle from openDirectory (never called for the root). */
   releaseDirectory(dir: D): void;
+  /**
+   * Optional, for backends whose handles cost system calls to open: whether
+   * `dir`, opened by walking `path` from the root, is still the directory at
+   * that path, nothing on the way renamed, removed or replaced (by anyone).
+   * Answering must be cheaper than that walk, and never true when unsure.
+   * With it, Corral keeps handles between uses (resolve.ts DirectoryCache)
+   * and asks this before each use instead of walking again.
+   */
+  stillAt?(dir: D, path: readonly string[]): boolean;
   readDirectory(dir: D): DirectoryListing[];
   readlink(dir: D, name: string): string;
 
@@ -91,6 +100,12 @@ export interface FsBackend<D = unknown, F = unknown> {
    * is refused without being opened, so a call can never block in the kernel.
    */
   openFile(dir: D, name: string, mode: OpenMode): F;
+  /**
+   * Optional: the stat the backend took of `file` while opening it, if it
+   * took one. Only its type, dev and ino are used: those stay true for as
+   * long as the file is open, so Corral need not ask again.
+   */
+  openedStat?(file: F): EntryStat | undefined;
   fileStat(file: F): EntryStat;
   /** Read into `into` from `position`; the number of bytes read (0 at the end). */
   read(file: F, into: Uint8Array, position: number): number;

@@ -6,10 +6,15 @@
  * The rules live here, once, for every backend:
  *   - containment: every path is resolved by resolve.ts from the mount root
  *     at every use. A directory descriptor is its path from the root, walked
- *     again each time it is used, so renaming folders or swapping one for a
- *     symlink (by the tool, or by the host meanwhile) cannot make it lead
- *     elsewhere. A file descriptor holds the file it opened (as in POSIX);
- *     only regular files and directories can be opened at all.
+ *     again each time it is used (or taken from the handles the mount keeps,
+ *     when the backend confirms the handle is still at that path: resolve.ts
+ *     DirectoryCache), so renaming folders or swapping one for a symlink (by
+ *     the tool, or by the host meanwhile) cannot make it lead elsewhere. A
+ *     file descriptor holds the file it opened (as in POSIX); only regular
+ *     files and directories can be opened at all.
+ *   - metadata hashes (st_ino, d_ino to preview1) are keyed hashes of the
+ *     backend's dev and ino (metadata-hash.ts): equal for one object, and
+ *     telling nothing of the host's numbers.
  *   - access: a `read` mount refuses every change ('read-only'); a
  *     descriptor does only what it was opened for ('bad-descriptor').
  *   - quota: bytes a call adds to files, and a fixed cost per entry it
@@ -19,7 +24,7 @@
  *     named as `.` or `..`, which no remove or rename accepts.
  *   - every value from the guest is checked (guest.ts) before use.
  */
-import type { EntryStat, FsBackend } from './backend.js';
+import type { DirectoryListing, EntryStat, FsBackend } from './backend.js';
 import type { DiskQuota } from './quota.js';
 import {
   checkLinkTarget,
@@ -27,10 +32,12 @@ import {
   parsePath,
   resolve,
   staysInside,
+  type DirectoryCache,
   visibleTarget,
   type ParsedPath,
   type Resolved,
 } from './resolve.js';
+import { metadataHash, type MetadataHash } from './metadata-hash.js';
 import { GuestTypeError, bytes, flags as flagsOf, newTimestamp, oneOf, resource, string, u64, u64Number } from '../guest.js';
 import { IoError, MAX_CHUNK, inputStream, outputStream, type InputStream, type OutputStream } from '../io.js';
 
@@ -48,6 +55,8 @@ export interface Mount {
   quota: DiskQuota;
   /** Files open in this call (across its mounts), closed when it ends. */
   open: Set<Descriptor>;
+  /** Directory handles kept between uses, when the backend can check them (FsBackend.stillAt); cleared when the call ends. */
+  directories?: DirectoryCache<unknown>;
 }
 
 interface DescriptorFlags {
@@ -69,6 +78,75 @@ const OPEN_FLAGS = ['create', 'directory', 'exclusive', 'truncate'] as const;
 const DESCRIPTOR_FLAGS = ['read', 'write', 'fileIntegritySync', 'dataIntegritySync', 'requestedWriteSync', 'mutateDirectory'] as const;
 const ADVICE = ['normal', 'sequential', 'random', 'will-need', 'dont-need', 'no-reuse'] as const;
 
+/**
+ * Methods only hosts call (the preview1 host), keyed by symbols: jco's glue
+ * calls a resource's methods by the names a component's WIT declares, and a
+ * component may declare any name in an interface Corral provides, so a
+ * host-only method under a string name would be one a lying component
+ * could call.
+ */
+export const PARENT_METADATA_HASH: unique symbol = Symbol('corral parent metadata hash');
+export const READ_DIRECTORY_WITH_HASHES: unique symbol = Symbol('corral read directory with hashes');
+export const ENTRIES_WITH_HASHES: unique symbol = Symbol('corral entries with hashes');
+
+/**
+ * Counts the calls that may have changed which object a name leads to
+ * (create, remove, rename, link), in any mount of any call of this worker:
+ * what a listing learned about its entries holds only while it is unchanged.
+ */
+let namespaceChanges = 0;
+
+type Hash = MetadataHash;
+
+/** The last entry a guest read from a directory stream of a descriptor, and the listing it came from. */
+interface LastRead {
+  listing: Listing;
+  index: number;
+}
+
+/**
+ * A directory listing as a stream hands it out, and the metadata hashes of
+ * its entries, taken in one go the first time one is asked for: one walk to
+ * the directory and a stat per entry, not a walk per entry. A hash is given
+ * from here only while no call has changed names since the batch was taken
+ * (`namespaceChanges`); then the caller asks the backend again.
+ */
+class Listing {
+  readonly entries: DirectoryListing[];
+  readonly #take: () => Array<Hash | undefined>;
+  #hashes: Array<Hash | undefined> | undefined;
+  #changes = -1;
+
+  constructor(entries: DirectoryListing[], take: () => Array<Hash | undefined>, hashes?: Array<Hash | undefined>) {
+    this.entries = entries;
+    this.#take = take;
+    if (hashes) {
+      this.#hashes = hashes;
+      this.#changes = namespaceChanges;
+    }
+  }
+
+  /** The hash of entry `index` (not followed), or undefined: the entry is gone, or names changed since the batch. */
+  hashAt(index: number): Hash | undefined {
+    if (this.#hashes === undefined) {
+      this.#changes = namespaceChanges;
+      this.#hashes = this.#take();
+    }
+    return this.#changes === namespaceChanges ? this.#hashes[index] : undefined;
+  }
+}
+
+/** The hash of each of `entries` in `dir` (not followed), undefined for one that is gone. */
+function entryHashes(backend: FsBackend<unknown, unknown>, dir: unknown, entries: DirectoryListing[]): Array<Hash | undefined> {
+  return entries.map((entry) => {
+    try {
+      return hashOf(backend.stat(dir, entry.name));
+    } catch {
+      return undefined;
+    }
+  });
+}
+
 /** wasi:filesystem `descriptor-stat`. */
 export interface DescriptorStat {
   type: string;
@@ -85,6 +163,16 @@ export class Descriptor {
   /** Directory: its physical path from the mount root. File: null. */
   readonly #path: readonly string[] | null;
   #file: unknown;
+  /**
+   * File: what it is (type, dev, ino), once known. An open file stays the
+   * object it is, so these never change while it is open; its size and
+   * times do, and are asked for every time.
+   */
+  #identity: EntryStat | undefined;
+  /** Directory: the entry the guest last read from one of its streams (see metadataHashAt). */
+  #lastRead: LastRead | undefined;
+  /** Directory: its own hash as its last listing took it (see metadataHash). */
+  #listedOwn: { hash: Hash; changes: number } | undefined;
   readonly #flags: DescriptorFlags;
 
   constructor(token: typeof HOST, mount: Mount, path: readonly string[] | null, file: unknown, flags: DescriptorFlags) {
@@ -119,11 +207,15 @@ export class Descriptor {
   #mutable(): void {
     if (this.#mount.readOnly) throw 'read-only';
     if (!this.#flags.mutateDirectory) throw 'not-permitted';
+    namespaceChanges++;
   }
 
   /** Resolve `path` from this directory, run `op` on where it led, release the directories it held. */
   #walk<T>(path: ParsedPath, follow: boolean, op: (r: Resolved<unknown>) => T): T {
-    const r = resolve(this.#backend(), this.#dir(), path, follow);
+    // What a listing answers for (metadataHash, metadataHashAt) holds only for the very next question.
+    this.#lastRead = undefined;
+    this.#listedOwn = undefined;
+    const r = resolve(this.#backend(), this.#dir(), path, follow, this.#mount.directories);
     try {
       return op(r);
     } finally {
@@ -142,15 +234,32 @@ export class Descriptor {
   }
 
   #statOf(r: Resolved<unknown>): EntryStat {
-    const info = this.#backend().stat(r.dir, r.name);
+    const info = this.#lstat(r);
     if (r.trailingSlash && info.type !== 'directory') throw 'not-directory';
     return info;
+  }
+
+  /** What `r` led to, not followed: the stat its walk took, or a new one when the walk took none. */
+  #lstat(r: Resolved<unknown>): EntryStat {
+    if (r.stat === null) throw 'no-entry';
+    return r.stat ?? this.#backend().stat(r.dir, r.name);
   }
 
   /** What this descriptor names: its directory, walked again, or its open file. */
   #ownStat(): EntryStat {
     if (this.#path !== null) return this.#self((r) => this.#backend().stat(r.dir, r.name));
-    return this.#backend().fileStat(this.#openFile(null));
+    const info = this.#backend().fileStat(this.#openFile(null));
+    this.#identity ??= info;
+    return info;
+  }
+
+  /** What this descriptor names, when only its type, dev and ino are needed: an open file's are known after the first stat. */
+  #ownIdentity(): EntryStat {
+    if (this.#path === null) {
+      this.#openFile(null);
+      if (this.#identity) return this.#identity;
+    }
+    return this.#ownStat();
   }
 
   // --- descriptor-level ----------------------------------------------------------
@@ -168,7 +277,7 @@ export class Descriptor {
 
   getType(): string {
     if (this.#path !== null) return 'directory';
-    return this.#backend().fileStat(this.#openFile(null)).type;
+    return this.#ownIdentity().type;
   }
 
   stat(): DescriptorStat {
@@ -181,23 +290,37 @@ export class Descriptor {
   }
 
   metadataHash(): { lower: bigint; upper: bigint } {
-    return hashOf(this.#ownStat());
+    // A directory just listed: its hash as of the listing (the adapter's inode of `.`), once, while names are unchanged.
+    const listed = this.#listedOwn;
+    this.#listedOwn = undefined;
+    if (listed && listed.changes === namespaceChanges) return listed.hash;
+    return hashOf(this.#ownIdentity());
   }
 
   metadataHashAt(pathFlags: unknown, path: unknown): { lower: bigint; upper: bigint } {
     const { symlinkFollow } = flagsOf(pathFlags, 'path-flags', PATH_FLAGS);
+    // The preview1 adapter asks for the hash of every entry right after
+    // reading it from a stream of this directory (its d_ino). That one
+    // question is answered from the listing's batch, as getdents(2) reports
+    // d_ino as of the listing; any other goes to the backend.
+    const last = this.#lastRead;
+    this.#lastRead = undefined;
+    if (last && !symlinkFollow && path === last.listing.entries[last.index]?.name) {
+      const hash = last.listing.hashAt(last.index);
+      if (hash) return hash;
+    }
     return this.#at(path, symlinkFollow, (r) => hashOf(this.#statOf(r)));
   }
 
   /**
    * The metadata hash of this directory's parent while that is inside the
    * mount (the inode of `..` in a preview1 listing); undefined at the mount
-   * root. No WIT method has this name, so no guest can call it.
+   * root. Host-only (a symbol, see PARENT_METADATA_HASH).
    */
-  parentMetadataHash(): { lower: bigint; upper: bigint } | undefined {
+  [PARENT_METADATA_HASH](): { lower: bigint; upper: bigint } | undefined {
     const path = this.#dir();
     if (path.length === 0) return undefined;
-    const r = resolve(this.#backend(), path.slice(0, -1), SELF, false);
+    const r = resolve(this.#backend(), path.slice(0, -1), SELF, false, this.#mount.directories);
     try {
       return hashOf(this.#backend().stat(r.dir, r.name));
     } finally {
@@ -225,6 +348,7 @@ export class Descriptor {
     // the preview1 adapter and wasi-libc ask for it inconsistently.
     if (this.#mount.readOnly && (asked.write || open.create || open.truncate)) throw 'read-only';
     if ((open.create || open.truncate) && !this.#flags.mutateDirectory) throw 'not-permitted';
+    if (open.create) namespaceChanges++;
     const flags: DescriptorFlags = {
       read: asked.read,
       write: asked.write,
@@ -242,13 +366,7 @@ export class Descriptor {
         if (asked.write || open.truncate) throw 'is-directory';
         return this.#child(r, null, flags);
       }
-      let info: EntryStat | null;
-      try {
-        info = backend.stat(r.dir, r.name);
-      } catch (err) {
-        if (err !== 'no-entry') throw err;
-        info = null;
-      }
+      const info = r.stat === undefined ? statOrNull(backend, r.dir, r.name) : r.stat;
       if (info === null) {
         if (!open.create) throw 'no-entry';
         if (open.directory || r.trailingSlash) throw 'is-directory';
@@ -277,6 +395,7 @@ export class Descriptor {
         throw err;
       }
       const descriptor = new Descriptor(HOST, this.#mount, null, file, { ...flags, mutateDirectory: false });
+      descriptor.#identity = backend.openedStat?.(file);
       this.#mount.open.add(descriptor);
       return descriptor;
     });
@@ -285,6 +404,16 @@ export class Descriptor {
   /** A directory descriptor for `name` in `r.dir` (or `r.dir` itself), with its physical path. */
   #child(r: Resolved<unknown>, name: string | null, flags: DescriptorFlags): Descriptor {
     const path = physicalPath(r, name);
+    const cache = this.#mount.directories;
+    if (cache && name !== null && !cache.has(path)) {
+      // Its first use (a listing, an open in it) need not walk from the root:
+      // one step from where the walk is now, kept as any walk's would be.
+      try {
+        cache.giveBack(cache.keep(path, this.#backend().openDirectory(r.dir, name)));
+      } catch {
+        // Not a directory any more: its first use will say so.
+      }
+    }
     return new Descriptor(HOST, this.#mount, path, undefined, flags);
   }
 
@@ -397,11 +526,37 @@ export class Descriptor {
 
   // --- directories ---------------------------------------------------------------
   readDirectory(): DirectoryEntryStream {
-    const entries = this.#self((r) => this.#backend().readDirectory(r.dir));
-    return new DirectoryEntryStream(
-      HOST,
-      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-    );
+    return this.#list(false);
+  }
+
+  /**
+   * A listing, and with `hashes` its entries' metadata hashes taken in the
+   * same walk (the preview1 host writes every entry's d_ino). The
+   * directory's own hash is taken too (an fstat of the handle the walk
+   * holds): the preview1 adapter asks for it (the inode of `.`) right after
+   * opening a stream, and metadataHash answers that question from here.
+   */
+  #list(hashes: boolean): DirectoryEntryStream {
+    const backend = this.#backend();
+    let own: Hash | undefined;
+    let batch: Array<Hash | undefined> | undefined;
+    const entries = this.#self((r) => {
+      const listed = backend.readDirectory(r.dir);
+      listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      own = hashOf(backend.stat(r.dir, r.name));
+      if (hashes) batch = entryHashes(backend, r.dir, listed);
+      return listed;
+    });
+    this.#listedOwn = { hash: own!, changes: namespaceChanges };
+    const listing = new Listing(entries, () => this.#self((r) => entryHashes(backend, r.dir, entries)), batch);
+    return new DirectoryEntryStream(HOST, listing, (index) => {
+      this.#lastRead = { listing, index };
+    });
+  }
+
+  /** For the preview1 host: a stream whose entries' hashes (ENTRIES_WITH_HASHES) were taken with the listing. Host-only. */
+  [READ_DIRECTORY_WITH_HASHES](): DirectoryEntryStream {
+    return this.#list(true);
   }
 
   setTimesAt(pathFlags: unknown, path: unknown, atime: unknown, mtime: unknown): void {
@@ -443,7 +598,7 @@ export class Descriptor {
     this.#mutable();
     this.#at(path, false, (r) => {
       if (r.name === null) throw 'is-directory';
-      const info = this.#backend().stat(r.dir, r.name);
+      const info = this.#lstat(r);
       if (info.type === 'directory') throw 'is-directory';
       if (r.trailingSlash) throw 'not-directory';
       this.#backend().unlink(r.dir, r.name);
@@ -457,7 +612,7 @@ export class Descriptor {
     if (target.#mount.backend !== this.#mount.backend) throw 'cross-device';
     this.#at(oldPath, false, (from) => {
       if (from.name === null) throw 'busy';
-      const info = this.#backend().stat(from.dir, from.name);
+      const info = this.#lstat(from);
       target.#at(newPath, false, (to) => {
         if (to.name === null) throw 'busy';
         if ((from.trailingSlash || to.trailingSlash) && info.type !== 'directory') throw 'not-directory';
@@ -606,18 +761,33 @@ export class Descriptor {
 
 /** wasi:filesystem `directory-entry-stream`: a listing taken when the stream was opened. */
 export class DirectoryEntryStream {
-  readonly #entries: Array<{ name: string; type: string }>;
+  readonly #listing: Listing;
+  readonly #onRead: (index: number) => void;
   #next = 0;
 
-  constructor(token: typeof HOST, entries: Array<{ name: string; type: string }>) {
+  constructor(token: typeof HOST, listing: Listing, onRead: (index: number) => void) {
     if (token !== HOST) throw new GuestTypeError('directory streams are opened by the host');
-    this.#entries = entries;
+    this.#listing = listing;
+    this.#onRead = onRead;
   }
 
   readDirectoryEntry(): { name: string; type: string } | undefined {
-    const entry = this.#entries[this.#next];
-    if (entry) this.#next++;
-    return entry ? { type: entry.type, name: entry.name } : undefined;
+    const index = this.#next;
+    const entry = this.#listing.entries[index];
+    if (!entry) return undefined;
+    this.#next++;
+    this.#onRead(index);
+    return { type: entry.type, name: entry.name };
+  }
+
+  /**
+   * Every entry with its metadata hash (not followed), for the preview1
+   * host's d_ino: from the listing's batch while names are unchanged, else
+   * undefined for the caller to ask the descriptor. Host-only.
+   */
+  [ENTRIES_WITH_HASHES](): Array<{ name: string; type: string; hash: () => Hash | undefined }> {
+    const listing = this.#listing;
+    return listing.entries.map((entry, index) => ({ name: entry.name, type: entry.type, hash: () => listing.hashAt(index) }));
   }
 }
 
@@ -650,6 +820,16 @@ function readLength(want: number, size: number, at: number): number {
   return Math.min(want, Math.max(size - at, 4096));
 }
 
+/** The entry `name` in `dir` (not followed), or null when there is none. */
+function statOrNull(backend: FsBackend<unknown, unknown>, dir: unknown, name: string): EntryStat | null {
+  try {
+    return backend.stat(dir, name);
+  } catch (err) {
+    if (err !== 'no-entry') throw err;
+    return null;
+  }
+}
+
 /** The physical path from the mount root of `name` in `r.dir`, or of `r.dir` itself. */
 function physicalPath(r: Resolved<unknown>, name: string | null): string[] {
   return name === null ? [...r.path] : [...r.path, name];
@@ -671,7 +851,7 @@ function datetime(ns: bigint): { seconds: bigint; nanoseconds: number } {
   return { seconds: t / 1_000_000_000n, nanoseconds: Number(t % 1_000_000_000n) };
 }
 
-/** The preview1 adapter reads `lower` as the inode; `upper` holds the device. */
-function hashOf(info: EntryStat): { lower: bigint; upper: bigint } {
-  return { lower: info.ino, upper: info.dev };
+/** The metadata hash of what `info` describes: its dev and ino, hashed under a secret key (metadata-hash.ts). */
+function hashOf(info: EntryStat): Hash {
+  return metadataHash(info.dev, info.ino);
 }

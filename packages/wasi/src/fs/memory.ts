@@ -280,6 +280,10 @@ export class MemoryBackend implements FsBackend<DirNode, OpenFile> {
     return { node };
   }
 
+  openedStat(file: OpenFile): EntryStat {
+    return this.#stat(file.node);
+  }
+
   fileStat(file: OpenFile): EntryStat {
     return this.#stat(file.node);
   }

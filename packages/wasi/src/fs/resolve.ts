@@ -66,6 +66,13 @@ export interface Resolved<D> {
   dir: D;
   name: string | null;
   trailingSlash: boolean;
+  /**
+   * What the walk saw of `name` when it looked (never followed): its stat,
+   * null when it did not exist, undefined when the walk did not look (name
+   * null). Taken just before the walk returned, so callers need not stat the
+   * same name again; like any stat, it may be stale by the time it is used.
+   */
+  stat: EntryStat | null | undefined;
   /** How deep `dir` is below the mount root. */
   depth: number;
   /** The names of the folders from the mount root to `dir`: its physical path. */
@@ -76,19 +83,43 @@ export interface Resolved<D> {
 /**
  * Walk `base` (a descriptor's own path from the mount root, already
  * physical) and then `path` from it. `followFinal` follows a symlink in the
- * last position too (a trailing slash always does).
+ * last position too (a trailing slash always does). With a `cache`, the
+ * directory at `base` is taken from it when the backend says it is still
+ * there, and is kept in it otherwise.
  */
-export function resolve<D>(backend: FsBackend<D>, base: readonly string[], path: ParsedPath, followFinal: boolean): Resolved<D> {
-  const stack: Walk<D> = { dirs: [backend.root], names: [] };
+export function resolve<D>(
+  backend: FsBackend<D>,
+  base: readonly string[],
+  path: ParsedPath,
+  followFinal: boolean,
+  cache?: DirectoryCache<D>,
+): Resolved<D> {
+  const stack: Walk<D> = { dirs: [backend.root], names: [], kept: [undefined], cache };
   const release = () => toRoot(backend, stack);
   try {
-    // The descriptor's own directory: re-walked from the root at every use.
-    const last = walk(backend, stack, [...base], 0, true, { links: 0 });
-    if (last !== null) enter(backend, stack, last);
+    const seen: Seen = { stat: undefined };
+    const kept = cache && base.length > 0 ? cache.take(base) : undefined;
+    if (kept) {
+      // Still where it was: the folders between the root and it are not held (as past the window).
+      for (const name of base) {
+        stack.dirs.push(undefined);
+        stack.kept.push(undefined);
+        stack.names.push(name);
+      }
+      stack.dirs[base.length] = kept.dir;
+      stack.kept[base.length] = kept;
+    } else {
+      // The descriptor's own directory, walked again from the root.
+      const last = walk(backend, stack, [...base], 0, true, { links: 0 }, seen);
+      if (last !== null) enter(backend, stack, last);
+      const top = stack.names.length;
+      if (cache && top > 0 && stack.kept[top] === undefined) stack.kept[top] = cache.keep(stack.names, stack.dirs[top]!);
+    }
     const floor = stack.names.length;
-    const name = walk(backend, stack, [...path.segments], floor, followFinal || path.trailingSlash, { links: 0 });
+    const name = walk(backend, stack, [...path.segments], floor, followFinal || path.trailingSlash, { links: 0 }, seen);
     const depth = stack.names.length;
-    return { dir: stack.dirs[depth]!, name, trailingSlash: path.trailingSlash, depth, path: [...stack.names], release };
+    const stat = name === null ? undefined : seen.stat;
+    return { dir: stack.dirs[depth]!, name, stat, trailingSlash: path.trailingSlash, depth, path: [...stack.names], release };
   } catch (err) {
     release();
     throw err;
@@ -98,17 +129,32 @@ export function resolve<D>(backend: FsBackend<D>, base: readonly string[], path:
 /**
  * The directories a walk is in, from the mount root, and their names:
  * `dirs[i + 1]` is `names[i]` in `dirs[i]`. The root and the last
- * HELD_DIRECTORIES are held; the ones between are `undefined`.
+ * HELD_DIRECTORIES are held; the ones between are `undefined`. `kept[i]` is
+ * set when `dirs[i]` is the cache's, borrowed (given back, not released).
  */
 interface Walk<D> {
   dirs: Array<D | undefined>;
   names: string[];
+  kept: Array<KeptDirectory<D> | undefined>;
+  cache: DirectoryCache<D> | undefined;
 }
 
 function enter<D>(backend: FsBackend<D>, stack: Walk<D>, name: string): void {
   stack.dirs.push(backend.openDirectory(stack.dirs[stack.dirs.length - 1]!, name));
+  stack.kept.push(undefined);
   stack.names.push(name);
   letGo(backend, stack, stack.dirs.length - 1 - HELD_DIRECTORIES);
+}
+
+/** Done with `dir`, at `index` of the walk: released, or given back to the cache it was borrowed from. */
+function drop<D>(backend: FsBackend<D>, stack: Walk<D>, index: number, dir: D): void {
+  const kept = stack.kept[index];
+  if (kept) {
+    stack.kept[index] = undefined;
+    stack.cache!.giveBack(kept);
+  } else {
+    backend.releaseDirectory(dir);
+  }
 }
 
 /** Release the directory at `index` of the walk, if it is held and not the root. */
@@ -117,13 +163,15 @@ function letGo<D>(backend: FsBackend<D>, stack: Walk<D>, index: number): void {
   const dir = stack.dirs[index];
   if (dir === undefined) return;
   stack.dirs[index] = undefined;
-  backend.releaseDirectory(dir);
+  drop(backend, stack, index, dir);
 }
 
 function leave<D>(backend: FsBackend<D>, stack: Walk<D>): void {
+  const index = stack.dirs.length - 1;
   const dir = stack.dirs.pop();
   stack.names.pop();
-  if (dir !== undefined) backend.releaseDirectory(dir);
+  if (dir !== undefined) drop(backend, stack, index, dir);
+  stack.kept.pop();
   const top = stack.dirs.length - 1;
   if (stack.dirs[top] !== undefined) return;
   // Let go of on the way down: open it again by name from the closest held
@@ -139,16 +187,114 @@ function leave<D>(backend: FsBackend<D>, stack: Walk<D>): void {
 /** Back to the mount root, releasing every directory held. */
 function toRoot<D>(backend: FsBackend<D>, stack: Walk<D>): void {
   while (stack.dirs.length > 1) {
+    const index = stack.dirs.length - 1;
     const dir = stack.dirs.pop();
-    if (dir !== undefined) backend.releaseDirectory(dir);
+    if (dir !== undefined) drop(backend, stack, index, dir);
+    stack.kept.pop();
   }
   stack.names.length = 0;
+}
+
+/** A directory handle the cache holds, and how many walks are using it. */
+export interface KeptDirectory<D> {
+  readonly dir: D;
+  readonly path: readonly string[];
+  readonly key: string;
+  users: number;
+  /** Out of the cache: released when the last user gives it back. */
+  evicted: boolean;
+}
+
+/** Directory handles a cache keeps per mount; a walk holds up to HELD_DIRECTORIES more. */
+export const KEPT_DIRECTORIES = 32;
+
+/**
+ * Directory handles kept between walks, for one mount of one call: the
+ * folders its directory descriptors name, so that using a descriptor does
+ * not walk from the mount root again. Only for a backend that can tell
+ * cheaply whether a handle is still at the path it was opened by
+ * (FsBackend.stillAt): every `take` asks it, so a folder renamed, removed
+ * or swapped since (by the tool or by the host) is walked to afresh, and a
+ * handle that now leads elsewhere is never used. At most KEPT_DIRECTORIES,
+ * the least recently used let go first; all released when the call ends.
+ */
+export class DirectoryCache<D> {
+  readonly #backend: FsBackend<D>;
+  readonly #kept = new Map<string, KeptDirectory<D>>();
+
+  constructor(backend: FsBackend<D>) {
+    this.#backend = backend;
+  }
+
+  /** The kept handle for `path`, still there, borrowed until given back; undefined when there is none. */
+  take(path: readonly string[]): KeptDirectory<D> | undefined {
+    const key = path.join('/');
+    const kept = this.#kept.get(key);
+    if (!kept) return undefined;
+    this.#kept.delete(key);
+    let still = false;
+    try {
+      still = this.#backend.stillAt!(kept.dir, kept.path);
+    } finally {
+      if (!still) this.#evict(kept);
+    }
+    if (!still) return undefined;
+    this.#kept.set(key, kept);
+    kept.users++;
+    return kept;
+  }
+
+  /** Whether a handle for `path` is kept (not whether it is still there: `take` asks that). */
+  has(path: readonly string[]): boolean {
+    return this.#kept.has(path.join('/'));
+  }
+
+  /** Keep `dir`, which a walk just opened at `path`, and lend it back to that walk. */
+  keep(path: readonly string[], dir: D): KeptDirectory<D> {
+    const key = path.join('/');
+    const old = this.#kept.get(key);
+    if (old) {
+      this.#kept.delete(key);
+      this.#evict(old);
+    }
+    const kept: KeptDirectory<D> = { dir, path: [...path], key, users: 1, evicted: false };
+    this.#kept.set(key, kept);
+    while (this.#kept.size > KEPT_DIRECTORIES) {
+      const oldest = this.#kept.values().next().value!;
+      this.#kept.delete(oldest.key);
+      this.#evict(oldest);
+    }
+    return kept;
+  }
+
+  giveBack(kept: KeptDirectory<D>): void {
+    kept.users--;
+    if (kept.evicted && kept.users === 0) this.#backend.releaseDirectory(kept.dir);
+  }
+
+  /** Release every handle (the call ended; no walk is under way). */
+  clear(): void {
+    for (const kept of this.#kept.values()) this.#evict(kept);
+    this.#kept.clear();
+  }
+
+  #evict(kept: KeptDirectory<D>): void {
+    if (kept.evicted) return;
+    kept.evicted = true;
+    if (kept.users === 0) this.#backend.releaseDirectory(kept.dir);
+  }
+}
+
+/** The stat a walk took of the name it returns (see Resolved.stat). */
+interface Seen {
+  stat: EntryStat | null | undefined;
 }
 
 /**
  * Walk `pending` from the top of `stack`, entering each directory on the
  * way. Returns the last component's name (not entered), or null when the
- * walk ends on a directory it entered (or the path was empty).
+ * walk ends on a directory it entered (or the path was empty); `seen.stat`
+ * is what it saw of that name.
  */
 function walk<D>(
   backend: FsBackend<D>,
@@ -157,8 +303,10 @@ function walk<D>(
   floor: number,
   followFinal: boolean,
   count: { links: number },
+  seen: Seen,
 ): string | null {
   let last: string | null = null;
+  seen.stat = undefined;
   while (pending.length > 0) {
     const segment = pending.shift()!;
     const final = pending.length === 0;
@@ -188,7 +336,10 @@ function walk<D>(
       info = backend.stat(top, segment);
     } catch (err) {
       // A missing last component is the caller's to judge (create, mkdir, …).
-      if (final && err === 'no-entry') return segment;
+      if (final && err === 'no-entry') {
+        seen.stat = null;
+        return segment;
+      }
       throw err;
     }
     if (info.type === 'symbolic-link' && (!final || followFinal)) {
@@ -209,7 +360,10 @@ function walk<D>(
       last = null;
       continue;
     }
-    if (final) return segment;
+    if (final) {
+      seen.stat = info;
+      return segment;
+    }
     if (info.type !== 'directory') throw 'not-directory';
     enter(backend, stack, segment);
   }

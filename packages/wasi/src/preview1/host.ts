@@ -18,7 +18,13 @@
  * Layouts are from the preview1 witx (WebAssembly/WASI
  * legacy/preview1/docs.md); comments quote it.
  */
-import type { Descriptor, DescriptorStat } from '../fs/filesystem.js';
+import {
+  ENTRIES_WITH_HASHES,
+  PARENT_METADATA_HASH,
+  READ_DIRECTORY_WITH_HASHES,
+  type Descriptor,
+  type DescriptorStat,
+} from '../fs/filesystem.js';
 import { MAX_CHUNK, MAX_POLL, bytesSource, monotonicNs, realtimeNs, sleepNs, type ByteSink, type ByteSource } from '../io.js';
 import { ProcExit } from '../outcome.js';
 import type { GuestIo } from '../request.js';
@@ -100,6 +106,8 @@ interface DirEntry {
   filetype: number;
   /** The name as a string, to look up its inode lazily (null for "." and ".."). */
   lookup: string | null;
+  /** Its metadata hash from the listing's batch (see ENTRIES_WITH_HASHES), if still good. */
+  hash: (() => { lower: bigint; upper: bigint } | undefined) | null;
 }
 
 /** A preview1 host takes exactly what every guest is given (request.ts). */
@@ -588,10 +596,10 @@ export class Preview1Host {
       // (yosys's scandir).
       const ino =
         entry.lookup !== null
-          ? inodeOf(() => f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!))
+          ? inodeOf(() => entry.hash?.() ?? f.descriptor.metadataHashAt({ symlinkFollow: false }, entry.lookup!))
           : i === 0
             ? inodeOf(() => f.descriptor.metadataHash())
-            : inodeOf(() => f.descriptor.parentMetadataHash() ?? f.descriptor.metadataHash());
+            : inodeOf(() => f.descriptor[PARENT_METADATA_HASH]() ?? f.descriptor.metadataHash());
       hv.setBigUint64(8, ino, true);
       hv.setUint32(16, entry.name.length, true);
       hv.setUint8(20, entry.filetype);
@@ -905,12 +913,11 @@ function inodeOf(hash: () => { upper: bigint; lower: bigint }): bigint {
 
 function listDirectory(descriptor: Descriptor): DirEntry[] {
   const entries: DirEntry[] = [
-    { name: utf8.encode('.'), filetype: FILETYPE.DIRECTORY, lookup: null },
-    { name: utf8.encode('..'), filetype: FILETYPE.DIRECTORY, lookup: null },
+    { name: utf8.encode('.'), filetype: FILETYPE.DIRECTORY, lookup: null, hash: null },
+    { name: utf8.encode('..'), filetype: FILETYPE.DIRECTORY, lookup: null, hash: null },
   ];
-  const stream = descriptor.readDirectory();
-  for (let e = stream.readDirectoryEntry(); e; e = stream.readDirectoryEntry()) {
-    entries.push({ name: utf8.encode(e.name), filetype: DESCRIPTOR_FILETYPE[e.type] ?? FILETYPE.UNKNOWN, lookup: e.name });
+  for (const e of descriptor[READ_DIRECTORY_WITH_HASHES]()[ENTRIES_WITH_HASHES]()) {
+    entries.push({ name: utf8.encode(e.name), filetype: DESCRIPTOR_FILETYPE[e.type] ?? FILETYPE.UNKNOWN, lookup: e.name, hash: e.hash });
   }
   return entries;
 }
