@@ -211,6 +211,7 @@ describe('corral workflow, refusals', () => {
       [['workflow', 'list', '--status', 'sleeping'], /bad --status sleeping/],
       [['workflow', 'resume', 'x', '--reject'], /--reject, --comment, --by and --no-resume are for corral workflow approve/],
       [['workflow', 'run', EXAMPLE, '--concurrency', '0'], /bad --concurrency/],
+      [['workflow', 'run', EXAMPLE, '--prior', '1'], /bad --prior 1: A,B with both above 0/],
     ];
     for (const [args, message] of cases) {
       const r = corral(args);

@@ -83,13 +83,7 @@ async function stats(args: string[], { print }: Cli): Promise<number> {
   const minEvidence = values['min-evidence'] === undefined ? 20 : Number(values['min-evidence']);
   if (!Number.isInteger(minEvidence) || minEvidence < 0)
     throw new UsageError(`bad --min-evidence ${values['min-evidence']}: a whole number.`);
-  let prior: { alpha: number; beta: number } | undefined;
-  if (values.prior !== undefined) {
-    const [alpha, beta] = values.prior.split(',').map(Number);
-    if (!(alpha! > 0 && beta! > 0) || values.prior.split(',').length !== 2)
-      throw new UsageError(`bad --prior ${values.prior}: A,B with both above 0, e.g. 1,1.`);
-    prior = { alpha: alpha!, beta: beta! };
-  }
+  const prior = values.prior === undefined ? undefined : (await import('./workflow.js')).priorFlag(values.prior);
   const store = await openExisting(values.store);
   if (!store) throw noStore(values.store);
   try {

@@ -50,6 +50,8 @@ missing). Relative host folders are made absolute when the run starts.
   --json               print the result (or the record) as JSON
   --quiet              no progress on stderr
   --concurrency N      steps running at once (default 4)
+  --prior A,B          routing: the Beta(A, B) belief about a tool with no
+                       recorded calls (default 1,1; corral tools stats shows beliefs)
   --tools DIR          also load tools from DIR (repeatable)
   --store PATH         the snapshot store (default as for corral run)
   --pending            list: only runs waiting for an approval
@@ -70,6 +72,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   quiet: { type: 'boolean' },
   concurrency: { type: 'string' },
+  prior: { type: 'string' },
   tools: { type: 'string', multiple: true },
   store: { type: 'string' },
   pending: { type: 'boolean' },
@@ -115,6 +118,7 @@ export async function command(args: string[], cli: Cli): Promise<number> {
   if (sub !== 'list' && (values.pending || values.status || values.limit !== undefined))
     throw new UsageError('--pending, --status and --limit are for corral workflow list.');
   const concurrency = values.concurrency === undefined ? undefined : wholeNumber('--concurrency', values.concurrency, 1, 256);
+  const prior = values.prior === undefined ? undefined : priorFlag(values.prior);
 
   if (sub === 'validate') return validate(rest[0]!, values, cli);
 
@@ -145,6 +149,7 @@ export async function command(args: string[], cli: Cli): Promise<number> {
     const workflows = new Workflows(corral, {
       by: actor(values.by),
       ...(concurrency !== undefined ? { concurrency } : {}),
+      ...(prior !== undefined ? { reliability: { prior } } : {}),
     });
     switch (sub) {
       case 'run': {
@@ -396,6 +401,15 @@ async function readInputs(values: Values, workflow: Workflow): Promise<Record<st
     Object.defineProperty(inputs, name, { value, enumerable: true, writable: true, configurable: true });
   }
   return inputs;
+}
+
+/** --prior A,B: both above 0. */
+export function priorFlag(text: string): { alpha: number; beta: number } {
+  const parts = text.split(',');
+  const [alpha, beta] = parts.map(Number);
+  if (parts.length !== 2 || !(alpha! > 0 && beta! > 0) || !Number.isFinite(alpha) || !Number.isFinite(beta))
+    throw new UsageError(`bad --prior ${text}: A,B with both above 0, e.g. 1,1.`);
+  return { alpha: alpha!, beta: beta! };
 }
 
 function wholeNumber(flag: string, text: string, min: number, max: number): number {
