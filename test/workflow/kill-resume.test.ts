@@ -2,14 +2,14 @@
  * Crash resume with real processes: `corral workflow run` of a 7-step
  * workflow is SIGKILLed at random moments, and `corral workflow resume` is
  * killed again and again, 20 times in all, then left to finish. Each step's
- * tool appends a line to a log in the mounted folder every time it really
+ * tool writes a new file in the mounted folder every time it really
  * runs, so the test sees what ran, not what the journal claims:
  *  - a step whose end was recorded never ran again: its lines are one, plus
  *    at most one for each kill that caught it running (started, no end);
  *  - the outputs equal those of a run nobody killed.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -66,17 +66,11 @@ const runArgs = (s: ReturnType<typeof setup>, id: string) => [
   '--quiet',
 ];
 
-/** Lines of runs.log per step. */
+/** Runs per step: the mark tool writes a new run-*.json (its input) every time it really runs. */
 function runsPerStep(workspace: string): Record<string, number> {
-  let text = '';
-  try {
-    text = readFileSync(join(workspace, 'runs.log'), 'utf8');
-  } catch {
-    return {};
-  }
   const counts: Record<string, number> = {};
-  for (const line of text.split('\n').filter(Boolean)) {
-    const step = (JSON.parse(line) as { step: string }).step;
+  for (const name of readdirSync(workspace).filter((n) => /^run-.*\.json$/.test(n))) {
+    const step = (JSON.parse(readFileSync(join(workspace, name), 'utf8')) as { step: string }).step;
     counts[step] = (counts[step] ?? 0) + 1;
   }
   return counts;

@@ -84,6 +84,9 @@ export interface RunFacts {
   quota?: DiskQuota;
 }
 
+/** V8's messages for a Map, Set or array that cannot grow any more. */
+const HOST_CONTAINER_FULL = /Map maximum size exceeded|Set maximum size exceeded|Invalid array length/;
+
 /**
  * Apply the post-run checks to how the tool ended and build the result:
  * a refused write over the disk quota is E_RESOURCE_EXHAUSTED (disk); a
@@ -117,6 +120,17 @@ export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
       ErrorCodes.RESOURCE_EXHAUSTED,
       `${request.toolName} ran out of memory: it reached its ${Math.round(request.memoryLimitBytes / 2 ** 20)} MB limit (resources.memory_mb).`,
       { resource: 'memory', limit_bytes: capBytes, peak_bytes: peakMemoryBytes, cause: error?.message ?? `exit code ${exitCode}` },
+    ).toJSON();
+    if (exitCode === 0) exitCode = 1;
+  }
+  // The host keeps a tool's handles (streams, descriptors) in JS maps and arrays: a tool that makes
+  // millions without dropping them reaches V8's size limit on those before the worker's heap limit.
+  // That is memory the tool used up, not a bug in it.
+  if (error?.code === ErrorCodes.UNEXPECTED_EXIT && HOST_CONTAINER_FULL.test(error.message)) {
+    error = new CorralError(
+      ErrorCodes.RESOURCE_EXHAUSTED,
+      `${request.toolName} holds more handles (streams, descriptors) than the host can keep; drop the ones it no longer needs.`,
+      { resource: 'memory', peak_bytes: peakMemoryBytes, cause: error.message },
     ).toJSON();
     if (exitCode === 0) exitCode = 1;
   }
