@@ -54,3 +54,21 @@ describe.each(['cross-call', 'p1-cross-call'])('%s', (tool) => {
     expect((await corral.invoke('echo', { after: tool })).output).toEqual({ after: tool });
   });
 });
+
+// Linear memory is reused from one call to the next (memory-pool.ts): a call
+// must still find it as a fresh instance would, zeroed, and always of the
+// same size, even after a call that grew it.
+describe.each(['residue', 'p1-residue'])('%s', (tool) => {
+  it('finds no byte of an earlier call in its heap or static data, and starts with the same memory every call', async () => {
+    const outputs: Array<{ pages_at_start: number; pages_at_end: number; heap_dirty: number; bss_dirty: number }> = [];
+    for (const input of [{}, {}, { grow: true }, {}, {}]) {
+      const result = await corral.invoke(tool, input);
+      expect(result.error, JSON.stringify(input)).toBeNull();
+      outputs.push(result.output as (typeof outputs)[number]);
+    }
+    for (const out of outputs) expect(out).toMatchObject({ heap_dirty: 0, bss_dirty: 0 });
+    // The third call grew its memory by 8 MiB; the calls after it start as the first did.
+    expect(outputs[2]!.pages_at_end).toBeGreaterThan(outputs[2]!.pages_at_start + 100);
+    expect(new Set(outputs.map((o) => o.pages_at_start)).size).toBe(1);
+  });
+});

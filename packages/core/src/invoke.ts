@@ -180,9 +180,9 @@ export class Runtime {
       const opts = checkOptions(callerOpts);
       tool = resolve();
       const validators = this.#validatorsFor(tool);
-      const request = this.#prepare(tool, validators, input, opts);
+      const { request, json } = this.#prepare(tool, validators, input, opts);
       // The intent is durable before the tool runs, so a crash mid-call reads back as interrupted.
-      await recorder?.begin(tool, request.stdin);
+      await recorder?.begin(tool, request.stdin, json);
       result = await this.#execute(request);
       output = interpret(tool, validators, request, result);
     } catch (err) {
@@ -216,8 +216,8 @@ export class Runtime {
     return v;
   }
 
-  /** Every check that can refuse a call before anything runs; builds the executor request. */
-  #prepare(tool: Tool, validators: Validators, input: unknown, opts: InvokeOptions): ExecutionRequest {
+  /** Every check that can refuse a call before anything runs; builds the executor request (and keeps the input's JSON text). */
+  #prepare(tool: Tool, validators: Validators, input: unknown, opts: InvokeOptions): { request: ExecutionRequest; json: string } {
     const { spec } = tool;
 
     const notJson = jsonProblems(input);
@@ -233,7 +233,8 @@ export class Runtime {
       throw inputError(`Input for ${spec.name} is not JSON data: ${listed(notJson)}`, { problems: notJson });
     }
     // Measured before the schema runs: validating a huge input is itself costly.
-    const stdin = encoder.encode(JSON.stringify(input));
+    const json = JSON.stringify(input);
+    const stdin = encoder.encode(json);
     if (stdin.length > this.#maxInputBytes) {
       const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
       throw inputError(`Input for ${spec.name} is ${mib(stdin.length)} of JSON; the limit is ${mib(this.#maxInputBytes)} (maxInputBytes)`, {
@@ -274,9 +275,10 @@ export class Runtime {
     const memoryMb = lowered(spec.name, 'memory_mb', spec.resources?.memory_mb ?? specDefaults.resources.memory_mb, opts.memoryMb, 1);
     const diskMb = lowered(spec.name, 'disk_mb', spec.resources?.disk_mb ?? specDefaults.resources.disk_mb, opts.diskMb, 0);
 
-    return {
+    const request: ExecutionRequest = {
       tool,
       stdin,
+      stdinTransferable: true,
       args: [spec.name, ...(opts.args ?? [])],
       env: { ...env, TZ: 'UTC' },
       mounts,
@@ -286,6 +288,7 @@ export class Runtime {
       diskLimitBytes: diskMb * 2 ** 20,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
+    return { request, json };
   }
 
   async #execute(request: ExecutionRequest): Promise<ExecutionResult> {
@@ -664,11 +667,15 @@ class Recorder {
     readonly recordInput: boolean,
   ) {}
 
-  /** `refused`: the call never ran, so its input is audit data, not something to replay. */
-  async begin(tool: Tool | undefined, stdin?: Uint8Array, refused = false): Promise<void> {
+  /**
+   * `stdin` and `text`: what the tool receives and the JSON text it was
+   * encoded from (absent for a call refused before that). `refused`: the
+   * call never ran, so its input is audit data, not something to replay.
+   */
+  async begin(tool: Tool | undefined, stdin?: Uint8Array, text?: string, refused = false): Promise<void> {
     this.#began = true;
     // What the tool receives on stdin is the input's JSON text; refused input may not be JSON at all.
-    const json = stdin ? decoder.decode(stdin) : jsonText(this.input);
+    const json = text ?? jsonText(this.input);
     // A refused input can be anything, a 1 GB one included: keep its hash, and its text only when small.
     const keepText = this.recordInput && json !== null && (!refused || json.length <= REFUSED_INPUT_KEPT_CHARS);
     const intent: ExecutionIntent = {
@@ -689,7 +696,7 @@ class Recorder {
   }
 
   async finish(tool: Tool | undefined, result: ExecutionResult | undefined, env: InvokeResult): Promise<SnapshotRef> {
-    if (!this.#began) await this.begin(tool, undefined, true);
+    if (!this.#began) await this.begin(tool, undefined, undefined, true);
     if (this.#error) return { id: this.id, error: this.#error };
     try {
       await this.store.finishExecution(this.id, {

@@ -82,6 +82,12 @@ export interface ExecutionRequest {
   diskLimitBytes: number;
   /** Cancels the call; the executor stops the tool. */
   signal?: AbortSignal;
+  /**
+   * The executor may take `stdin`'s buffer (move it to a worker instead of
+   * copying it), leaving it detached once the call starts. The invoke
+   * pipeline sets it for the bytes it encoded itself.
+   */
+  stdinTransferable?: boolean;
 }
 
 /** What an executor reports back. It never throws for tool failures. */

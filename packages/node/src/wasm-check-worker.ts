@@ -11,7 +11,7 @@ import { expose } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner, Preview1Runner } from '@corral/wasi';
-import { Preview1Host } from '@corral/wasi/internal';
+import { MemoryLeases, Preview1Host } from '@corral/wasi/internal';
 import { outcomeOf, sandboxWorkerApi, type SandboxWorkerApi } from '@corral/wasi/worker';
 
 /**
@@ -54,13 +54,16 @@ const wasmApi = (
 class Preview1Probe extends Preview1Runner {
   protected override start(...[compiled, call]: Parameters<Preview1Runner['start']>): ReturnType<Preview1Runner['start']> {
     const host = new Preview1Host(call.guest);
+    const leases = new MemoryLeases();
     return {
       async run() {
         // The instantiation Preview1Runner makes, minus the call to _start that follows it there.
-        const instance = await wasmApi.instantiate(compiled, { wasi_snapshot_preview1: host.imports });
+        const imports = leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports });
+        const instance = await wasmApi.instantiate(compiled.module, imports);
         host.bind(instance.exports.memory as Parameters<Preview1Host['bind']>[0]);
       },
       peakMemoryBytes: () => 0,
+      release: () => leases.release(),
     };
   }
 }

@@ -115,9 +115,14 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
       memoryLimitBytes: request.memoryLimitBytes,
       diskLimitBytes: request.diskLimitBytes,
     };
+    // The input moves to the worker rather than being copied, when the caller gave its buffer up.
+    const stdin = request.stdin;
+    const movable =
+      request.stdinTransferable === true && stdin.buffer instanceof ArrayBuffer && stdin.byteLength === stdin.buffer.byteLength;
     return this.pool.run(
       async (worker) => {
-        const outcome = await worker.api.run(runJob(worker, key, program, runRequest));
+        const job = runJob(worker, key, program, runRequest);
+        const outcome = await worker.api.run(movable ? transfer(job, [stdin.buffer as ArrayBuffer]) : job);
         if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
         worker.loaded.add(key);
         return outcome.value;

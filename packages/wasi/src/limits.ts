@@ -338,7 +338,8 @@ class Reader {
   }
 }
 
-function readU32(bytes: Uint8Array, at: number): [value: number, length: number] {
+/** A LEB128 u32 at `at`: its value and its length in bytes. */
+export function readU32(bytes: Uint8Array, at: number): [value: number, length: number] {
   let value = 0;
   for (let i = 0; i < 5; i++) {
     const byte = bytes[at + i];
@@ -352,7 +353,8 @@ function readU32(bytes: Uint8Array, at: number): [value: number, length: number]
   throw new Malformed('a u32 longer than 5 bytes');
 }
 
-function writeU32(value: number): number[] {
+/** The LEB128 encoding of a u32. */
+export function writeU32(value: number): number[] {
   const out: number[] = [];
   do {
     let byte = value & 0x7f;

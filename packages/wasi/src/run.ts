@@ -5,6 +5,8 @@ import { preview2Imports } from './preview2.js';
 import { capComponentModules, definesMemoryOrTable } from './limits.js';
 import type { OpenedCall } from './call.js';
 import { Runner, type Execution, type RunRequest } from './runner.js';
+import { instantiate } from './preview1/loader.js';
+import { MemoryLeases, MemoryPool, importOwnMemory } from './memory-pool.js';
 
 type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
@@ -17,6 +19,8 @@ interface LoadedComponent {
   modules: Map<string, WebAssembly.Module>;
   /** The modules that define a memory or a table, by name: each may be instantiated once per call. */
   capped: Map<WebAssembly.Module, string>;
+  /** The modules whose memory comes from a pool (memory-pool.ts). */
+  pools: Map<WebAssembly.Module, MemoryPool>;
 }
 
 /**
@@ -37,6 +41,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
     // Keep every memory the component's core instances export, to report the
     // peak and to recognise a tool that failed because it hit its memory cap.
     const memories: WebAssembly.Memory[] = [];
+    const leases = new MemoryLeases();
     // Caps are rewritten per core module, so a second instance of a module
     // with a memory or table would have a second cap: a component may
     // instantiate a module as often as it likes, and 16 copies filled 16x
@@ -54,7 +59,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
         }
         instantiated.add(module);
       }
-      const instance = await WebAssembly.instantiate(module, coreImports);
+      const instance = await instantiate(module, leases.imports(component.pools.get(module), coreImports));
       for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value);
       return instance;
     };
@@ -80,6 +85,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
         findRun(exports, request.toolName).run();
       },
       peakMemoryBytes: () => Math.max(0, ...memories.map((m) => m.buffer.byteLength)),
+      release: () => leases.release(),
     };
   }
 }
@@ -89,12 +95,14 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   checkComponentImports(prepared.imports, toolName);
   const modules = new Map<string, WebAssembly.Module>();
   const withCaps = new Map<WebAssembly.Module, string>();
+  const pools = new Map<WebAssembly.Module, MemoryPool>();
   const capped = capComponentModules(prepared.modules, maxPages, toolName);
   await Promise.all(
     Object.entries(capped).map(async ([name, bytes]) => {
+      const pooled = importOwnMemory(bytes);
       let module: WebAssembly.Module;
       try {
-        module = await WebAssembly.compile(bytes as BufferSource);
+        module = await WebAssembly.compile((pooled?.bytes ?? bytes) as BufferSource);
       } catch (err) {
         // jco parses a component's structure, not the code of its core modules.
         const reason = err instanceof Error ? err.message : String(err);
@@ -105,13 +113,14 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
       }
       modules.set(name, module);
       if (definesMemoryOrTable(bytes)) withCaps.set(module, name);
+      if (pooled) pools.set(module, new MemoryPool(pooled));
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.
   const source = lighterHostCalls(guardLiftedLists(allocateEmptyStrings(prepared.glue)));
   const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source);
   const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
-  return { instantiate: glue.instantiate, modules, capped: withCaps };
+  return { instantiate: glue.instantiate, modules, capped: withCaps, pools };
 }
 
 /** The wasi:cli/run export, whatever version suffix the component used. */

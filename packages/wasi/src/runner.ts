@@ -22,6 +22,8 @@ export interface Execution {
   settle?(end: RunEnd): RunEnd;
   /** The largest size the instance's memories reached. */
   peakMemoryBytes(): number;
+  /** Give back what the run borrowed (pooled memories), once it is over and measured. */
+  release?(): void;
 }
 
 /**
@@ -94,12 +96,14 @@ export abstract class Runner<Source, Compiled> {
       call.close();
     }
     if (execution.settle) end = execution.settle(end);
+    const peakMemoryBytes = execution.peakMemoryBytes();
+    execution.release?.();
     return finishRun(end, {
       request,
       started,
       stdout,
       stderr,
-      peakMemoryBytes: execution.peakMemoryBytes(),
+      peakMemoryBytes,
       maxPages,
       quota: call.quota,
     });

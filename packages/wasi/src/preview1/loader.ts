@@ -5,6 +5,7 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { capModule } from '../limits.js';
 import { PREVIEW1_FUNCTIONS } from './abi.js';
+import { MemoryPool, POOL_IMPORT_MODULE, importOwnMemory } from '../memory-pool.js';
 
 const PROVIDED = new Set<string>(PREVIEW1_FUNCTIONS);
 /** Import names that reach for the network (WASIX sockets, wasi:sockets, wasi:http, resolvers). */
@@ -16,11 +17,13 @@ const NETWORK_IMPORT = /sock|http|getaddrinfo|resolve|connect|dns|network/i;
  * memory), one that reaches for the network, or a missing `_start` or
  * `memory` export.
  */
-export function checkPreview1Module(module: WebAssembly.Module, toolName: string): void {
+export function checkPreview1Module(module: WebAssembly.Module, toolName: string, pooledMemory = false): void {
   const unknown: string[] = [];
   const network: string[] = [];
   for (const imp of WebAssembly.Module.imports(module)) {
     if (imp.module === 'wasi_snapshot_preview1' && imp.kind === 'function' && PROVIDED.has(imp.name)) continue;
+    // The memory Corral's rewrite made an import (memory-pool.ts); a module that imports from that name itself is not rewritten.
+    if (pooledMemory && imp.module === POOL_IMPORT_MODULE && imp.kind === 'memory') continue;
     const label = `${imp.module}.${imp.name}`;
     if (NETWORK_IMPORT.test(imp.module) || NETWORK_IMPORT.test(imp.name)) network.push(label);
     else unknown.push(imp.kind === 'function' ? label : `${label} (${imp.kind})`);
@@ -54,18 +57,26 @@ export function checkPreview1Module(module: WebAssembly.Module, toolName: string
   }
 }
 
-/** Compile a module with its memory capped, and check it is something this host runs. */
-export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<WebAssembly.Module> {
+/** A compiled preview1 module and the pool its memory comes from (null when it keeps its own; see memory-pool.ts). */
+export interface LoadedModule {
+  module: WebAssembly.Module;
+  memory: MemoryPool | null;
+}
+
+/** Compile a module with its memory capped (and pooled), and check it is something this host runs. */
+export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<LoadedModule> {
   const capped = capModule(bytes, maxPages, toolName);
+  // Checked on the module as its author built it, so the import Corral adds is never the author's.
+  const pooled = importOwnMemory(capped);
   let module: WebAssembly.Module;
   try {
-    module = await WebAssembly.compile(capped as BufferSource);
+    module = await WebAssembly.compile((pooled?.bytes ?? capped) as BufferSource);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${reason}`, { reason });
   }
-  checkPreview1Module(module, toolName);
-  return module;
+  checkPreview1Module(module, toolName, pooled !== null);
+  return { module, memory: pooled ? new MemoryPool(pooled) : null };
 }
 
 /**

@@ -3,7 +3,8 @@ import type { OpenedCall } from '../call.js';
 import { Runner, type Execution, type RunRequest } from '../runner.js';
 import type { RunEnd } from '../outcome.js';
 import { Preview1Host } from './host.js';
-import { compilePreview1, instantiate } from './loader.js';
+import { compilePreview1, instantiate, type LoadedModule } from './loader.js';
+import { MemoryLeases } from '../memory-pool.js';
 
 /**
  * Runs preview1 command modules the way ComponentRunner runs components:
@@ -11,19 +12,23 @@ import { compilePreview1, instantiate } from './loader.js';
  * captured with caps, the call's filesystem from vfs.ts, and the same
  * classification of exits, traps and limits.
  */
-export class Preview1Runner extends Runner<Uint8Array, WebAssembly.Module> {
+export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
   protected readonly kind = 'module';
 
-  protected compile(bytes: Uint8Array, maxPages: number, toolName: string): Promise<WebAssembly.Module> {
+  protected compile(bytes: Uint8Array, maxPages: number, toolName: string): Promise<LoadedModule> {
     return compilePreview1(bytes, maxPages, toolName);
   }
 
-  protected start(compiled: WebAssembly.Module, call: OpenedCall, request: RunRequest): Execution {
+  protected start(compiled: LoadedModule, call: OpenedCall, request: RunRequest): Execution {
     const host = new Preview1Host(call.guest);
+    const leases = new MemoryLeases();
     let memory: WebAssembly.Memory | undefined;
     return {
       async run() {
-        const instance = await instantiate(compiled, { wasi_snapshot_preview1: host.imports });
+        const instance = await instantiate(
+          compiled.module,
+          leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports }),
+        );
         memory = instance.exports.memory as WebAssembly.Memory;
         host.bind(memory);
         (instance.exports._start as () => void)();
@@ -42,6 +47,7 @@ export class Preview1Runner extends Runner<Uint8Array, WebAssembly.Module> {
         };
       },
       peakMemoryBytes: () => memory?.buffer.byteLength ?? 0,
+      release: () => leases.release(),
     };
   }
 }

@@ -1,0 +1,97 @@
+/**
+ * importOwnMemory and MemoryPool (memory-pool.ts): a module that defines one
+ * memory is rewritten to import it, runs as before, and gets a memory that
+ * is zeroed and of the same size at every call; any other module is left as
+ * it is.
+ */
+import { describe, expect, it } from 'vitest';
+import { parse } from '@bytecodealliance/jco';
+import { capModule } from '@corral/wasi';
+import { checkPreview1Module } from '@corral/wasi';
+import { importOwnMemory, MemoryLeases, MemoryPool, POOL_IMPORT_MODULE, POOLED_PAGES, WASM_PAGE_BYTES } from '@corral/wasi/internal';
+
+const wat = async (text: string) => capModule(await parse(text), 64, 'test');
+
+/** Keeps a value at 1024 across calls if its memory did, and exports the memory. */
+const COUNTER = `(module
+  (type (func (result i32)))
+  (import "env" "log" (func $log (param i32)))
+  (memory (export "memory") 1 20)
+  (data (i32.const 16) "hi")
+  (func (export "bump") (result i32)
+    (i32.store (i32.const 1024) (i32.add (i32.load (i32.const 1024)) (i32.const 1)))
+    (i32.load (i32.const 1024)))
+  (func (export "grow") (result i32) (memory.grow (i32.const 3)))
+  (func (export "size") (result i32) (memory.size)))`;
+
+describe('importOwnMemory', () => {
+  it('turns the defined memory into an import with the same limits, keeping exports, data and code', async () => {
+    const pooled = importOwnMemory(await wat(COUNTER))!;
+    expect(pooled).toMatchObject({ minPages: 1, maxPages: 20 });
+    const module = new WebAssembly.Module(pooled.bytes);
+    expect(WebAssembly.Module.imports(module)).toEqual([
+      { module: 'env', name: 'log', kind: 'function' },
+      { module: POOL_IMPORT_MODULE, name: 'memory', kind: 'memory' },
+    ]);
+    expect(WebAssembly.Module.exports(module).map((e) => e.name)).toEqual(['memory', 'bump', 'grow', 'size']);
+    const pool = new MemoryPool(pooled);
+    const leases = new MemoryLeases();
+    const instance = new WebAssembly.Instance(module, leases.imports(pool, { env: { log: () => {} } }));
+    const exports = instance.exports as { memory: WebAssembly.Memory; bump(): number };
+    expect(exports.bump()).toBe(1);
+    expect(new TextDecoder().decode(new Uint8Array(exports.memory.buffer, 16, 2))).toBe('hi');
+  });
+
+  it('adds an import section where the module had none', async () => {
+    const pooled = importOwnMemory(await wat('(module (memory (export "memory") 2) (func (export "f")))'))!;
+    expect(WebAssembly.Module.imports(new WebAssembly.Module(pooled.bytes))).toEqual([
+      { module: POOL_IMPORT_MODULE, name: 'memory', kind: 'memory' },
+    ]);
+  });
+
+  it('leaves alone a module with no memory, two memories, an imported memory or an import of its own from the pool name', async () => {
+    expect(importOwnMemory(await wat('(module (func (export "f")))'))).toBeNull();
+    expect(importOwnMemory(await wat('(module (import "env" "m" (memory 1)) (func))'))).toBeNull();
+    expect(importOwnMemory(await wat(`(module (import "${POOL_IMPORT_MODULE}" "f" (func)) (memory 1))`))).toBeNull();
+    expect(importOwnMemory(await wat('(module (memory $a 1) (memory $b 1))'))).toBeNull();
+  });
+
+  it('lets a preview1 module import the pool only when Corral rewrote it', async () => {
+    const own = await wat(
+      `(module (import "${POOL_IMPORT_MODULE}" "memory" (memory 1)) (export "memory" (memory 0)) (func (export "_start")))`,
+    );
+    expect(importOwnMemory(own)).toBeNull();
+    expect(() => checkPreview1Module(new WebAssembly.Module(own), 'sly')).toThrow(/imports corral:memory-pool\.memory \(memory\)/);
+  });
+});
+
+describe('MemoryPool', () => {
+  it('hands every call a zeroed memory of the same size, and does not reuse one that grew', async () => {
+    const pooled = importOwnMemory(await wat(COUNTER))!;
+    const module = new WebAssembly.Module(pooled.bytes);
+    const pool = new MemoryPool(pooled);
+    expect(pool.pages).toBe(POOLED_PAGES);
+    const call = (grow = false) => {
+      const leases = new MemoryLeases();
+      const exports = new WebAssembly.Instance(module, leases.imports(pool, { env: { log: () => {} } })).exports as {
+        memory: WebAssembly.Memory;
+        bump(): number;
+        grow(): number;
+        size(): number;
+      };
+      const seen = { size: exports.size(), count: exports.bump(), memory: exports.memory };
+      if (grow) exports.grow();
+      leases.release();
+      return seen;
+    };
+    const first = call();
+    const second = call();
+    expect(second.memory).toBe(first.memory); // reused...
+    expect(second).toMatchObject({ size: pool.pages, count: 1 }); // ...zeroed, same size
+    const grew = call(true);
+    expect(grew.memory.buffer.byteLength).toBe((pool.pages + 3) * WASM_PAGE_BYTES);
+    const after = call();
+    expect(after.memory).not.toBe(grew.memory);
+    expect(after).toMatchObject({ size: pool.pages, count: 1 });
+  });
+});
