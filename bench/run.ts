@@ -17,6 +17,7 @@ import { benchSnapshots } from './snapshots.js';
 import { benchExec } from './exec.js';
 import { benchIndexedDb } from './indexeddb.js';
 import { benchWeb } from './web.js';
+import { benchRuntimes } from './runtimes.js';
 import { syntheticDiff } from './diffs.js';
 
 const quick = process.argv.includes('--quick');
@@ -231,6 +232,11 @@ const sections: Array<[title: string, note: string, rows: () => Promise<string[]
     'corral exec (any WASI program)',
     'Whole commands, process start to exit, each in a fresh process; the same preview1 module under node:wasi is the baseline.',
     () => benchExec({ quick }),
+  ],
+  [
+    'The Node host under Bun and Deno (runtimes)',
+    'Each in fresh processes from node_modules/.bin (bun 1.4.5, deno 2.9.6); warm calls are one process each. See PORTABILITY.md for what differs.',
+    () => benchRuntimes({ quick }),
   ],
   ['Snapshot writes (SQLite)', 'An invocation record is an intent plus its result: two durable writes.', () => benchSnapshots({ quick })],
   ['Snapshot writes (IndexedDB in Chromium)', 'Debian chromium, headless, a fresh profile.', () => benchIndexedDb({ quick })],

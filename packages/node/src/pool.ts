@@ -5,6 +5,7 @@ import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
+import { warnUnenforcedLimits } from './runtime.js';
 
 export type { TaskOptions } from '@corral/wasi/host-kit';
 
@@ -79,6 +80,7 @@ export class SandboxWorker implements PoolWorker {
       stdout: true,
       stderr: true,
     });
+    warnUnenforcedLimits(this.thread);
     const endpoint = (nodeEndpoint as unknown as (w: Worker) => Parameters<typeof wrap>[0])(this.thread);
     this.api = wrap<SandboxWorkerApi>(endpoint);
     // Node emits 'error' before 'exit'; a worker over its heap limit ends
@@ -111,6 +113,10 @@ export class SandboxWorker implements PoolWorker {
   async terminate(): Promise<void> {
     this.alive = false;
     this.api[releaseProxy]();
+    // A thread the runtime cannot stop (runtime.ts) must not keep the host
+    // alive; in Bun a 'message' listener holds the process even when unref'd.
+    this.thread.removeAllListeners('message');
+    this.thread.unref();
     await this.thread.terminate();
   }
 }

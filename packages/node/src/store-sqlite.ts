@@ -29,6 +29,7 @@ import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readS
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { checkSqliteLoads } from './sqlite-runtime.js';
 import {
   approvalPatch,
   approvalRecord,
@@ -310,6 +311,7 @@ export class SqliteStore implements Store {
         },
       );
     }
+    checkSqliteLoads(location);
     const holdsData = checkFile(location);
     const unwritable = (what: string, err: unknown) =>
       storeError(location, `${what}: ${describe(err)}`, { sqlite_code: codeOf(err), unwritable: true });

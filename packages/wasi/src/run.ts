@@ -117,8 +117,10 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
     }),
   );
   // The glue has no imports of its own, so it loads from a data: URL in any host.
+  // Dots are escaped too: Bun reads the text after the URL's last '.' as a file
+  // extension and then loads the glue as CommonJS, without its exports.
   const source = lighterHostCalls(guardLiftedLists(allocateEmptyStrings(prepared.glue)));
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source);
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source).replaceAll('.', '%2E');
   const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
   return { instantiate: glue.instantiate, modules, capped: withCaps, pools };
 }
