@@ -87,6 +87,25 @@ async function benchDiffSummary(): Promise<string[][]> {
   }
   await corral.close();
 
+  // Throughput: 8 callers keep 2 workers busy with the small diff (both workers warmed first).
+  log('throughput, 8 callers on 2 workers…');
+  const pair = await Corral.create({ size: 2, store: false, cache: new ComponentCache(join(scratch, 'pool-cache')) });
+  const callPair = async () => {
+    const r = await pair.invoke('diff-summary', inputs.small);
+    if (!r.ok) throw new Error(JSON.stringify(r.error));
+  };
+  await Promise.all(Array.from({ length: 8 }, callPair));
+  const totalCalls = quick ? 400 : 4000;
+  let issued = 0;
+  const throughputStart = performance.now();
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (issued++ < totalCalls) await callPair();
+    }),
+  );
+  const callsPerSecond = totalCalls / ((performance.now() - throughputStart) / 1000);
+  await pair.close();
+
   // The same small call with every execution recorded durably in a SQLite store.
   log('warm calls with the SQLite snapshot store…');
   const recorded = await Corral.create({
@@ -207,6 +226,12 @@ async function benchDiffSummary(): Promise<string[][]> {
       '1.00×',
     ]);
   }
+  rows.push([
+    'throughput, small diff: 8 callers, Corral pool of 2 workers',
+    `${callsPerSecond.toFixed(0)} calls/s`,
+    '',
+    `${(callsPerSecond / (1000 / median(nodeWasi.small!))).toFixed(2)}× node:wasi one call at a time`,
+  ]);
   rows.push([
     'warm diff-summary, small diff: Corral worker pool, every call recorded in SQLite (synchronous=FULL)',
     fmt(median(warmRecorded)),
