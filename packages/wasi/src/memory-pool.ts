@@ -51,6 +51,7 @@ export const MAX_REUSES = 16;
 
 const SECTION_IMPORT = 2;
 const SECTION_MEMORY = 5;
+const SECTION_DATA = 11;
 
 /** A module rewritten to import the memory it defined, and that memory's limits. */
 export interface PooledModule {
@@ -88,6 +89,9 @@ export function importOwnMemory(module: Uint8Array): PooledModule | null {
   at += minLen;
   const [maxPages, maxLen] = readU32(memory.body, at);
   if (at + maxLen !== memory.body.length) return null;
+  // A data segment past the declared minimum must still fail instantiation, as with the module's own memory.
+  const data = sections.find((s) => s.id === SECTION_DATA);
+  if (data && !dataFits(data.body, minPages * WASM_PAGE_BYTES)) return null;
 
   const imports = sections.find((s) => s.id === SECTION_IMPORT);
   let importCount = 0;
@@ -130,6 +134,57 @@ export function importOwnMemory(module: Uint8Array): PooledModule | null {
   if (!placed) out.push(importSection);
   const bytes = concat(out);
   return { bytes, minPages, maxPages };
+}
+
+/**
+ * Whether every active data segment has a constant offset (`i32.const N`)
+ * and ends within `bytes`. Anything else (an offset from a global, an
+ * extended constant expression) is answered no: the module keeps its own memory.
+ */
+function dataFits(body: Uint8Array, bytes: number): boolean {
+  let at = 0;
+  const [count, countLen] = readU32(body, at);
+  at += countLen;
+  for (let i = 0; i < count; i++) {
+    const [flags, flagsLen] = readU32(body, at);
+    at += flagsLen;
+    let offset = 0;
+    if (flags === 0 || flags === 2) {
+      if (flags === 2) {
+        const [memoryIndex, indexLen] = readU32(body, at);
+        if (memoryIndex !== 0) return false;
+        at += indexLen;
+      }
+      if (body[at++] !== 0x41) return false; // i32.const
+      const [value, valueLen] = readS32(body, at);
+      at += valueLen;
+      if (body[at++] !== 0x0b) return false; // end
+      offset = value >>> 0;
+    } else if (flags !== 1) {
+      return false;
+    }
+    const [size, sizeLen] = readU32(body, at);
+    at += sizeLen + size;
+    if (flags !== 1 && offset + size > bytes) return false;
+  }
+  return at === body.length;
+}
+
+/** A signed LEB128 i32 at `at`: its value and its length in bytes. */
+function readS32(bytes: Uint8Array, at: number): [value: number, length: number] {
+  let value = 0;
+  let shift = 0;
+  for (let i = 0; i < 5; i++) {
+    const byte = bytes[at + i];
+    if (byte === undefined) throw new RangeError('unexpected end of module');
+    value |= (byte & 0x7f) << shift;
+    shift += 7;
+    if ((byte & 0x80) === 0) {
+      if (shift < 32 && byte & 0x40) value |= -1 << shift;
+      return [value, i + 1];
+    }
+  }
+  throw new RangeError('an s32 longer than 5 bytes');
 }
 
 /**

@@ -95,3 +95,16 @@ describe('MemoryPool', () => {
     expect(after).toMatchObject({ size: pool.pages, count: 1 });
   });
 });
+
+describe('importOwnMemory and data segments', () => {
+  it('keeps a module whose data lies past its declared minimum on its own memory, so instantiating it still fails', async () => {
+    const outside = await wat('(module (memory (export "memory") 1) (data (i32.const 70000) "x"))');
+    expect(importOwnMemory(outside)).toBeNull();
+    expect(() => new WebAssembly.Instance(new WebAssembly.Module(outside))).toThrow(/out of bounds/);
+    // Within the minimum, or passive: pooled.
+    expect(importOwnMemory(await wat('(module (memory 1) (data (i32.const 65535) "x"))'))).not.toBeNull();
+    expect(importOwnMemory(await wat('(module (memory 1) (data "passive, any size"))'))).not.toBeNull();
+    // An offset from a global is not worked out: the module keeps its own memory.
+    expect(importOwnMemory(await wat('(module (global i32 (i32.const 0)) (memory 1) (data (global.get 0) "x"))'))).toBeNull();
+  });
+});
