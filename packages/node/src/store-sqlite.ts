@@ -28,6 +28,7 @@
 import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import {
   approvalPatch,
@@ -78,6 +79,8 @@ import {
   type WorkflowRunRecord,
   type WorkflowRunStatus,
 } from '@corral/core';
+import { CHECK_FAILED, commitBatch, type Row, type WriteOp, type WriteResult } from './store-commit.js';
+import type { CommitReply, WriterConfig } from './store-writer.js';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
 export const SCHEMA_VERSION = 4;
@@ -256,6 +259,24 @@ export interface SqliteStoreOptions {
   maxBytes?: number;
   /** Told about slow maintenance before it starts (the one-time compaction of a large store), and about what the size cap removed. */
   onProgress?: (message: string) => void;
+  /**
+   * Where commits run. `auto` (default): on the caller's thread while at
+   * most one call is in flight (no hop to another thread), else on a commit
+   * thread of the store's own, so the event loop keeps dispatching calls
+   * while the disk syncs. `thread` and `inline` always do one or the other
+   * (the benchmark's comparison). Either way a write resolves only once it
+   * is durable.
+   */
+  commits?: 'auto' | 'thread' | 'inline';
+}
+
+/** The commit thread's script (store-writer.ts), beside this module. */
+const WRITER_URL = new URL('./store-writer.js', import.meta.url);
+
+/** The commit thread, once it has said it is ready. */
+interface Writer {
+  worker: Worker;
+  ready: boolean;
 }
 
 interface PendingWrite {
@@ -263,8 +284,6 @@ interface PendingWrite {
   resolve: (result: WriteResult) => void;
   reject: (err: unknown) => void;
 }
-
-type Row = Record<string, string | number | bigint | null>;
 
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
@@ -274,6 +293,12 @@ export class SqliteStore implements Store {
   /** Writes waiting for the next group commit. */
   #queue: PendingWrite[] = [];
   #scheduled = false;
+  /** The batch the commit thread is committing: at most one at a time, the next one gathers meanwhile. */
+  #committing: PendingWrite[] | null = null;
+  #writer: Writer | undefined;
+  /** Use the commit thread with fewer calls in flight than this (`auto`: 2, `thread`: 0). */
+  readonly #threadFrom: number;
+  #commits = 0;
   #closed = false;
   readonly #statements = new Map<string, Database.Statement>();
   readonly #writeStatements = new Map<string, Database.Statement>();
@@ -288,6 +313,7 @@ export class SqliteStore implements Store {
     this.#db = db;
     this.#maxBytes = options.maxBytes;
     this.#onProgress = options.onProgress;
+    this.#threadFrom = options.commits === 'thread' ? 0 : 2;
   }
 
   /**
@@ -335,6 +361,7 @@ export class SqliteStore implements Store {
       const store = new SqliteStore(location, db, options);
       store.#setUp(options);
       if (!options.readonly) store.#enforceCap();
+      if (!options.readonly && options.commits !== 'inline') store.#startWriter(options.synchronous ?? 'FULL');
       return store;
     } catch (err) {
       db.close();
@@ -403,6 +430,11 @@ export class SqliteStore implements Store {
         this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
       })
       .immediate();
+  }
+
+  /** Group commits this store has made (each is at most one fsync of the WAL), for benchmarks. */
+  get commits(): number {
+    return this.#commits;
   }
 
   /** `PRAGMA synchronous` as SQLite reports it (2 = FULL), for tests. */
@@ -869,7 +901,15 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#flush();
+    await this.#settled();
+    const writer = this.#writer;
+    if (writer) {
+      this.#writer = undefined;
+      writer.worker.ref();
+      const exited = new Promise((resolve) => writer.worker.once('exit', resolve));
+      writer.worker.postMessage('close');
+      await exited;
+    }
     // The last connection to close checkpoints and removes the WAL.
     this.#db.close();
   }
@@ -901,21 +941,36 @@ export class SqliteStore implements Store {
    */
   #write(ops: WriteOp[]): Promise<WriteResult> {
     if (this.#closed) return Promise.reject(storeError(this.location, 'is closed'));
+    return this.#enqueue(ops);
+  }
+
+  #enqueue(ops: WriteOp[]): Promise<WriteResult> {
     return new Promise<WriteResult>((resolve, reject) => {
       this.#queue.push({ ops, resolve, reject });
-      if (!this.#scheduled) {
+      // While a commit is in flight the queue waits for it: it is sent the moment that commit ends.
+      if (!this.#scheduled && this.#committing === null) {
         this.#scheduled = true;
-        setImmediate(() => this.#flush());
+        setImmediate(() => {
+          this.#scheduled = false;
+          this.#flush();
+        });
       }
     });
   }
 
-  /** Commit every queued write in one transaction. */
+  /** Commit every queued write in one transaction: on the commit thread once it is up, else here. */
   #flush(): void {
-    this.#scheduled = false;
+    if (this.#committing !== null || this.#queue.length === 0) return;
     const batch = this.#queue;
-    if (batch.length === 0) return;
     this.#queue = [];
+    // Only reads waiting for earlier writes: those are committed, nothing to send.
+    if (batch.every((w) => w.ops.length === 0)) return this.#settle(batch, { results: batch.map(() => ({ ok: true, changes: 0 })) });
+    if (this.#writer?.ready && this.#inFlight.size >= this.#threadFrom) {
+      this.#committing = batch;
+      this.#writer.worker.ref(); // a pending commit keeps the process alive, as a pending setImmediate did
+      this.#writer.worker.postMessage({ writes: batch.map((w) => w.ops) });
+      return;
+    }
     let results: WriteResult[];
     try {
       results = commitBatch(
@@ -924,20 +979,77 @@ export class SqliteStore implements Store {
         this.#writeStatements,
       );
     } catch (err) {
-      const error = this.#error(err);
-      for (const w of batch) w.reject(error);
+      this.#settle(batch, { error: this.#error(err) });
       return;
     }
-    batch.forEach((w, i) => {
-      w.resolve(results[i]!);
+    this.#settle(batch, { results });
+  }
+
+  /** Tell a committed (or failed) batch's writers, then send what queued meanwhile. */
+  #settle(batch: PendingWrite[], outcome: { results: WriteResult[] } | { error: CorralError }): void {
+    if ('error' in outcome) {
+      for (const w of batch) w.reject(outcome.error);
+    } else {
+      if (batch.some((w) => w.ops.length > 0)) this.#commits++;
+      batch.forEach((w, i) => {
+        w.resolve(outcome.results[i]!);
+      });
+      this.#enforceCap();
+    }
+    this.#flush();
+  }
+
+  /** Start the commit thread; until it says ready (or if it never does), commits run here. */
+  #startWriter(synchronous: 'FULL' | 'NORMAL'): void {
+    let worker: Worker;
+    try {
+      const config: WriterConfig = { location: this.location, synchronous, walSizeLimit: WAL_SIZE_LIMIT };
+      worker = new Worker(WRITER_URL, { workerData: config });
+    } catch {
+      return;
+    }
+    worker.unref(); // an idle store does not keep the process alive
+    const writer: Writer = { worker, ready: false };
+    this.#writer = writer;
+    worker.on('message', (message: CommitReply | 'ready' | { failed: string }) => {
+      if (message === 'ready') writer.ready = true;
+      else if ('failed' in message) this.#writerGone(writer, message.failed);
+      else this.#committed(message);
     });
-    this.#enforceCap();
+    worker.on('error', (err) => this.#writerGone(writer, describe(err)));
+    worker.on('exit', () => this.#writerGone(writer, 'it exited'));
+  }
+
+  #committed(reply: CommitReply): void {
+    const batch = this.#committing!;
+    this.#committing = null;
+    this.#writer?.worker.unref();
+    if ('error' in reply) this.#settle(batch, { error: this.#error(Object.assign(new Error(reply.error.message), reply.error)) });
+    else this.#settle(batch, { results: reply.results });
+  }
+
+  /** The commit thread failed or stopped: a commit it had may or may not be durable, so it fails; the rest commit here. */
+  #writerGone(writer: Writer, why: string): void {
+    if (this.#writer !== writer) return;
+    this.#writer = undefined;
+    const batch = this.#committing;
+    this.#committing = null;
+    if (batch) this.#settle(batch, { error: storeError(this.location, `its commit thread stopped during a commit (${why})`) });
+    else this.#flush();
+  }
+
+  /** Once every write queued so far is committed (or failed). */
+  async #settled(): Promise<void> {
+    if (this.#committing === null) this.#flush(); // commits here, or sends the batch to the commit thread
+    if (this.#committing === null && this.#queue.length === 0) return;
+    // An empty write queued last: it resolves with the commit that takes the writes before it.
+    await this.#enqueue([]).catch(() => {});
   }
 
   /** Run a read after committing queued writes, so a caller reads what it wrote. */
   async #read<T>(fn: () => T): Promise<T> {
     if (this.#closed) throw storeError(this.location, 'is closed');
-    this.#flush();
+    await this.#settled();
     try {
       return fn();
     } catch (err) {
@@ -949,81 +1061,6 @@ export class SqliteStore implements Store {
     if (err instanceof CorralError) return err;
     return storeError(this.location, describe(err), { sqlite_code: codeOf(err) });
   }
-}
-
-/** One SQL statement of a write. */
-interface WriteOp {
-  sql: string;
-  params: unknown[];
-  /** When the statement changes no row, run this and report whether it found one ("unknown id" vs "already done"). */
-  probe?: { sql: string; params: unknown[] };
-  /** The statement is a query whose single value must be 1; otherwise the write fails with this message. */
-  expect?: string;
-  /** The statement has a RETURNING clause: the (first) row it returns is the write's `row`; no row counts as no change. */
-  returning?: boolean;
-}
-
-/** The code of a write refused by an `expect` check. */
-const CHECK_FAILED = 'CORRAL_CHECK_FAILED';
-
-/** How one write (a list of ops that succeed or fail together) went. */
-type WriteResult = { ok: true; changes: number; found?: boolean; row?: Row } | { ok: false; code?: string; message: string };
-
-/**
- * One group commit: every queued write in one transaction, each in a
- * savepoint of its own so a refused write (a duplicate id) fails alone.
- */
-function commitBatch(db: Database.Database, writes: WriteOp[][], statements: Map<string, Database.Statement>): WriteResult[] {
-  const stmt = (sql: string) => {
-    let s = statements.get(sql);
-    if (!s) statements.set(sql, (s = db.prepare(sql)));
-    return s;
-  };
-  // A nested better-sqlite3 transaction is a SAVEPOINT: it rolls back alone when it throws.
-  const one = db.transaction((ops: WriteOp[]): WriteResult => {
-    let changes = 0;
-    let found: boolean | undefined;
-    let returned: Row | undefined;
-    for (const op of ops) {
-      if (op.expect !== undefined) {
-        if (
-          stmt(op.sql)
-            .pluck()
-            .get(...op.params) !== 1
-        )
-          throw Object.assign(new Error(op.expect), { code: CHECK_FAILED });
-        continue;
-      }
-      let n: number;
-      if (op.returning) {
-        // With RETURNING, every change happens at the first step; integers as bigint, so times stay exact.
-        returned = stmt(op.sql)
-          .safeIntegers(true)
-          .get(...op.params) as Row | undefined;
-        n = returned === undefined ? 0 : 1;
-      } else {
-        n = stmt(op.sql).run(...op.params).changes;
-      }
-      changes += n;
-      if (n === 0 && op.probe) found = stmt(op.probe.sql).get(...op.probe.params) !== undefined;
-    }
-    return { ok: true, changes, ...(found !== undefined ? { found } : {}), ...(returned !== undefined ? { row: returned } : {}) };
-  });
-  const results: WriteResult[] = [];
-  db.transaction(() => {
-    for (const ops of writes) {
-      try {
-        results.push(one(ops));
-      } catch (err) {
-        // Statement errors leave the transaction open; I/O errors may have rolled it all back.
-        if (!db.inTransaction) throw err;
-        const e = err as { code?: string; message?: string };
-        results.push({ ok: false, ...(e.code ? { code: e.code } : {}), message: e.message ?? String(err) });
-      }
-    }
-  }).immediate(); // IMMEDIATE: wait for another process's write lock up front (busy_timeout), not fail mid-way.
-  // COMMIT has returned: with synchronous=FULL the WAL is fsynced.
-  return results;
 }
 
 /** What `stat` says a path is when it is not a regular file: [details.kind, words for the message]. */
