@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as corralNode from '@corral/node';
+import Database from 'better-sqlite3';
 import { BUNDLED_TOOLS_DIR, SqliteStore, nowNs, type ExecutionIntent, type ExecutionOutcome } from '@corral/node';
 import { fmt, median, quantile } from './stats.js';
 
@@ -174,7 +175,7 @@ interface Variant {
   tree: string;
   name: string;
   corral: CorralT;
-  store?: { commits?: number; close(): Promise<void> };
+  store?: { commits?: number; location: string; close(): Promise<void> };
   single: number[];
   concurrent: number[];
   /** Wall time per call of each 8-caller burst. */
@@ -184,7 +185,7 @@ interface Variant {
 }
 
 /** What a store variant opens with (`false`: no store). */
-type StoreChoice = false | { synchronous?: 'FULL' | 'NORMAL'; commits?: 'auto' | 'thread' | 'inline' };
+type StoreChoice = false | { synchronous?: 'FULL' | 'NORMAL'; commits?: 'thread' | 'inline' };
 
 const exampleInput = () => ({
   diff: (JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/examples/example.diff.json'), 'utf8')) as { diff: string }).diff,
@@ -240,11 +241,7 @@ export async function benchRecordedCalls(options: { quick?: boolean; before?: st
   const input = exampleInput();
   const dir = mkdtempSync(join(tmpdir(), 'corral-bench-recorded-'));
   const trees: [string, NodeModule, StoreChoice[]][] = [
-    [
-      options.before ? 'after' : 'this tree',
-      corralNode,
-      [false, {}, { commits: 'thread' }, { commits: 'inline' }, { synchronous: 'NORMAL' }],
-    ],
+    [options.before ? 'after' : 'this tree', corralNode, [false, {}, { commits: 'inline' }, { synchronous: 'NORMAL' }]],
   ];
   if (options.before) trees.push(['before', (await import(pathToFileURL(entryOf(options.before)).href)) as NodeModule, [false, {}]]);
   const nameOf = (c: StoreChoice) =>
@@ -252,9 +249,18 @@ export async function benchRecordedCalls(options: { quick?: boolean; before?: st
       ? 'no store'
       : c.synchronous === 'NORMAL'
         ? 'store, synchronous=NORMAL (not durable: reference only)'
-        : `store, FULL${c.commits === 'inline' ? ', always commit on the main thread' : c.commits === 'thread' ? ', always commit on the commit thread' : ''}`;
+        : `store, FULL${c.commits === 'inline' ? ', always commit on the main thread' : ''}`;
   const variants: Variant[] = [];
   const choices = new Map<Variant, StoreChoice>();
+  let closed = false;
+  const closeAll = async () => {
+    if (closed) return;
+    closed = true;
+    for (const v of variants) {
+      await v.corral.close();
+      await v.store?.close();
+    }
+  };
   try {
     for (const [tree, mod, list] of trees) {
       for (const choice of list) {
@@ -277,11 +283,19 @@ export async function benchRecordedCalls(options: { quick?: boolean; before?: st
         }
       for (const v of order) await burst(v, input, PER_CALLER, v.concurrent);
     }
-  } finally {
+    await closeAll();
+    // Every call had the same input: its text must be kept once, however many calls recorded it.
     for (const v of variants) {
-      await v.corral.close();
-      await v.store?.close();
+      if (!v.store) continue;
+      const db = new Database(v.store.location, { readonly: true });
+      const [inputs, executions] = ['inputs', 'executions'].map(
+        (t) => (db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n,
+      );
+      db.close();
+      if (inputs !== 1) throw new Error(`${v.tree} ${v.name}: ${inputs} input rows for ${executions} calls with one input`);
     }
+  } finally {
+    await closeAll();
     rmSync(dir, { recursive: true, force: true });
   }
 

@@ -7,11 +7,10 @@
  * transaction's COMMIT (an fsync of the WAL) returned. Nothing is
  * acknowledged before it is durable.
  *
- * Where commits run (`commits`, default `auto`): with at most one call in
- * flight, on the caller's thread, as soon as the event loop is idle; with
- * more, on a commit thread of the store's own (store-writer.ts, a second
- * connection to the same file, started the first time calls overlap), one
- * batch at a time. While the commit
+ * Commits run on a commit thread of the store's own (store-writer.ts, a
+ * second connection to the same file, started at the first write; until it
+ * is up, and with `commits: 'inline'`, on the caller's thread), one batch
+ * at a time. While the commit
  * thread waits for the disk the event loop keeps dispatching calls, and the
  * writes they queue (intents of new calls, results of finished ones) gather
  * into the next batch, sent the moment the running commit ends: concurrent
@@ -20,24 +19,27 @@
  * the thread fail to start or die, commits run on the caller's thread (a
  * batch it had fails: it may or may not be durable).
  *
- * Measured (bench/snapshots.ts, a 2-core VM on ext4; median of alternating
- * runs): in WAL mode `synchronous=FULL` costs exactly one fsync of the WAL
- * per commit (strace: 157 WAL fsyncs for 155 commits, plus one fsync of the
- * database per automatic checkpoint, every ~150 commits); `NORMAL` skips it
- * and is not durable, and SQLite has no cheaper setting that is, so the
- * levers are fewer commits per call and keeping the fsync off the event
- * loop. An fsync overwriting the kept WAL costs 0.17 ms quiet (0.22 ms
- * appending: journal_size_limit keeps the WAL file allocated), 2-6 ms with
- * the machine loaded; two of them (intent, result) are the floor of a
- * single caller's cost. With 8 callers on a 2-worker pool the
- * commit thread lowered a recorded call's median latency over no store from
- * +30 ms (every commit on the caller's thread) to +8 ms, and the main
- * thread's wall time per call from +5.5 to +1.9 ms (loaded machine), at
- * 0.7-0.8 commits per call. For one caller the hop to the thread and back
- * costs more than it saves (0.1-0.4 ms a call with NORMAL, where no fsync
- * hides it): so `auto`. Automatic checkpoints stay (1000 pages): they run
- * in whichever commit crosses the mark, on the commit thread under
- * concurrency, one database fsync per ~150 commits.
+ * Measured (bench/snapshots.ts on a shared 2-core VM, ext4; medians of
+ * alternating runs, the machine loaded by other work): in WAL mode
+ * `synchronous=FULL` costs one fsync of the WAL per commit (strace: 157 WAL
+ * fsyncs for 155 commits, plus one of the database per automatic
+ * checkpoint, about every 150 commits); `NORMAL` skips it and is not
+ * durable, and SQLite has no cheaper setting that is, so the levers are
+ * fewer commits per call and keeping the fsync off the event loop. An
+ * fsync costs 0.17 ms on a quiet disk (overwriting the WAL that
+ * journal_size_limit keeps allocated; 0.22 ms appending) and 2-6 ms when
+ * the machine is loaded; two in a row (intent, result) are the floor of a
+ * single caller's cost. Through Corral (size 2, diff-summary), per call
+ * over no store: with 8 callers, commits on the caller's thread +18.8 ms
+ * median latency and +6.7 ms of wall time per call, on the commit thread
+ * +10 to +15 ms and +1.8 to +3.1 ms, at 0.7-0.8 commits per call. With
+ * one caller the commit thread was also the faster (+7.8 against +10.1 ms
+ * on the caller's thread: the pool's messages are not held up behind the
+ * fsync), though without a pool (an in-process executor) its two hops cost
+ * 0.1-0.4 ms a call more than committing in place. Automatic checkpoints
+ * stay (1000 pages, in the commit that crosses the mark, so on the commit
+ * thread), one database fsync per ~150 commits: not worth a thread of
+ * their own.
  *
  * Size: an input's text is kept once per SHA-256 in `inputs`, apart from the
  * execution row, so finishing a call rewrites a small row, not the input, and
@@ -287,14 +289,12 @@ export interface SqliteStoreOptions {
   /** Told about slow maintenance before it starts (the one-time compaction of a large store), and about what the size cap removed. */
   onProgress?: (message: string) => void;
   /**
-   * Where commits run. `auto` (default): on the caller's thread while at
-   * most one call is in flight (no hop to another thread), else on a commit
-   * thread of the store's own, so the event loop keeps dispatching calls
-   * while the disk syncs. `thread` and `inline` always do one or the other
-   * (the benchmark's comparison). Either way a write resolves only once it
-   * is durable.
+   * Where commits run: `thread` (default) on a commit thread of the store's
+   * own, so the event loop keeps dispatching calls while the disk syncs;
+   * `inline` on the caller's thread (the benchmark's comparison). Either
+   * way a write resolves only once it is durable.
    */
-  commits?: 'auto' | 'thread' | 'inline';
+  commits?: 'thread' | 'inline';
 }
 
 /** The commit thread's script (store-writer.ts), beside this module. */
@@ -325,8 +325,8 @@ export class SqliteStore implements Store {
   #writer: Writer | undefined;
   /** The commit thread failed to start or died: commits stay on this thread. */
   #writerFailed = false;
-  /** Use the commit thread with this many calls in flight (`auto`: 2, `thread`: 0, `inline`: never). */
-  readonly #threadFrom: number;
+  /** Whether commits go to the commit thread (`commits: 'thread'`, a writable store). */
+  readonly #threaded: boolean;
   readonly #synchronous: 'FULL' | 'NORMAL';
   #commits = 0;
   #closed = false;
@@ -343,7 +343,7 @@ export class SqliteStore implements Store {
     this.#db = db;
     this.#maxBytes = options.maxBytes;
     this.#onProgress = options.onProgress;
-    this.#threadFrom = options.readonly || options.commits === 'inline' ? Number.POSITIVE_INFINITY : options.commits === 'thread' ? 0 : 2;
+    this.#threaded = !options.readonly && options.commits !== 'inline';
     this.#synchronous = options.synchronous ?? 'FULL';
   }
 
@@ -392,7 +392,6 @@ export class SqliteStore implements Store {
       const store = new SqliteStore(location, db, options);
       store.#setUp(options);
       if (!options.readonly) store.#enforceCap();
-      if (options.commits === 'thread' && !options.readonly) store.#startWriter();
       return store;
     } catch (err) {
       db.close();
@@ -996,10 +995,9 @@ export class SqliteStore implements Store {
     this.#queue = [];
     // Only reads waiting for earlier writes: those are committed, nothing to send.
     if (batch.every((w) => w.ops.length === 0)) return this.#settle(batch, { results: batch.map(() => ({ ok: true, changes: 0 })) });
-    const concurrent = this.#inFlight.size >= this.#threadFrom;
-    // Started the first time calls overlap, so a process that makes one call at a time never starts it.
-    if (concurrent && this.#writer === undefined && !this.#writerFailed) this.#startWriter();
-    if (this.#writer?.ready && concurrent) {
+    // Started at the first write, so opening a store only to read costs no thread.
+    if (this.#threaded && this.#writer === undefined && !this.#writerFailed) this.#startWriter();
+    if (this.#writer?.ready) {
       this.#committing = batch;
       this.#writer.worker.ref(); // a pending commit keeps the process alive, as a pending setImmediate did
       this.#writer.worker.postMessage({ writes: batch.map((w) => w.ops) });

@@ -42,9 +42,9 @@ const sqliteFixture = (options: SqliteStoreOptions) => async (): Promise<StoreHa
   };
 };
 
-// The default commits on this thread with at most one call in flight, else on the commit thread.
+// By default commits run on the store's commit thread, once it is up.
 describeStoreConformance('SqliteStore', sqliteFixture({}));
-describeStoreConformance('SqliteStore, every commit on its commit thread', sqliteFixture({ commits: 'thread' }));
+
 describeStoreConformance('SqliteStore, every commit on the caller thread', sqliteFixture({ commits: 'inline' }));
 
 describe('SqliteStore shared by processes', () => {
