@@ -29,17 +29,19 @@
  * fsync costs 0.17 ms on a quiet disk (overwriting the WAL that
  * journal_size_limit keeps allocated; 0.22 ms appending) and 2-6 ms when
  * the machine is loaded; two in a row (intent, result) are the floor of a
- * single caller's cost. Through Corral (size 2, diff-summary), per call
- * over no store: with 8 callers, commits on the caller's thread +18.8 ms
- * median latency and +6.7 ms of wall time per call, on the commit thread
- * +10 to +15 ms and +1.8 to +3.1 ms, at 0.7-0.8 commits per call. With
- * one caller the commit thread was also the faster (+7.8 against +10.1 ms
- * on the caller's thread: the pool's messages are not held up behind the
- * fsync), though without a pool (an in-process executor) its two hops cost
- * 0.1-0.4 ms a call more than committing in place. Automatic checkpoints
- * stay (1000 pages, in the commit that crosses the mark, so on the commit
- * thread), one database fsync per ~150 commits: not worth a thread of
- * their own.
+ * single caller's cost. Through Corral (size 2, diff-summary), extra per
+ * call over no store, 8 callers: main (commits on the caller's thread at
+ * each event-loop turn) +14.5 ms median latency and +1.40 ms of wall time
+ * per call; the commit thread +6.4 ms and +0.71 ms, at 0.85 commits (about
+ * one fsync) per call; committing every batch on the caller's thread in
+ * this code +9.9 ms and +1.01 ms. One caller: about two fsyncs wherever the
+ * commit runs (+6.2 to +10 ms on the loaded disk, thread and caller's
+ * thread within each other's noise from run to run), while without a pool
+ * (an in-process executor) the thread's two hops cost 0.1-0.4 ms a call
+ * more; one place for every commit is the simpler code. Automatic
+ * checkpoints stay (1000 pages, in the commit that crosses the mark, so on
+ * the commit thread), one database fsync per ~150 commits: not worth a
+ * thread of their own.
  *
  * Size: an input's text is kept once per SHA-256 in `inputs`, apart from the
  * execution row, so finishing a call rewrites a small row, not the input, and
