@@ -13,7 +13,7 @@ import { ComponentRunner, Preview1Runner, transpileComponent, type RunRequest } 
 import { availableParallelism } from 'node:os';
 import { fmt, median, quantile, sample, table } from './stats.js';
 import { benchOverhead } from './overhead.js';
-import { benchSnapshots } from './snapshots.js';
+import { benchRecordedCalls, benchSnapshots } from './snapshots.js';
 import { benchExec } from './exec.js';
 import { benchIndexedDb } from './indexeddb.js';
 import { benchWeb } from './web.js';
@@ -264,6 +264,11 @@ const sections: Array<[title: string, note: string, rows: () => Promise<string[]
     () => benchRuntimes({ quick }),
   ],
   ['Snapshot writes (SQLite)', 'An invocation record is an intent plus its result: two durable writes.', () => benchSnapshots({ quick })],
+  [
+    'Recorded calls (Corral + SQLite store)',
+    'diff-summary through Corral.create({ size: 2 }), with the store against without, 1 and 8 callers; CORRAL_BENCH_BEFORE=DIR adds another built checkout side by side.',
+    () => benchRecordedCalls({ quick, ...(process.env.CORRAL_BENCH_BEFORE ? { before: process.env.CORRAL_BENCH_BEFORE } : {}) }),
+  ],
   ['Snapshot writes (IndexedDB in Chromium)', 'Debian chromium, headless, a fresh profile.', () => benchIndexedDb({ quick })],
   [
     'The offline diff summarizer in Chromium (apps/web, production build)',

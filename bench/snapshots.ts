@@ -6,10 +6,14 @@
  * the baseline: same work without an fsync per commit (not durable on
  * power loss, so never Corral's setting).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { SqliteStore, nowNs, type ExecutionIntent, type ExecutionOutcome } from '@corral/node';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as corralNode from '@corral/node';
+import Database from 'better-sqlite3';
+import { BUNDLED_TOOLS_DIR, SqliteStore, nowNs, type ExecutionIntent, type ExecutionOutcome } from '@corral/node';
 import { fmt, median, quantile } from './stats.js';
 
 interface Run {
@@ -158,8 +162,260 @@ export async function benchSnapshots(options: { quick?: boolean } = { quick: pro
   return rows;
 }
 
-// `node bench/dist/snapshots.js` prints the table on its own.
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { table } = await import('./stats.js');
-  console.log(table(['measurement', 'median', 'p99', 'ratio'], await benchSnapshots()));
+// --- recorded calls through Corral ------------------------------------------------
+
+/** Concurrent callers in the concurrency runs (the pool has 2 workers). */
+const CALLERS = 8;
+
+type NodeModule = typeof corralNode;
+type CorralT = Awaited<ReturnType<NodeModule['Corral']['create']>>;
+
+/** One Corral to measure: a tree's build, with or without a store, and how that store commits. */
+interface Variant {
+  tree: string;
+  name: string;
+  corral: CorralT;
+  store?: { commits?: number; location: string; close(): Promise<void> };
+  single: number[];
+  concurrent: number[];
+  /** Wall time per call of each 8-caller burst. */
+  wall: number[];
+  commits: number;
+  calls: number;
+}
+
+/** What a store variant opens with (`false`: no store). */
+type StoreChoice = false | { synchronous?: 'FULL' | 'NORMAL'; commits?: 'thread' | 'inline' };
+
+const exampleInput = () => ({
+  diff: (JSON.parse(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/examples/example.diff.json'), 'utf8')) as { diff: string }).diff,
+});
+
+async function openVariant(mod: NodeModule, dir: string, tree: string, name: string, choice: StoreChoice): Promise<Variant> {
+  const store =
+    choice === false ? undefined : await mod.SqliteStore.open(join(dir, `${tree}-${name}.db`.replace(/[^\w.-]+/g, '_')), choice);
+  const corral = await mod.Corral.create({ size: 2, store: store ?? false, cache: new mod.ComponentCache(join(dir, `cache-${tree}`)) });
+  return { tree, name, corral, ...(store ? { store } : {}), single: [], concurrent: [], wall: [], commits: 0, calls: 0 };
+}
+
+async function call(v: Variant, input: unknown): Promise<void> {
+  const r = await v.corral.invoke('diff-summary', input);
+  if (!r.ok || r.snapshot?.error) throw new Error(`${v.tree} ${v.name}: ${JSON.stringify(r.error ?? r.snapshot)}`);
+}
+
+async function burst(v: Variant, input: unknown, perCaller: number, into: number[] | null): Promise<void> {
+  const commits = v.store?.commits;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CALLERS }, async () => {
+      for (let i = 0; i < perCaller; i++) {
+        const t = performance.now();
+        await call(v, input);
+        into?.push(performance.now() - t);
+      }
+    }),
+  );
+  if (into === null) return;
+  v.wall.push((performance.now() - started) / (CALLERS * perCaller));
+  if (commits !== undefined && v.store?.commits !== undefined) v.commits += v.store.commits - commits;
+  v.calls += CALLERS * perCaller;
+}
+
+/** The @corral/node entry of a tree: this one, or another checkout's build (`--before=DIR`). */
+function entryOf(before?: string): string {
+  return before ? join(resolve(before), 'packages/node/dist/index.js') : new URL(import.meta.resolve('@corral/node')).pathname;
+}
+
+/**
+ * A real recorded call (diff-summary on its bundled example through
+ * Corral.create({ size: 2, store })) against the same call without a store,
+ * one caller and 8 concurrent callers, rounds alternating over every variant
+ * (and over both trees when `before` names another checkout, e.g. main's,
+ * built: its @corral/node is loaded beside this one). Each store variant is
+ * also run in a child under strace to count fsyncs per call.
+ */
+export async function benchRecordedCalls(options: { quick?: boolean; before?: string } = {}): Promise<string[][]> {
+  const rounds = options.quick ? 4 : 12;
+  const SINGLE = 25;
+  const PER_CALLER = 5;
+  const input = exampleInput();
+  const dir = mkdtempSync(join(tmpdir(), 'corral-bench-recorded-'));
+  const trees: [string, NodeModule, StoreChoice[]][] = [
+    [options.before ? 'after' : 'this tree', corralNode, [false, {}, { commits: 'inline' }, { synchronous: 'NORMAL' }]],
+  ];
+  if (options.before) trees.push(['before', (await import(pathToFileURL(entryOf(options.before)).href)) as NodeModule, [false, {}]]);
+  const nameOf = (c: StoreChoice) =>
+    c === false
+      ? 'no store'
+      : c.synchronous === 'NORMAL'
+        ? 'store, synchronous=NORMAL (not durable: reference only)'
+        : `store, FULL${c.commits === 'inline' ? ', always commit on the main thread' : ''}`;
+  const variants: Variant[] = [];
+  const choices = new Map<Variant, StoreChoice>();
+  let closed = false;
+  const closeAll = async () => {
+    if (closed) return;
+    closed = true;
+    for (const v of variants) {
+      await v.corral.close();
+      await v.store?.close();
+    }
+  };
+  try {
+    for (const [tree, mod, list] of trees) {
+      for (const choice of list) {
+        const v = await openVariant(mod, dir, tree, nameOf(choice), choice);
+        variants.push(v);
+        choices.set(v, choice);
+      }
+    }
+    for (const v of variants) {
+      for (let i = 0; i < 10; i++) await call(v, input);
+      await burst(v, input, 2, null);
+    }
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? variants : [...variants].reverse();
+      for (const v of order)
+        for (let i = 0; i < SINGLE; i++) {
+          const t = performance.now();
+          await call(v, input);
+          v.single.push(performance.now() - t);
+        }
+      for (const v of order) await burst(v, input, PER_CALLER, v.concurrent);
+    }
+    await closeAll();
+    // Every call had the same input: its text must be kept once, however many calls recorded it.
+    for (const v of variants) {
+      if (!v.store) continue;
+      const db = new Database(v.store.location, { readonly: true });
+      const [inputs, executions] = ['inputs', 'executions'].map(
+        (t) => (db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n,
+      );
+      db.close();
+      if (inputs !== 1) throw new Error(`${v.tree} ${v.name}: ${inputs} input rows for ${executions} calls with one input`);
+    }
+  } finally {
+    await closeAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const rows: string[][] = [];
+  const over = (v: Variant, base: Variant, pick: (x: Variant) => number) =>
+    v === base
+      ? 'baseline'
+      : `${pick(v) - pick(base) >= 0 ? '+' : ''}${fmt(pick(v) - pick(base))}, ${(pick(v) / pick(base)).toFixed(2)}× no store`;
+  for (const [tree] of trees) {
+    const mine = variants.filter((v) => v.tree === tree);
+    const base = mine.find((v) => v.store === undefined)!;
+    for (const v of mine) {
+      rows.push([
+        `${tree}: 1 caller, ${v.name}: call`,
+        fmt(median(v.single)),
+        fmt(quantile(v.single, 0.99)),
+        over(v, base, (x) => median(x.single)),
+      ]);
+    }
+    for (const v of mine) {
+      rows.push([
+        `${tree}: ${CALLERS} callers, ${v.name}: call`,
+        fmt(median(v.concurrent)),
+        fmt(quantile(v.concurrent, 0.99)),
+        over(v, base, (x) => median(x.concurrent)),
+      ]);
+    }
+    for (const v of mine) {
+      rows.push([
+        `${tree}: ${CALLERS} callers, ${v.name}: wall time per call`,
+        fmt(median(v.wall)),
+        '',
+        over(v, base, (x) => median(x.wall)),
+      ]);
+    }
+    for (const v of mine) {
+      if (v.store === undefined) continue;
+      const commits = v.store.commits === undefined ? 'n/a' : (v.commits / v.calls).toFixed(2);
+      const fsyncs = fsyncsPerCall(entryOf(tree === 'before' ? options.before : undefined), choices.get(v)!);
+      rows.push([`${tree}: ${CALLERS} callers, ${v.name}: commits / fsyncs per call`, `${commits} / ${fsyncs}`, '', '']);
+    }
+  }
+  return rows;
+}
+
+/**
+ * fsync + fdatasync calls per recorded call with 8 concurrent callers, counted
+ * by strace in a child process: the difference between two runs of different
+ * lengths, so opening the store and warming up cancel out. 'n/a' without strace.
+ */
+function fsyncsPerCall(entry: string, choice: StoreChoice): string {
+  const count = (calls: number): number => {
+    const out = join(mkdtempSync(join(tmpdir(), 'corral-bench-strace-')), 'strace.txt');
+    try {
+      const probe = JSON.stringify({ entry, choice, calls });
+      execFileSync(
+        'strace',
+        [
+          '-f',
+          '--seccomp-bpf',
+          '-c',
+          '-e',
+          'trace=fsync,fdatasync',
+          '-o',
+          out,
+          process.execPath,
+          new URL(import.meta.url).pathname,
+          `--probe=${probe}`,
+        ],
+        { stdio: 'ignore' },
+      );
+      let n = 0;
+      for (const line of readFileSync(out, 'utf8').split('\n')) {
+        const cells = line.trim().split(/\s+/);
+        if (cells.at(-1) === 'fsync' || cells.at(-1) === 'fdatasync') n += Number(cells[3]);
+      }
+      return n;
+    } finally {
+      rmSync(join(out, '..'), { recursive: true, force: true });
+    }
+  };
+  try {
+    const [small, large] = [CALLERS * 5, CALLERS * 30];
+    return ((count(large) - count(small)) / (large - small)).toFixed(2);
+  } catch {
+    return 'n/a';
+  }
+}
+
+/** The child of fsyncsPerCall: `calls` recorded calls from 8 callers after a warm-up. */
+async function probe({ entry, choice, calls }: { entry: string; choice: StoreChoice; calls: number }): Promise<void> {
+  const mod = (await import(pathToFileURL(entry).href)) as NodeModule;
+  const dir = mkdtempSync(join(tmpdir(), 'corral-bench-probe-'));
+  try {
+    const v = await openVariant(mod, dir, 'probe', 'probe', choice);
+    const input = exampleInput();
+    for (let i = 0; i < 10; i++) await call(v, input);
+    await burst(v, input, calls / CALLERS, null);
+    await v.corral.close();
+    await v.store?.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// `node bench/dist/snapshots.js [--quick] [--before=DIR]` prints the tables on its own;
+// DIR is another checkout (e.g. main's), built, to measure side by side.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const probeArg = arg('probe');
+  if (probeArg !== undefined) {
+    await probe(JSON.parse(probeArg));
+  } else {
+    const { table } = await import('./stats.js');
+    const quick = process.argv.includes('--quick');
+    const before = arg('before') ?? process.env.CORRAL_BENCH_BEFORE;
+    console.log(table(['measurement', 'median', 'p99', 'ratio'], await benchRecordedCalls({ quick, ...(before ? { before } : {}) })));
+    if (!process.argv.includes('--calls-only')) {
+      console.log();
+      console.log(table(['measurement', 'median', 'p99', 'ratio'], await benchSnapshots({ quick })));
+    }
+  }
 }

@@ -10,6 +10,7 @@ import { parseToolRef, type Registry } from './registry.js';
 import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
 import { specDefaults } from './spec.js';
 import { nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
+import { sha256HexFast } from './sha256.js';
 import { sha256Hex as sha256 } from './wasm.js';
 import type {
   ExecutionRequest,
@@ -684,7 +685,7 @@ class Recorder {
       tool: tool?.spec.name ?? this.name,
       version: tool?.spec.version ?? null,
       wasm_sha256: tool?.wasmSha256 ?? null,
-      input_sha256: json === null ? null : await sha256(stdin ?? json),
+      input_sha256: json === null ? null : await sha256HexFast(stdin ?? json),
       input_json: keepText ? json : null,
       intent_ns: this.#intentNs,
     };
@@ -704,7 +705,7 @@ class Recorder {
         exit_code: result?.exitCode ?? null,
         error_code: env.error?.code ?? null,
         error_message: env.error?.message ?? null,
-        stdout_sha256: result ? await sha256(result.stdout) : null,
+        stdout_sha256: result ? await sha256HexFast(result.stdout) : null,
         stdout_head: result ? head(result.stdout) : '',
         stdout_tail: result ? tail(result.stdout) : '',
         stderr_head: result ? head(result.stderr) : '',

@@ -2,15 +2,46 @@
  * The Node snapshot store: one SQLite file (better-sqlite3), WAL journal,
  * `synchronous=FULL` so a commit is on disk before a write resolves.
  *
- * Writes are group-committed: every write issued in the same event-loop turn
- * goes into one transaction, and each promise resolves only after that
- * transaction's COMMIT (an fsync of the WAL) returned. Concurrent calls
- * share fsyncs; nothing is acknowledged before it is durable.
+ * Writes are group-committed: every write queued while no commit is running
+ * goes into the next transaction, and each promise resolves only after that
+ * transaction's COMMIT (an fsync of the WAL) returned. Nothing is
+ * acknowledged before it is durable.
  *
- * Commits and SQLite's automatic WAL checkpoints run on the caller's thread.
- * A writer thread and a background checkpointer were tried: they lowered
- * the tail of NORMAL commits but not of FULL ones (the fsync itself is the
- * tail on these disks), so the simple design stays.
+ * Commits run on a commit thread of the store's own (store-writer.ts, a
+ * second connection to the same file, started at the first write; until it
+ * is up, and with `commits: 'inline'`, on the caller's thread), one batch
+ * at a time. While the commit
+ * thread waits for the disk the event loop keeps dispatching calls, and the
+ * writes they queue (intents of new calls, results of finished ones) gather
+ * into the next batch, sent the moment the running commit ends: concurrent
+ * calls share fsyncs, a result riding with the next intents. Reads wait for
+ * every write queued before them, so a caller reads what it wrote. Should
+ * the thread fail to start or die, commits run on the caller's thread (a
+ * batch it had fails: it may or may not be durable).
+ *
+ * Measured (bench/snapshots.ts on a shared 2-core VM, ext4; medians of
+ * alternating runs, the machine loaded by other work): in WAL mode
+ * `synchronous=FULL` costs one fsync of the WAL per commit (strace: 157 WAL
+ * fsyncs for 155 commits, plus one of the database per automatic
+ * checkpoint, about every 150 commits); `NORMAL` skips it and is not
+ * durable, and SQLite has no cheaper setting that is, so the levers are
+ * fewer commits per call and keeping the fsync off the event loop. An
+ * fsync costs 0.17 ms on a quiet disk (overwriting the WAL that
+ * journal_size_limit keeps allocated; 0.22 ms appending) and 2-6 ms when
+ * the machine is loaded; two in a row (intent, result) are the floor of a
+ * single caller's cost. Through Corral (size 2, diff-summary), extra per
+ * call over no store, 8 callers: main (commits on the caller's thread at
+ * each event-loop turn) +14.5 ms median latency and +1.40 ms of wall time
+ * per call; the commit thread +6.4 ms and +0.71 ms, at 0.85 commits (about
+ * one fsync) per call; committing every batch on the caller's thread in
+ * this code +9.9 ms and +1.01 ms. One caller: about two fsyncs wherever the
+ * commit runs (+6.2 to +10 ms on the loaded disk, thread and caller's
+ * thread within each other's noise from run to run), while without a pool
+ * (an in-process executor) the thread's two hops cost 0.1-0.4 ms a call
+ * more; one place for every commit is the simpler code. Automatic
+ * checkpoints stay (1000 pages, in the commit that crosses the mark, so on
+ * the commit thread), one database fsync per ~150 commits: not worth a
+ * thread of their own.
  *
  * Size: an input's text is kept once per SHA-256 in `inputs`, apart from the
  * execution row, so finishing a call rewrites a small row, not the input, and
@@ -28,6 +59,7 @@
 import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { checkSqliteLoads } from './sqlite-runtime.js';
 import {
@@ -79,6 +111,8 @@ import {
   type WorkflowRunRecord,
   type WorkflowRunStatus,
 } from '@corral/core';
+import { CHECK_FAILED, commitBatch, type Row, type WriteOp, type WriteResult } from './store-commit.js';
+import type { CommitReply, WriterConfig } from './store-writer.js';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
 export const SCHEMA_VERSION = 4;
@@ -257,6 +291,22 @@ export interface SqliteStoreOptions {
   maxBytes?: number;
   /** Told about slow maintenance before it starts (the one-time compaction of a large store), and about what the size cap removed. */
   onProgress?: (message: string) => void;
+  /**
+   * Where commits run: `thread` (default) on a commit thread of the store's
+   * own, so the event loop keeps dispatching calls while the disk syncs;
+   * `inline` on the caller's thread (the benchmark's comparison). Either
+   * way a write resolves only once it is durable.
+   */
+  commits?: 'thread' | 'inline';
+}
+
+/** The commit thread's script (store-writer.ts), beside this module. */
+const WRITER_URL = new URL('./store-writer.js', import.meta.url);
+
+/** The commit thread, once it has said it is ready. */
+interface Writer {
+  worker: Worker;
+  ready: boolean;
 }
 
 interface PendingWrite {
@@ -264,8 +314,6 @@ interface PendingWrite {
   resolve: (result: WriteResult) => void;
   reject: (err: unknown) => void;
 }
-
-type Row = Record<string, string | number | bigint | null>;
 
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
@@ -275,6 +323,15 @@ export class SqliteStore implements Store {
   /** Writes waiting for the next group commit. */
   #queue: PendingWrite[] = [];
   #scheduled = false;
+  /** The batch the commit thread is committing: at most one at a time, the next one gathers meanwhile. */
+  #committing: PendingWrite[] | null = null;
+  #writer: Writer | undefined;
+  /** The commit thread failed to start or died: commits stay on this thread. */
+  #writerFailed = false;
+  /** Whether commits go to the commit thread (`commits: 'thread'`, a writable store). */
+  readonly #threaded: boolean;
+  readonly #synchronous: 'FULL' | 'NORMAL';
+  #commits = 0;
   #closed = false;
   readonly #statements = new Map<string, Database.Statement>();
   readonly #writeStatements = new Map<string, Database.Statement>();
@@ -289,6 +346,8 @@ export class SqliteStore implements Store {
     this.#db = db;
     this.#maxBytes = options.maxBytes;
     this.#onProgress = options.onProgress;
+    this.#threaded = !options.readonly && options.commits !== 'inline';
+    this.#synchronous = options.synchronous ?? 'FULL';
   }
 
   /**
@@ -405,6 +464,11 @@ export class SqliteStore implements Store {
         this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
       })
       .immediate();
+  }
+
+  /** Group commits this store has made (each is at most one fsync of the WAL), for benchmarks. */
+  get commits(): number {
+    return this.#commits;
   }
 
   /** `PRAGMA synchronous` as SQLite reports it (2 = FULL), for tests. */
@@ -871,7 +935,15 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#flush();
+    await this.#settled();
+    const writer = this.#writer;
+    if (writer) {
+      this.#writer = undefined;
+      writer.worker.ref();
+      const exited = new Promise((resolve) => writer.worker.once('exit', resolve));
+      writer.worker.postMessage('close');
+      await exited;
+    }
     // The last connection to close checkpoints and removes the WAL.
     this.#db.close();
   }
@@ -903,21 +975,38 @@ export class SqliteStore implements Store {
    */
   #write(ops: WriteOp[]): Promise<WriteResult> {
     if (this.#closed) return Promise.reject(storeError(this.location, 'is closed'));
+    return this.#enqueue(ops);
+  }
+
+  #enqueue(ops: WriteOp[]): Promise<WriteResult> {
     return new Promise<WriteResult>((resolve, reject) => {
       this.#queue.push({ ops, resolve, reject });
-      if (!this.#scheduled) {
+      // While a commit is in flight the queue waits for it: it is sent the moment that commit ends.
+      if (!this.#scheduled && this.#committing === null) {
         this.#scheduled = true;
-        setImmediate(() => this.#flush());
+        setImmediate(() => {
+          this.#scheduled = false;
+          this.#flush();
+        });
       }
     });
   }
 
-  /** Commit every queued write in one transaction. */
+  /** Commit every queued write in one transaction: on the commit thread once it is up, else here. */
   #flush(): void {
-    this.#scheduled = false;
+    if (this.#committing !== null || this.#queue.length === 0) return;
     const batch = this.#queue;
-    if (batch.length === 0) return;
     this.#queue = [];
+    // Only reads waiting for earlier writes: those are committed, nothing to send.
+    if (batch.every((w) => w.ops.length === 0)) return this.#settle(batch, { results: batch.map(() => ({ ok: true, changes: 0 })) });
+    // Started at the first write, so opening a store only to read costs no thread.
+    if (this.#threaded && this.#writer === undefined && !this.#writerFailed) this.#startWriter();
+    if (this.#writer?.ready) {
+      this.#committing = batch;
+      this.#writer.worker.ref(); // a pending commit keeps the process alive, as a pending setImmediate did
+      this.#writer.worker.postMessage({ writes: batch.map((w) => w.ops) });
+      return;
+    }
     let results: WriteResult[];
     try {
       results = commitBatch(
@@ -926,20 +1015,79 @@ export class SqliteStore implements Store {
         this.#writeStatements,
       );
     } catch (err) {
-      const error = this.#error(err);
-      for (const w of batch) w.reject(error);
+      this.#settle(batch, { error: this.#error(err) });
       return;
     }
-    batch.forEach((w, i) => {
-      w.resolve(results[i]!);
+    this.#settle(batch, { results });
+  }
+
+  /** Tell a committed (or failed) batch's writers, then send what queued meanwhile. */
+  #settle(batch: PendingWrite[], outcome: { results: WriteResult[] } | { error: CorralError }): void {
+    if ('error' in outcome) {
+      for (const w of batch) w.reject(outcome.error);
+    } else {
+      if (batch.some((w) => w.ops.length > 0)) this.#commits++;
+      batch.forEach((w, i) => {
+        w.resolve(outcome.results[i]!);
+      });
+      this.#enforceCap();
+    }
+    this.#flush();
+  }
+
+  /** Start the commit thread; until it says ready (or if it never does), commits run here. */
+  #startWriter(): void {
+    let worker: Worker;
+    try {
+      const config: WriterConfig = { location: this.location, synchronous: this.#synchronous, walSizeLimit: WAL_SIZE_LIMIT };
+      worker = new Worker(WRITER_URL, { workerData: config });
+    } catch {
+      this.#writerFailed = true;
+      return;
+    }
+    worker.unref(); // an idle store does not keep the process alive
+    const writer: Writer = { worker, ready: false };
+    this.#writer = writer;
+    worker.on('message', (message: CommitReply | 'ready' | { failed: string }) => {
+      if (message === 'ready') writer.ready = true;
+      else if ('failed' in message) this.#writerGone(writer, message.failed);
+      else this.#committed(message);
     });
-    this.#enforceCap();
+    worker.on('error', (err) => this.#writerGone(writer, describe(err)));
+    worker.on('exit', () => this.#writerGone(writer, 'it exited'));
+  }
+
+  #committed(reply: CommitReply): void {
+    const batch = this.#committing!;
+    this.#committing = null;
+    this.#writer?.worker.unref();
+    if ('error' in reply) this.#settle(batch, { error: this.#error(Object.assign(new Error(reply.error.message), reply.error)) });
+    else this.#settle(batch, { results: reply.results });
+  }
+
+  /** The commit thread failed or stopped: a commit it had may or may not be durable, so it fails; the rest commit here. */
+  #writerGone(writer: Writer, why: string): void {
+    if (this.#writer !== writer) return;
+    this.#writer = undefined;
+    this.#writerFailed = true;
+    const batch = this.#committing;
+    this.#committing = null;
+    if (batch) this.#settle(batch, { error: storeError(this.location, `its commit thread stopped during a commit (${why})`) });
+    else this.#flush();
+  }
+
+  /** Once every write queued so far is committed (or failed). */
+  async #settled(): Promise<void> {
+    if (this.#committing === null) this.#flush(); // commits here, or sends the batch to the commit thread
+    if (this.#committing === null && this.#queue.length === 0) return;
+    // An empty write queued last: it resolves with the commit that takes the writes before it.
+    await this.#enqueue([]).catch(() => {});
   }
 
   /** Run a read after committing queued writes, so a caller reads what it wrote. */
   async #read<T>(fn: () => T): Promise<T> {
     if (this.#closed) throw storeError(this.location, 'is closed');
-    this.#flush();
+    await this.#settled();
     try {
       return fn();
     } catch (err) {
@@ -951,81 +1099,6 @@ export class SqliteStore implements Store {
     if (err instanceof CorralError) return err;
     return storeError(this.location, describe(err), { sqlite_code: codeOf(err) });
   }
-}
-
-/** One SQL statement of a write. */
-interface WriteOp {
-  sql: string;
-  params: unknown[];
-  /** When the statement changes no row, run this and report whether it found one ("unknown id" vs "already done"). */
-  probe?: { sql: string; params: unknown[] };
-  /** The statement is a query whose single value must be 1; otherwise the write fails with this message. */
-  expect?: string;
-  /** The statement has a RETURNING clause: the (first) row it returns is the write's `row`; no row counts as no change. */
-  returning?: boolean;
-}
-
-/** The code of a write refused by an `expect` check. */
-const CHECK_FAILED = 'CORRAL_CHECK_FAILED';
-
-/** How one write (a list of ops that succeed or fail together) went. */
-type WriteResult = { ok: true; changes: number; found?: boolean; row?: Row } | { ok: false; code?: string; message: string };
-
-/**
- * One group commit: every queued write in one transaction, each in a
- * savepoint of its own so a refused write (a duplicate id) fails alone.
- */
-function commitBatch(db: Database.Database, writes: WriteOp[][], statements: Map<string, Database.Statement>): WriteResult[] {
-  const stmt = (sql: string) => {
-    let s = statements.get(sql);
-    if (!s) statements.set(sql, (s = db.prepare(sql)));
-    return s;
-  };
-  // A nested better-sqlite3 transaction is a SAVEPOINT: it rolls back alone when it throws.
-  const one = db.transaction((ops: WriteOp[]): WriteResult => {
-    let changes = 0;
-    let found: boolean | undefined;
-    let returned: Row | undefined;
-    for (const op of ops) {
-      if (op.expect !== undefined) {
-        if (
-          stmt(op.sql)
-            .pluck()
-            .get(...op.params) !== 1
-        )
-          throw Object.assign(new Error(op.expect), { code: CHECK_FAILED });
-        continue;
-      }
-      let n: number;
-      if (op.returning) {
-        // With RETURNING, every change happens at the first step; integers as bigint, so times stay exact.
-        returned = stmt(op.sql)
-          .safeIntegers(true)
-          .get(...op.params) as Row | undefined;
-        n = returned === undefined ? 0 : 1;
-      } else {
-        n = stmt(op.sql).run(...op.params).changes;
-      }
-      changes += n;
-      if (n === 0 && op.probe) found = stmt(op.probe.sql).get(...op.probe.params) !== undefined;
-    }
-    return { ok: true, changes, ...(found !== undefined ? { found } : {}), ...(returned !== undefined ? { row: returned } : {}) };
-  });
-  const results: WriteResult[] = [];
-  db.transaction(() => {
-    for (const ops of writes) {
-      try {
-        results.push(one(ops));
-      } catch (err) {
-        // Statement errors leave the transaction open; I/O errors may have rolled it all back.
-        if (!db.inTransaction) throw err;
-        const e = err as { code?: string; message?: string };
-        results.push({ ok: false, ...(e.code ? { code: e.code } : {}), message: e.message ?? String(err) });
-      }
-    }
-  }).immediate(); // IMMEDIATE: wait for another process's write lock up front (busy_timeout), not fail mid-way.
-  // COMMIT has returned: with synchronous=FULL the WAL is fsynced.
-  return results;
 }
 
 /** What `stat` says a path is when it is not a regular file: [details.kind, words for the message]. */

@@ -5,18 +5,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { SqliteStore, type Store } from '@corral/node';
-import { describeStoreConformance } from '../../../test/store-conformance.js';
+import { SqliteStore, type SqliteStoreOptions, type Store } from '@corral/node';
+import { describeStoreConformance, type StoreHarness } from '../../../test/store-conformance.js';
 
-describeStoreConformance('SqliteStore', async () => {
+/** The conformance fixture over a real file; `options` choose where commits run. */
+const sqliteFixture = (options: SqliteStoreOptions) => async (): Promise<StoreHarness> => {
   const dir = mkdtempSync(join(tmpdir(), 'corral-store-'));
   const path = join(dir, 'snapshots.db');
-  let store: Store = await SqliteStore.open(path);
+  let store: Store = await SqliteStore.open(path, options);
   return {
     store,
     reopen: async () => {
       await store.close();
-      return (store = await SqliteStore.open(path));
+      return (store = await SqliteStore.open(path, options));
     },
     // Another connection to the file, as a program that damages it would open.
     damage: async (what, key, fields) => {
@@ -39,7 +40,12 @@ describeStoreConformance('SqliteStore', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+};
+
+// By default commits run on the store's commit thread, once it is up.
+describeStoreConformance('SqliteStore', sqliteFixture({}));
+
+describeStoreConformance('SqliteStore, every commit on the caller thread', sqliteFixture({ commits: 'inline' }));
 
 describe('SqliteStore shared by processes', () => {
   it('three processes writing one new store at once lose nothing', async () => {
