@@ -11,6 +11,7 @@ import { ComponentRunner } from './run.js';
 import type { RunRequest, RunnerOptions } from './request.js';
 import { Preview1Runner } from './preview1/index.js';
 import { transpileComponent, type PreparedComponent } from './transpile.js';
+import { CodeCache } from './code-cache.js';
 
 /** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
@@ -64,8 +65,10 @@ export interface SandboxWorkerOptions extends RunnerOptions {
 /** The worker side of the API: one runner per flavour, kept for the worker's life. */
 export function sandboxWorkerApi(options: SandboxWorkerOptions = {}): SandboxWorkerApi {
   const { aroundRun, ...runnerOptions } = options;
-  const components = new ComponentRunner(runnerOptions);
-  const modules = new Preview1Runner(runnerOptions);
+  // One byte budget for all the code the worker keeps, whatever its kind.
+  const codeCache = runnerOptions.codeCache ?? new CodeCache(runnerOptions.cacheBytes);
+  const components = new ComponentRunner({ ...runnerOptions, codeCache });
+  const modules = new Preview1Runner({ ...runnerOptions, codeCache });
   const runJob = (job: RunJob): Promise<ExecutionResult> =>
     job.kind === 'module' ? modules.run(job.key, job.bytes, job.request) : components.run(job.key, job.prepared, job.request);
   return {
