@@ -78,10 +78,14 @@ export abstract class Runner<Source, Compiled> {
     if (!entry) {
       // The host sends a key alone to a worker it saw compile it (ExecutorWorker.loaded);
       // this one has evicted it since, and the host sends it again with its code.
-      throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker no longer holds ${this.kind} ${key}; send it again.`, {
-        reason: NOT_LOADED,
-        cause: `${this.kind} ${key} is not loaded`,
-      });
+      throw new CorralError(
+        ErrorCodes.UNEXPECTED_EXIT,
+        `The sandbox worker has not loaded ${this.kind} ${key} (evicted, or never sent): the host sends it again.`,
+        {
+          reason: NOT_LOADED,
+          cause: `${this.kind} ${key} is not loaded`,
+        },
+      );
     }
     const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
     const compiled = await this.#load(entry, cacheKey, maxPages, request.toolName);
