@@ -61,7 +61,7 @@ function runJob(worker: ExecutorWorker, key: string, program: Program, request: 
 
 /**
  * Run a job on a worker and keep `worker.loaded` true to what it holds: a
- * worker evicts code over its byte budget (runner.ts), and answers a key it
+ * worker evicts code over its byte budget (code-cache.ts), and answers a key it
  * no longer holds with NOT_LOADED before running anything; the program is
  * then sent again. A job that carries its program is never refused so.
  */

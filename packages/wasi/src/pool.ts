@@ -293,8 +293,9 @@ export class SandboxPool<W extends PoolWorker> {
         this.#idle.push(next);
       }
     }
-    // Booted only after a call is over, so it never competes with the first call's own boot.
-    this.#ensureSpare();
+    // Booted only after a call went well: not beside the first call's own boot, nor
+    // beside the call that follows a kill (on a small machine both compete for the CPU).
+    if (!faulted) this.#ensureSpare();
     this.#dispatch();
   }
 }
