@@ -4,6 +4,8 @@
  * of `{}`) through the worker pool — plus pool throughput, the time to get a
  * working worker back after a timeout, and the same trivial module under
  * other hosts in the same run: node:wasi, @wasmer/sdk, and a native process.
+ * Also what an agent notices first: a fresh process's time to its first
+ * result against an empty Node script's, and a host's resident memory.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -72,6 +74,8 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
     const solo = await Corral.create({ bundled: false, toolDirs: [PREVIEW1_TOOLS], size: 1, store: false });
     await solo.invoke('p1-echo', input);
     for (let i = 0; i < Math.max(5, runs / 20); i++) {
+      // Timeouts are not back to back: a spare worker (where the pool keeps one) has time to boot.
+      await new Promise((r) => setTimeout(r, 500));
       await solo.invoke('p1-spin', {}, { timeoutMs: 50 });
       const t = performance.now();
       const r = await solo.invoke('p1-echo', input);
@@ -118,6 +122,7 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
     row('baseline: the preview1 module under node:wasi (in-process, fresh instance)', nodeWasi);
     row('baseline: the preview1 module under @wasmer/sdk (runWasix)', wasmer.samples, wasmer.note);
     row('baseline: native build of the same C, one process per call', native.samples, native.note);
+    rows.push(...startAndMemory(scratch, runs));
     return rows;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -160,4 +165,45 @@ function nativeBaseline(scratch: string, runs: number): { samples?: number[]; no
     if (r.status !== 0) throw new Error('native echo failed');
   }
   return { samples, note: '' };
+}
+
+/**
+ * Cold start and resident memory, each in fresh processes (bench/cold.ts,
+ * bench/rss.ts). Cold start is the time from the process's start to the first
+ * diff-summary result (warm transpile cache), against the same clock at the
+ * end of an empty script: what Corral adds to Node's own start.
+ */
+function startAndMemory(scratch: string, runs: number): string[][] {
+  const script = (name: string) => new URL(`./${name}`, import.meta.url).pathname;
+  const cacheDir = join(scratch, 'start-cache');
+  const env = { ...process.env, CORRAL_CACHE_DIR: cacheDir, CORRAL_STORE: join(scratch, 'start-store.db') };
+  const json = <T>(args: string[]) => JSON.parse(execFileSync(process.execPath, args, { env, encoding: 'utf8' })) as T;
+  json([script('cold.js')]); // fills the transpile cache
+  const n = Math.max(5, Math.min(11, runs / 20));
+  const cold: number[] = [];
+  const empty: number[] = [];
+  // Alternate, so both see the same load on a shared machine.
+  for (let i = 0; i < n; i++) {
+    cold.push(json<{ processMs: number }>([script('cold.js')]).processMs);
+    empty.push(json<number>(['-e', 'process.stdout.write(String(performance.now()))']));
+  }
+  const rss = (mode: string, count: number) => Array.from({ length: count }, () => json<{ rssMb: number }>([script('rss.js'), mode]).rssMb);
+  const calls = rss('calls', 3);
+  const transpiled = rss('transpile', 2);
+  const mb = (v: number[]) => `${median(v).toFixed(0)} MB`;
+  return [
+    [
+      'cold: new process → first diff-summary result (warm cache), from process start',
+      fmt(median(cold)),
+      '',
+      `empty script: ${fmt(median(empty))}; +${fmt(median(cold) - median(empty))}`,
+    ],
+    ['RSS: host with 2 workers after their first diff-summary calls', mb(calls), '', 'whole process (workers are threads)'],
+    [
+      'RSS: the same after a first call that transpiled its component (empty cache)',
+      mb(transpiled),
+      '',
+      `+${(median(transpiled) - median(calls)).toFixed(0)} MB over the warm-cache host`,
+    ],
+  ];
 }

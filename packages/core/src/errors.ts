@@ -179,6 +179,11 @@ export type UnexpectedExitDetails =
       /** A broken invariant of Corral itself (a bug): `cause` is what failed. */
       reason: 'internal';
       cause: string;
+    }
+  | {
+      /** Host–worker only, never a caller's: the worker evicted code the host sent by key, and the host sends it again. */
+      reason: 'not_loaded';
+      cause: string;
     };
 
 /** Why the policy refused: `details.reason` of E_POLICY_DENIED. */

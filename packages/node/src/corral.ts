@@ -67,12 +67,14 @@ export class Corral extends CorralHost<WorkerExecutor> {
       cache: 'object|false',
       prepareTimeoutMs: 'ms',
       onPrepare: 'function',
+      idleWorkers: 'count',
+      idleTimeoutMs: 'ms',
+      spareWorker: 'boolean',
+      toolCacheBytes: 'size',
     });
     const registry = new Registry();
     const dirs = [...(options.bundled === false ? [] : [BUNDLED_TOOLS_DIR]), ...(options.toolDirs ?? [])];
     const loadErrors: CorralError[] = [];
-    for (const dir of dirs) loadErrors.push(...(await loadToolFolder(registry, dir)).errors);
-    // Open the store before starting workers, so a refused store costs nothing to report.
     const given = options.store;
     if (typeof given === 'object' && options.storeMaxBytes !== undefined) {
       throw new CorralError(
@@ -85,9 +87,17 @@ export class Corral extends CorralHost<WorkerExecutor> {
       ...(options.storeMaxBytes !== undefined ? { maxBytes: options.storeMaxBytes } : {}),
       ...(options.onStoreProgress ? { onProgress: options.onStoreProgress } : {}),
     };
-    const store =
-      given === false ? undefined : typeof given === 'object' ? given : await openStore(given ?? defaultStorePath(), storeOptions);
+    // The first worker boots (its own thread) while the tools load and the store opens.
     const executor = new WorkerExecutor(options);
+    executor.pool.prestart(1);
+    let store: Store | undefined;
+    try {
+      for (const dir of dirs) loadErrors.push(...(await loadToolFolder(registry, dir)).errors);
+      store = given === false ? undefined : typeof given === 'object' ? given : await openStore(given ?? defaultStorePath(), storeOptions);
+    } catch (err) {
+      await executor.close();
+      throw err;
+    }
     return new Corral({ registry, executor, store, ownsStore: typeof given !== 'object', recordInputs: options.recordInputs }, loadErrors);
   }
 }

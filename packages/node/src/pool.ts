@@ -51,6 +51,25 @@ export interface PoolOptions {
   maxQueue?: number;
   /** V8 heap limits for each worker, over DEFAULT_RESOURCE_LIMITS (wasm memory is capped separately). */
   resourceLimits?: ResourceLimits;
+  /**
+   * Workers kept once no call has run for `idleTimeoutMs`; the others stop
+   * and start again when calls come. Default: `size` (workers stay up).
+   * `{ size: 1, idleWorkers: 0 }` suits a small device: one worker, none while idle.
+   */
+  idleWorkers?: number;
+  /** Idle time before workers over `idleWorkers` stop. Default 5000 ms. */
+  idleTimeoutMs?: number;
+  /**
+   * Keep one booted worker in reserve (beyond `size`, once a call has run),
+   * so a worker killed by a timeout or a crash is replaced at once rather
+   * than by one still booting (~100 ms). Default true; false saves its memory.
+   */
+  spareWorker?: boolean;
+  /**
+   * Bytes of compiled tools each worker keeps (least recently used go
+   * first; an evicted tool is compiled again on its next call). Default 256 MiB.
+   */
+  toolCacheBytes?: number;
 }
 
 /** One sandbox thread and what it has already compiled. */
@@ -75,6 +94,7 @@ export class SandboxWorker implements PoolWorker {
       // the host's own hooks or debugger inside the sandbox. The worker is
       // plain compiled ESM and needs no flag.
       execArgv: [],
+      workerData: { toolCacheBytes: options.toolCacheBytes },
       // A tool never sees the host's environment, and the worker needs none of it.
       env: {},
       stdout: true,
@@ -131,7 +151,10 @@ export class WorkerPool extends SandboxPool<SandboxWorker> {
   constructor(options: PoolOptions = {}) {
     super(() => new SandboxWorker(options), {
       size: options.size ?? availableParallelism(),
+      spare: options.spareWorker ?? true,
       ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
+      ...(options.idleWorkers !== undefined ? { idleWorkers: options.idleWorkers } : {}),
+      ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
     });
   }
 }

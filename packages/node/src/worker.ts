@@ -6,7 +6,7 @@
  * The API is @corral/wasi's, shared with the browser's worker; Node adds
  * only the opener for host folders (mounts.ts).
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { expose } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { sandboxWorkerApi } from '@corral/wasi/worker';
@@ -14,6 +14,9 @@ import { hostMountOpeners } from './mounts.js';
 
 if (!parentPort) throw new Error('worker.js must run in a worker thread');
 expose(
-  sandboxWorkerApi({ mountOpeners: hostMountOpeners() }),
+  sandboxWorkerApi({
+    mountOpeners: hostMountOpeners(),
+    ...(typeof workerData?.toolCacheBytes === 'number' ? { cacheBytes: workerData.toolCacheBytes as number } : {}),
+  }),
   (nodeEndpoint as unknown as (port: unknown) => Parameters<typeof expose>[1])(parentPort),
 );

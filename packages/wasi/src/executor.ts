@@ -14,6 +14,7 @@ import { checkMountSources, type MountSourceChecks } from './mount-sources.js';
 import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
+import { NOT_LOADED } from './code-cache.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
 import type { RunJob, SandboxWorkerApi } from './worker-api.js';
 
@@ -56,6 +57,35 @@ type Program = { kind: 'module'; bytes: Uint8Array } | { kind: 'component'; prep
 /** The job for one worker: the program goes along only when the worker has not compiled it yet. */
 function runJob(worker: ExecutorWorker, key: string, program: Program, request: RunRequest): RunJob {
   return worker.loaded.has(key) ? { kind: program.kind, key, request } : { ...program, key, request };
+}
+
+/**
+ * Run a job on a worker and keep `worker.loaded` true to what it holds: a
+ * worker evicts code over its byte budget (code-cache.ts), and answers a key it
+ * no longer holds with NOT_LOADED before running anything; the program is
+ * then sent again. A job that carries its program is never refused so.
+ */
+async function runOn(
+  worker: ExecutorWorker,
+  key: string,
+  program: Program,
+  request: RunRequest,
+  stdinTransferable = false,
+): Promise<ExecutionResult> {
+  // The input moves to the worker rather than being copied, when the caller gave its buffer up.
+  const { stdin } = request;
+  const movable = stdinTransferable && stdin.buffer instanceof ArrayBuffer && stdin.byteLength === stdin.buffer.byteLength;
+  const job = runJob(worker, key, program, request);
+  let outcome = await worker.api.run(movable ? transfer(job, [stdin.buffer as ArrayBuffer]) : job);
+  if (!outcome.ok && outcome.error.details?.reason === NOT_LOADED) {
+    worker.loaded.delete(key);
+    // A moved input comes back with the refusal (worker-api.ts).
+    const again = { ...request, stdin: outcome.stdin ?? stdin };
+    outcome = await worker.api.run(runJob(worker, key, program, again));
+  }
+  if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
+  worker.loaded.add(key);
+  return outcome.value;
 }
 
 /** Where a host keeps transpiled components between runs (disk in Node, IndexedDB in browsers). */
@@ -115,29 +145,16 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
       memoryLimitBytes: request.memoryLimitBytes,
       diskLimitBytes: request.diskLimitBytes,
     };
-    // The input moves to the worker rather than being copied, when the caller gave its buffer up.
-    const stdin = request.stdin;
-    const movable =
-      request.stdinTransferable === true && stdin.buffer instanceof ArrayBuffer && stdin.byteLength === stdin.buffer.byteLength;
-    return this.pool.run(
-      async (worker) => {
-        const job = runJob(worker, key, program, runRequest);
-        const outcome = await worker.api.run(movable ? transfer(job, [stdin.buffer as ArrayBuffer]) : job);
-        if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
-        worker.loaded.add(key);
-        return outcome.value;
-      },
-      {
-        timeoutMs: request.timeoutMs,
-        ...(request.signal ? { signal: request.signal } : {}),
-        onTimeout: () =>
-          new CorralError(
-            ErrorCodes.RESOURCE_EXHAUSTED,
-            `${tool.spec.name} did not finish within ${request.timeoutMs} ms; its worker was stopped.`,
-            { resource: 'time', timeout_ms: request.timeoutMs },
-          ),
-      },
-    );
+    return this.pool.run((worker) => runOn(worker, key, program, runRequest, request.stdinTransferable === true), {
+      timeoutMs: request.timeoutMs,
+      ...(request.signal ? { signal: request.signal } : {}),
+      onTimeout: () =>
+        new CorralError(
+          ErrorCodes.RESOURCE_EXHAUSTED,
+          `${tool.spec.name} did not finish within ${request.timeoutMs} ms; its worker was stopped.`,
+          { resource: 'time', timeout_ms: request.timeoutMs },
+        ),
+    });
   }
 
   /**
@@ -176,9 +193,11 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     try {
       const result = await this.pool.run(
         async (worker) => {
-          const job = runJob(worker, key, program, runRequest);
-          // The stdio port moves to the worker (a MessagePort cannot be copied).
-          const outcome = await worker.api.run(stdio ? transfer(job, [stdio.channel.port]) : job);
+          if (!stdio) return runOn(worker, key, program, runRequest);
+          // The stdio port moves to the worker (a MessagePort cannot be copied), so this job
+          // cannot be sent twice: it carries its program even to a worker that holds it.
+          const job: RunJob = { ...program, key, request: runRequest };
+          const outcome = await worker.api.run(transfer(job, [stdio.channel.port]));
           if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
           worker.loaded.add(key);
           return outcome.value;
@@ -241,6 +260,8 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
         },
         {
           timeoutMs,
+          // jco stays loaded in the worker that ran it (tens of MB, unused by calls): that worker goes.
+          retire: true,
           onTimeout: () =>
             new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `Preparing ${name} took longer than ${timeoutMs} ms.`, {
               resource: 'time',

@@ -11,6 +11,7 @@
  */
 export { ComponentRunner } from './run.js';
 export type { RunRequest, RunnerOptions } from './request.js';
+export { CodeCache, DEFAULT_CACHE_BYTES } from './code-cache.js';
 export { Preview1Runner, checkPreview1Module } from './preview1/index.js';
 export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
 export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';

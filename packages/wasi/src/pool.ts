@@ -24,6 +24,20 @@ export interface SandboxPoolOptions {
   size: number;
   /** Most calls waiting for a worker; one more is refused. Default 1000. */
   maxQueue?: number;
+  /**
+   * Workers kept once the pool has been idle for `idleTimeoutMs`; the rest
+   * are stopped (and started again on demand). Default: `size` (none stopped).
+   * 0 lets a small device give all its workers' memory back between bursts.
+   */
+  idleWorkers?: number;
+  /** How long the pool must be idle before workers over `idleWorkers` stop. Default 5000 ms. */
+  idleTimeoutMs?: number;
+  /**
+   * Keep one booted worker in reserve, beyond `size`, while the pool has
+   * workers: a worker killed by a timeout, a cancellation or a crash is
+   * replaced by it at once instead of by a worker still booting. Default false.
+   */
+  spare?: boolean;
 }
 
 /** The longest delay a JS timer can wait. */
@@ -35,6 +49,11 @@ export interface TaskOptions {
   /** The error the caller gets when the limit passes. */
   onTimeout: () => CorralError;
   signal?: AbortSignal;
+  /**
+   * Stop the worker once the task is over, whatever its outcome (e.g. it
+   * loaded a transpiler the calls do not need: its memory goes with it).
+   */
+  retire?: boolean;
 }
 
 interface Job<W> {
@@ -52,7 +71,13 @@ interface Job<W> {
 export class SandboxPool<W extends PoolWorker> {
   readonly size: number;
   readonly maxQueue: number;
+  readonly idleWorkers: number;
+  readonly #idleTimeoutMs: number;
+  readonly #keepSpare: boolean;
   readonly #createWorker: () => W;
+  /** The booted reserve (`spare` option): not in #all, never given a task until it replaces a worker. */
+  #spare: W | undefined;
+  #trimTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #idle: W[] = [];
   readonly #all = new Set<W>();
   readonly #queue: Job<W>[] = [];
@@ -65,12 +90,20 @@ export class SandboxPool<W extends PoolWorker> {
   constructor(createWorker: () => W, options: SandboxPoolOptions) {
     this.size = Math.max(1, options.size);
     this.maxQueue = options.maxQueue ?? 1000;
+    this.idleWorkers = Math.min(this.size, Math.max(0, options.idleWorkers ?? this.size));
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 5000;
+    this.#keepSpare = options.spare ?? false;
     this.#createWorker = createWorker;
   }
 
-  /** Workers currently alive (busy or idle). */
+  /** Workers currently alive (busy or idle), not counting the spare. */
   get workerCount(): number {
     return this.#all.size;
+  }
+
+  /** True while a booted spare is held in reserve (the `spare` option). */
+  get hasSpare(): boolean {
+    return this.#spare?.alive === true;
   }
 
   /** Calls waiting for a worker. */
@@ -103,6 +136,7 @@ export class SandboxPool<W extends PoolWorker> {
       this.#all.add(worker);
       this.#idle.push(worker);
     }
+    this.#scheduleTrim();
   }
 
   run<T>(task: (worker: W) => Promise<T>, options: TaskOptions): Promise<T> {
@@ -141,7 +175,10 @@ export class SandboxPool<W extends PoolWorker> {
     for (const job of this.#queue.splice(0)) job.reject(closedError(false));
     // Before the workers go: a terminated worker may never answer (a Web Worker does not), and must not read as a crash.
     for (const stop of [...this.#stopOnClose]) stop();
-    await Promise.all([...this.#all].map((w) => w.terminate()));
+    clearTimeout(this.#trimTimer);
+    const spare = this.#spare;
+    this.#spare = undefined;
+    await Promise.all([...this.#all, ...(spare ? [spare] : [])].map((w) => w.terminate()));
     this.#all.clear();
     this.#idle.length = 0;
   }
@@ -161,6 +198,41 @@ export class SandboxPool<W extends PoolWorker> {
       if (!worker) return;
       void this.#start(worker, this.#queue.shift()!);
     }
+    this.#scheduleTrim();
+  }
+
+  /** Boot the reserve worker if the pool keeps one and has workers to replace. */
+  #ensureSpare(): void {
+    if (!this.#keepSpare || this.#closed || this.#all.size === 0 || this.#spare?.alive) return;
+    this.#spare = this.#createWorker();
+  }
+
+  /** A worker for the one just thrown away: the booted spare if there is one, else a new one booting now. */
+  #replacement(): W {
+    const spare = this.#spare;
+    this.#spare = undefined;
+    return spare?.alive ? spare : this.#createWorker();
+  }
+
+  /** After `idleTimeoutMs` without calls, stop the idle workers over `idleWorkers` (and the spare if none is left). */
+  #scheduleTrim(): void {
+    if (this.idleWorkers >= this.size || this.#closed) return;
+    clearTimeout(this.#trimTimer);
+    if (this.#queue.length > 0 || this.#running > 0 || this.#all.size <= this.idleWorkers) return;
+    this.#trimTimer = setTimeout(() => {
+      if (this.#closed || this.#queue.length > 0 || this.#running > 0) return;
+      while (this.#all.size > this.idleWorkers && this.#idle.length > 0) {
+        const worker = this.#idle.shift()!;
+        this.#all.delete(worker);
+        void worker.terminate();
+      }
+      if (this.#all.size === 0 && this.#spare) {
+        void this.#spare.terminate();
+        this.#spare = undefined;
+      }
+    }, this.#idleTimeoutMs);
+    // An idle pool must not keep a Node process alive (browsers have no unref).
+    (this.#trimTimer as { unref?: () => void }).unref?.();
   }
 
   async #start(worker: W, job: Job<W>): Promise<void> {
@@ -207,19 +279,23 @@ export class SandboxPool<W extends PoolWorker> {
       if (onAbort) signal?.removeEventListener('abort', onAbort);
       this.#stopOnClose.delete(onClose!);
     }
-    if (!faulted && worker.alive && !this.#closed) {
+    if (!faulted && !job.options.retire && worker.alive && !this.#closed) {
       this.#idle.push(worker);
     } else {
-      if (!this.#closed) this.#replaced++;
+      const retired = job.options.retire === true && !faulted && worker.alive;
+      if (!this.#closed && !retired) this.#replaced++;
       this.#all.delete(worker);
       if (worker.alive) void worker.terminate();
-      // Start the replacement now, so its boot overlaps whatever the caller does next.
+      // Replace it now (the spare, else a worker booting now), so its boot overlaps whatever the caller does next.
       if (!this.#closed) {
-        const spare = this.#createWorker();
-        this.#all.add(spare);
-        this.#idle.push(spare);
+        const next = this.#replacement();
+        this.#all.add(next);
+        this.#idle.push(next);
       }
     }
+    // Booted only after a call went well: not beside the first call's own boot, nor
+    // beside the call that follows a kill (on a small machine both compete for the CPU).
+    if (!faulted) this.#ensureSpare();
     this.#dispatch();
   }
 }

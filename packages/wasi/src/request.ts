@@ -4,6 +4,7 @@
  * module of a run (call.ts, stdio-channel.ts, outcome.ts, the runners) can
  * name them without the modules importing one another in a cycle.
  */
+import type { CodeCache } from './code-cache.js';
 import type { MountBinding } from '@corral/core';
 import type { MountOpeners } from './mount-sources.js';
 import type { ByteSink, ByteSource } from './io.js';
@@ -44,6 +45,10 @@ export interface RunRequest {
 export interface RunnerOptions {
   /** The mount sources this host opens besides `memory` (built in), by kind. */
   mountOpeners?: MountOpeners;
+  /** Bytes of code kept loaded, least recently used evicted first (code-cache.ts). Default 256 MiB. */
+  cacheBytes?: number;
+  /** A cache shared with another runner (a worker's two runners share one budget); else the runner makes its own. */
+  codeCache?: CodeCache;
 }
 
 /** What crosses from the host into the worker with the run request. */

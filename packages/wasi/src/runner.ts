@@ -1,7 +1,7 @@
 /**
  * What the two runners share (ComponentRunner in run.ts for wasi:cli
  * components, Preview1Runner in preview1/runner.ts for preview1 modules):
- * the compiled code kept per key and memory cap,
+ * the code kept per key and memory cap (code-cache.ts, under a byte budget),
  * and one run from start to classified end. Each runner says only how to
  * compile its kind of code and how to start and run one instance of it.
  */
@@ -11,6 +11,7 @@ import type { RunRequest, RunnerOptions } from './request.js';
 import { WASM_PAGE_BYTES } from './limits.js';
 import { classify, finishRun, type RunEnd } from './outcome.js';
 import { openCall, type OpenedCall } from './call.js';
+import { CodeCache, NOT_LOADED, type CodeEntry } from './code-cache.js';
 
 export type { RunRequest, RunnerOptions } from './request.js';
 
@@ -34,12 +35,12 @@ export interface Execution {
  */
 export abstract class Runner<Source, Compiled> {
   readonly #options: RunnerOptions;
-  readonly #sources = new Map<string, Source>();
-  /** Compiled per key and memory cap: the cap is part of the compiled code. */
-  readonly #compiled = new Map<string, Promise<Compiled>>();
+  /** Loaded and compiled code, under a byte budget (shared by a worker's runners). */
+  readonly #cache: CodeCache;
 
   constructor(options: RunnerOptions = {}) {
     this.#options = { ...(options.mountOpeners ? { mountOpeners: { ...options.mountOpeners } } : {}) };
+    this.#cache = options.codeCache ?? new CodeCache(options.cacheBytes);
   }
 
   /** What the code is called in the error for an unknown key ("component", "module"). */
@@ -53,17 +54,20 @@ export abstract class Runner<Source, Compiled> {
 
   /** True when this runner holds the code with this key. */
   has(key: string): boolean {
-    return this.#sources.has(key);
+    return this.#cache.has(`${this.kind}:${key}`);
   }
 
-  #load(key: string, maxPages: number, toolName: string): Promise<Compiled> {
-    const compiledKey = `${key}/${maxPages}`;
-    let compiled = this.#compiled.get(compiledKey);
+  #load(entry: CodeEntry<Source, Compiled>, cacheKey: string, maxPages: number, toolName: string): Promise<Compiled> {
+    let compiled = entry.compiled.get(maxPages);
     if (!compiled) {
-      compiled = this.compile(this.#sources.get(key)!, maxPages, toolName);
+      compiled = this.compile(entry.source, maxPages, toolName);
       // A failed compile is not kept: the next run tries again.
-      compiled.catch(() => this.#compiled.delete(compiledKey));
-      this.#compiled.set(compiledKey, compiled);
+      compiled.catch(() => {
+        if (entry.compiled.get(maxPages) === compiled) entry.compiled.delete(maxPages);
+        this.#cache.reweigh(cacheKey, entry);
+      });
+      entry.compiled.set(maxPages, compiled);
+      this.#cache.reweigh(cacheKey, entry);
     }
     return compiled;
   }
@@ -71,17 +75,22 @@ export abstract class Runner<Source, Compiled> {
   /** Run the code with this key; pass it the first time (or always). */
   async run(key: string, source: Source | undefined, request: RunRequest): Promise<ExecutionResult> {
     const started = performance.now();
-    if (source) this.#sources.set(key, source);
-    else if (!this.#sources.has(key)) {
-      // The host sends a key alone only to a worker it saw compile it (ExecutorWorker.loaded).
+    const cacheKey = `${this.kind}:${key}`;
+    const entry = this.#cache.use<Source, Compiled>(cacheKey, source);
+    if (!entry) {
+      // The host sends a key alone to a worker it saw compile it (ExecutorWorker.loaded);
+      // this one has evicted it since, and the host sends it again with its code.
       throw new CorralError(
         ErrorCodes.UNEXPECTED_EXIT,
-        `The sandbox worker was sent ${this.kind} ${key} by its key alone, but it has not loaded it (an internal error, not the tool's; please report it)`,
-        { reason: 'internal', cause: `${this.kind} ${key} is not loaded` },
+        `The sandbox worker has not loaded ${this.kind} ${key} (evicted, or never sent): the host sends it again.`,
+        {
+          reason: NOT_LOADED,
+          cause: `${this.kind} ${key} is not loaded`,
+        },
       );
     }
     const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
-    const compiled = await this.#load(key, maxPages, request.toolName);
+    const compiled = await this.#load(entry, cacheKey, maxPages, request.toolName);
 
     const call = openCall(request, this.#options);
     const { stdout, stderr } = call.captured;

@@ -8,9 +8,11 @@
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner } from './run.js';
+import { NOT_LOADED } from './code-cache.js';
 import type { RunRequest, RunnerOptions } from './request.js';
 import { Preview1Runner } from './preview1/index.js';
 import { transpileComponent, type PreparedComponent } from './transpile.js';
+import { CodeCache } from './code-cache.js';
 
 /** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
@@ -48,8 +50,8 @@ export interface SandboxWorkerApi {
   ping(): true;
   /** Transpile a component (the host caches the result by content hash). */
   prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>>;
-  /** Run one call in a fresh instance. */
-  run(job: RunJob): Promise<Outcome<ExecutionResult>>;
+  /** Run one call in a fresh instance. A call refused as not_loaded gives its input back (`stdin`), since the host may have moved it here. */
+  run(job: RunJob): Promise<Outcome<ExecutionResult> & { stdin?: Uint8Array }>;
 }
 
 export interface SandboxWorkerOptions extends RunnerOptions {
@@ -64,13 +66,18 @@ export interface SandboxWorkerOptions extends RunnerOptions {
 /** The worker side of the API: one runner per flavour, kept for the worker's life. */
 export function sandboxWorkerApi(options: SandboxWorkerOptions = {}): SandboxWorkerApi {
   const { aroundRun, ...runnerOptions } = options;
-  const components = new ComponentRunner(runnerOptions);
-  const modules = new Preview1Runner(runnerOptions);
+  // One byte budget for all the code the worker keeps, whatever its kind.
+  const codeCache = runnerOptions.codeCache ?? new CodeCache(runnerOptions.cacheBytes);
+  const components = new ComponentRunner({ ...runnerOptions, codeCache });
+  const modules = new Preview1Runner({ ...runnerOptions, codeCache });
   const runJob = (job: RunJob): Promise<ExecutionResult> =>
     job.kind === 'module' ? modules.run(job.key, job.bytes, job.request) : components.run(job.key, job.prepared, job.request);
   return {
     ping: () => true,
     prepare: (wasm, toolName) => outcomeOf(() => transpileComponent(wasm, toolName)),
-    run: (job) => outcomeOf(() => (aroundRun ? aroundRun(job.request, () => runJob(job)) : runJob(job))),
+    run: async (job) => {
+      const outcome = await outcomeOf(() => (aroundRun ? aroundRun(job.request, () => runJob(job)) : runJob(job)));
+      return !outcome.ok && outcome.error.details?.reason === NOT_LOADED ? { ...outcome, stdin: job.request.stdin } : outcome;
+    },
   };
 }
