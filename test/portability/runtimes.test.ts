@@ -133,13 +133,15 @@ describe.each(['bun', 'deno'] as const)('the Node host under %s', (runtime) => {
     const { cliNoStore } = answers[runtime];
     expect(cliNoStore.status).toBe(0);
     expect(cliNoStore.stdout).toBe(node.cliNoStore.stdout);
-    // Its stderr holds only the warnings above.
-    expect(
-      cliNoStore.stderr.split('\n').filter((line: string) => line !== '' && !/CORRAL_UNENFORCED_LIMIT|--trace-warnings/.test(line)),
-    ).toEqual([]);
+    // Its stderr holds only the warnings above (printed whenever the first worker starts).
+    const beyondWarnings = (stderr: string) =>
+      stderr.split('\n').filter((line: string) => line !== '' && !/CORRAL_UNENFORCED_LIMIT|--trace-warnings/.test(line));
+    expect(beyondWarnings(cliNoStore.stderr)).toEqual([]);
     expect(answers[runtime].cli.status).toBe(1);
     expect(answers[runtime].cli.stdout).toBe('');
-    expect(answers[runtime].cli.stderr).toMatch(/^corral: Snapshot store .*better-sqlite3.*\(E_STORE\)\n$/s);
+    expect(beyondWarnings(answers[runtime].cli.stderr)).toEqual([
+      expect.stringMatching(/^corral: Snapshot store .*better-sqlite3.*\(E_STORE\)$/),
+    ]);
   });
 });
 
