@@ -6,11 +6,14 @@
 // real CLI, asserting what a user reads and the exit status.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { componentEmbed, componentNew, parse } from '@bytecodealliance/jco';
+import { Registry, validateSpec } from '@corral/core';
+import { loadToolFolder } from '@corral/node';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -199,5 +202,39 @@ describe('registration refuses a preview1-adapted component without cabi_realloc
     const run = await corral(['run', '--wasm', join(root, 'naive/naive.wasm'), '--spec', spec, '--input', '{}', '--no-store']);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/does not export cabi_realloc.*\(E_REGISTRATION\)/);
+  });
+});
+
+describe('the bundled specs, validated when Corral is built (npm run build: wasm-tools/validate-specs.mjs)', () => {
+  const BUNDLED = join(ROOT, 'wasm-tools');
+  const specHash = (raw: unknown) => createHash('sha256').update(JSON.stringify(raw)).digest('hex');
+  const bundledSpecs = readdirSync(BUNDLED)
+    .map((name) => join(BUNDLED, name, 'tool-spec.json'))
+    .filter((file) => existsSync(file))
+    .map((file) => JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>);
+
+  it('validated-specs.json names exactly the bundled specs, and each is one validateSpec accepts', () => {
+    const { sha256 } = JSON.parse(readFileSync(join(BUNDLED, 'validated-specs.json'), 'utf8')) as { sha256: string[] };
+    expect(bundledSpecs.length).toBeGreaterThanOrEqual(7);
+    expect([...sha256].sort()).toEqual(bundledSpecs.map(specHash).sort());
+    for (const raw of bundledSpecs) expect(validateSpec(raw)).toMatchObject({ ok: true });
+  });
+
+  it('a bundled spec changed after the build is validated in full: an out-of-range memory_mb is refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-edited-bundled-'));
+    const tool = join(dir, 'diff-summary');
+    mkdirSync(tool);
+    const raw = JSON.parse(readFileSync(join(DIFF_SUMMARY, 'tool-spec.json'), 'utf8'));
+    writeFileSync(join(tool, 'tool-spec.json'), JSON.stringify({ ...raw, resources: { ...raw.resources, memory_mb: 999_999 } }));
+    copyFileSync(join(DIFF_SUMMARY, raw.component), join(tool, raw.component));
+    const { loaded, errors } = await loadToolFolder(new Registry(), dir);
+    expect(loaded).toEqual([]);
+    expect(errors.map((e) => [e.code, e.message])).toEqual([['E_REGISTRATION', expect.stringMatching(/\/resources\/memory_mb/)]]);
+
+    // The unchanged spec loads, with the defaults filled in as validateSpec does.
+    writeFileSync(join(tool, 'tool-spec.json'), JSON.stringify(raw));
+    const again = await loadToolFolder(new Registry(), dir);
+    expect(again.errors).toEqual([]);
+    expect(again.loaded[0]!.spec).toEqual({ ...(validateSpec(raw) as { spec: object }).spec, kind: 'component' });
   });
 });

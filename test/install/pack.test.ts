@@ -252,6 +252,8 @@ describe('the packed packages, installed in an empty folder', () => {
       expect(tools).toEqual(expect.arrayContaining([`${tool}/tool-spec.json`, `${tool}/${tool}.wasm`, `${tool}/${tool}.module.wasm`]));
     }
     expect(tools).toContain('diff-summary/examples/example.diff.json');
+    // Which specs the build validated, so an installed host does not validate them again at each start.
+    expect(tools).toContain('validated-specs.json');
     // No tool sources; an example's workspace (files a tool is shown searching) is data, not source.
     expect(tools.filter((f) => !/^[^/]+\/examples\//.test(f) && /\/src\/|^lib|\.(c|h|sh)$/.test(f))).toEqual([]);
   });

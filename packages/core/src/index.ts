@@ -40,7 +40,7 @@ export type {
   InvokeResultFields,
   SnapshotRef,
 } from './types.js';
-export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type SpecValidation } from './spec.js';
+export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type ParseSpecOptions, type SpecValidation } from './spec.js';
 export type { Problem } from './schema.js';
 export {
   detectWasmKind,

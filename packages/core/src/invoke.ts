@@ -7,7 +7,7 @@ import type { ValidateFunction } from 'ajv';
 import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON, type ErrorDetails } from './errors.js';
 import { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
 import { parseToolRef, type Registry } from './registry.js';
-import { compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
+import { compileCheckedSchema, compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
 import { specDefaults } from './spec.js';
 import { nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
 import { sha256HexFast } from './sha256.js';
@@ -198,15 +198,19 @@ export class Runtime {
     const key = `${tool.spec.name}@${tool.spec.version}+${tool.wasmSha256}`;
     let v = this.#validators.get(key);
     if (!v) {
-      // Registered specs were already checked; this only fails for hand-built Tool objects.
+      // Registered specs were already checked (meta-schema included); this only fails for hand-built Tool objects.
       const compile = (schema: Tool['spec']['input_schema'], at: string) => {
-        const c = compileUserSchema(schema, at);
-        if (c.validate) return c.validate;
-        throw new CorralError(
-          ErrorCodes.REGISTRATION,
-          `${tool.spec.name}'s ${at.slice(1)} is not a usable JSON Schema: ${problemsText(c.problems)}`,
-          { problems: c.problems },
-        );
+        try {
+          return compileCheckedSchema(schema);
+        } catch {
+          const c = compileUserSchema(schema, at);
+          const problems = c.problems ?? [{ path: at, message: 'is not a usable JSON Schema' }];
+          throw new CorralError(
+            ErrorCodes.REGISTRATION,
+            `${tool.spec.name}'s ${at.slice(1)} is not a usable JSON Schema: ${problemsText(problems)}`,
+            { problems },
+          );
+        }
       };
       v = {
         input: compile(tool.spec.input_schema, '/input_schema'),

@@ -1,7 +1,7 @@
 /** Registered tools by name and version, resolved with semver ranges. */
 import semver from 'semver';
 import { CorralError, ErrorCodes } from './errors.js';
-import { parseSpec } from './spec.js';
+import { parseSpec, type ParseSpecOptions } from './spec.js';
 import type { Tool } from './types.js';
 import { detectWasmKind, sha256Hex } from './wasm.js';
 
@@ -27,9 +27,10 @@ export class Registry {
    * name@version with the same bytes again is a no-op (tool folders get
    * reloaded); with different bytes it is refused, since callers and caches
    * key on name@version. The registry keeps `wasm` as given: don't mutate it.
+   * `options.validated`: see ParseSpecOptions.
    */
-  async register(rawSpec: unknown, wasm: Uint8Array, source = 'bytes'): Promise<Tool> {
-    const spec = parseSpec(rawSpec, source);
+  async register(rawSpec: unknown, wasm: Uint8Array, source = 'bytes', options: ParseSpecOptions = {}): Promise<Tool> {
+    const spec = parseSpec(rawSpec, source, options);
     if (!(wasm instanceof Uint8Array)) {
       throw new CorralError(ErrorCodes.REGISTRATION, `The wasm of ${source} must be a Uint8Array (got ${describe(wasm)})`, { source });
     }

@@ -134,10 +134,19 @@ export function compileUserSchema(
   try {
     const meta = checker(schema);
     if (!meta.validateSchema(schema)) return { problems: toProblems(meta.errors, prefix) };
-    return { validate: compiler(schema).compile(schema) };
+    return { validate: compileCheckedSchema(schema) };
   } catch (err) {
     return { problems: [{ path: prefix || '/', message: `is not a usable JSON Schema: ${errorText(err)}` }] };
   }
+}
+
+/**
+ * Compile a schema that compileUserSchema has already accepted (a
+ * registered tool's): no meta-schema check, whose first use in a process
+ * compiles the meta-schema itself. Throws what ajv throws.
+ */
+export function compileCheckedSchema(schema: JsonSchema): ValidateFunction {
+  return compiler(schema).compile(schema);
 }
 
 /** ajv errors → problems, with messages that name what ajv keeps in `params`. */

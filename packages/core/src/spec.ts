@@ -123,14 +123,18 @@ export function validateSpec(raw: unknown): SpecValidation {
   }
   problems.push(...semanticProblems(raw));
   if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, spec: withDefaults(raw) };
+}
 
+/** A copy of an accepted spec with defaults filled in. */
+function withDefaults(raw: unknown): ToolSpec {
   // JSON round-trip: the spec is JSON by definition, and the caller's object stays untouched.
   const { $schema: _ignored, ...spec } = JSON.parse(JSON.stringify(raw)) as ToolSpec & { $schema?: string };
   spec.resources = { ...specDefaults.resources, ...spec.resources };
   spec.resources.network_access = [...spec.resources.network_access!];
   spec.mounts ??= [];
   spec.env ??= [];
-  return { ok: true, spec };
+  return spec;
 }
 
 /** Rules a JSON Schema cannot say (or cannot say in a helpful sentence). */
@@ -174,8 +178,20 @@ function semanticProblems(raw: unknown): Problem[] {
   return problems;
 }
 
-/** validateSpec, or a CorralError E_REGISTRATION that lists every problem. */
-export function parseSpec(raw: unknown, source = 'bytes'): ToolSpec {
+export interface ParseSpecOptions {
+  /**
+   * The caller vouches that validateSpec accepted this very spec, so only
+   * the defaults are filled in. The bundled tools' specs are validated when
+   * Corral is built: checking them again compiled the JSON Schema
+   * meta-schemas and every tool's schemas in each new process, the largest
+   * part of a cold start.
+   */
+  validated?: boolean;
+}
+
+/** validateSpec, or a CorralError E_REGISTRATION that lists every problem; see ParseSpecOptions. */
+export function parseSpec(raw: unknown, source = 'bytes', options: ParseSpecOptions = {}): ToolSpec {
+  if (options.validated) return withDefaults(raw);
   const result = validateSpec(raw);
   if (result.ok) return result.spec;
   const n = result.problems.length;

@@ -2,7 +2,10 @@
  * Loading tools from disk: a folder holding `tool-spec.json` (plus its wasm),
  * or a folder of such folders. Node-only; the core registry never touches files.
  */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import {
   CorralError,
@@ -50,8 +53,9 @@ export async function loadToolFolder(registry: Registry, dir: string): Promise<{
  */
 export async function loadToolFiles(registry: Registry, specPath: string, wasmPath?: string): Promise<Tool> {
   const raw = await readSpecJson(specPath);
+  const validated = validatedAtBuild().has(createHash('sha256').update(JSON.stringify(raw)).digest('hex'));
   // Validate before touching `component`, so a bad spec reports its own problems.
-  const spec = parseSpec(raw, specPath);
+  const spec = parseSpec(raw, specPath, { validated });
   const wasmFile = wasmPath ?? resolve(dirname(specPath), spec.component);
   let wasm: Uint8Array;
   try {
@@ -72,7 +76,28 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
     if (problem)
       throw registrationError(`${specPath}: ${problem.message}. To fix it, ${problem.hint}`, { source: specPath, path: wasmFile });
   }
-  return registry.register(raw, wasm, specPath);
+  return registry.register(raw, wasm, specPath, { validated });
+}
+
+let validatedSpecs: Set<string> | undefined;
+/**
+ * SHA-256s (of JSON.stringify of the parsed spec) of the bundled tools'
+ * specs that validateSpec accepted when Corral was built
+ * (wasm-tools/validate-specs.mjs): the same spec is not validated again in
+ * every process. Empty when the file is missing or unreadable, so every
+ * spec is validated as usual.
+ */
+function validatedAtBuild(): Set<string> {
+  if (!validatedSpecs) {
+    try {
+      const file = createRequire(import.meta.url).resolve('@corral/tools/validated-specs.json');
+      const { sha256 } = JSON.parse(readFileSync(file, 'utf8')) as { sha256: unknown };
+      validatedSpecs = new Set(Array.isArray(sha256) ? sha256.filter((h): h is string => typeof h === 'string') : []);
+    } catch {
+      validatedSpecs = new Set();
+    }
+  }
+  return validatedSpecs;
 }
 
 /**
