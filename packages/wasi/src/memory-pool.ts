@@ -68,12 +68,37 @@ export interface PooledModule {
  * index 0, so exports, data segments and code that name it are unchanged.
  */
 export function importOwnMemory(module: Uint8Array): PooledModule | null {
+  try {
+    return rewrite(module);
+  } catch {
+    // Bytes this parser cannot read (a data or import section capModule does not
+    // look into): left as they are, for the engine to refuse with its own reason
+    // (E_REGISTRATION), not thrown as a failure of Corral's.
+    return null;
+  }
+}
+
+/**
+ * Where each known section may stand (the core spec's order; tags, 13, come
+ * after memories, data counts, 12, before code). An invalid module must stay
+ * invalid: dropping a misplaced or second memory section made modules the
+ * engine refuses valid.
+ */
+const SECTION_ORDER = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
+
+function rewrite(module: Uint8Array): PooledModule | null {
   const sections: Array<{ id: number; start: number; end: number; body: Uint8Array }> = [];
   let pos = 8;
+  let last = -1;
   while (pos < module.length) {
     const id = module[pos]!;
     const [size, sizeLen] = readU32(module, pos + 1);
     const bodyStart = pos + 1 + sizeLen;
+    if (id !== 0) {
+      const order = SECTION_ORDER.indexOf(id);
+      if (order <= last) return null;
+      last = order;
+    }
     sections.push({ id, start: pos, end: bodyStart + size, body: module.subarray(bodyStart, bodyStart + size) });
     pos = bodyStart + size;
   }
@@ -213,7 +238,9 @@ function importEntries(body: Uint8Array): { count: number; entriesStart: number 
         at += readU32(body, at)[1];
         break;
       case 0x01: {
-        // table: reftype, limits
+        // table: reftype, limits; a typed reference (ref null ht / ref ht) is
+        // longer than a byte, and misread it could hide a memory import after it
+        if (body[at] === 0x63 || body[at] === 0x64) return null;
         at++;
         const tableFlags = body[at++]!;
         at += readU32(body, at)[1];
