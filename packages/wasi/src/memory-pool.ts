@@ -4,10 +4,10 @@
  * A fresh instance of a module that defines its memory costs about 0.2 ms on
  * these machines, most of it the engine reserving and releasing the memory's
  * guarded address range (mmap, munmap, TLB shootdowns), not the module. So a
- * module that defines exactly one memory is rewritten to import it instead
- * (`importOwnMemory`, applied after the caps of limits.ts), and each call is
- * handed a memory from its module's `MemoryPool`: a new one, or the previous
- * call's, zeroed.
+ * module that defines exactly one small memory is rewritten to import it
+ * instead (`importOwnMemory`, applied after the caps of limits.ts), and each
+ * call is handed a memory from its module's `MemoryPool`: a new one, or the
+ * previous call's, zeroed.
  *
  * What a call sees stays independent of earlier calls:
  *   - every call starts with the same number of pages (`MemoryPool.pages`:
@@ -49,6 +49,14 @@ export const POOLED_PAGES = 8;
  */
 export const MAX_REUSES = 16;
 
+/**
+ * The largest declared minimum, in pages, a pooled memory may have: 2 MiB,
+ * above a Rust tool's usual 17–19 pages. Zeroing a reused memory touches
+ * every page, where a fresh memory's pages cost nothing until the guest
+ * writes them.
+ */
+export const MAX_POOLED_PAGES = 32;
+
 const SECTION_IMPORT = 2;
 const SECTION_MEMORY = 5;
 const SECTION_DATA = 11;
@@ -62,9 +70,10 @@ export interface PooledModule {
 
 /**
  * Rewrite a capped module (every memory has a maximum) that defines exactly
- * one unshared memory and imports none, so that it imports that memory
- * from POOL_IMPORT_MODULE. Any other module, or one that already imports
- * from that name, is returned as null and runs as it is. The memory keeps
+ * one unshared memory (of at most MAX_POOLED_PAGES at start) and imports
+ * none, so that it imports that memory from POOL_IMPORT_MODULE. Any other
+ * module, or one that already imports from that name, is returned as null
+ * and runs as it is. The memory keeps
  * index 0, so exports, data segments and code that name it are unchanged.
  */
 export function importOwnMemory(module: Uint8Array): PooledModule | null {
@@ -114,6 +123,9 @@ function rewrite(module: Uint8Array): PooledModule | null {
   at += minLen;
   const [maxPages, maxLen] = readU32(memory.body, at);
   if (at + maxLen !== memory.body.length) return null;
+  // A larger memory keeps its own: a tool that declared 2 GiB and wrote nothing
+  // left 2 GiB resident in its worker once zeroed, and its next call spent seconds zeroing.
+  if (minPages > MAX_POOLED_PAGES) return null;
   // A data segment past the declared minimum must still fail instantiation, as with the module's own memory.
   const data = sections.find((s) => s.id === SECTION_DATA);
   if (data && !dataFits(data.body, minPages * WASM_PAGE_BYTES)) return null;

@@ -9,7 +9,15 @@ import fc from 'fast-check';
 import { parse } from '@bytecodealliance/jco';
 import { capModule } from '@corral/wasi';
 import { checkPreview1Module } from '@corral/wasi';
-import { importOwnMemory, MemoryLeases, MemoryPool, POOL_IMPORT_MODULE, POOLED_PAGES, WASM_PAGE_BYTES } from '@corral/wasi/internal';
+import {
+  importOwnMemory,
+  MAX_POOLED_PAGES,
+  MemoryLeases,
+  MemoryPool,
+  POOL_IMPORT_MODULE,
+  POOLED_PAGES,
+  WASM_PAGE_BYTES,
+} from '@corral/wasi/internal';
 
 const wat = async (text: string) => capModule(await parse(text), 64, 'test');
 
@@ -208,5 +216,12 @@ describe('importOwnMemory on malformed modules', () => {
       ),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('importOwnMemory and large memories', () => {
+  it(`pools a memory that starts with at most ${MAX_POOLED_PAGES} pages, and leaves a larger one its own (zeroing would make it resident)`, async () => {
+    expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES}))`))).not.toBeNull();
+    expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES + 1}))`))).toBeNull();
   });
 });
