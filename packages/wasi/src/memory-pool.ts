@@ -57,6 +57,16 @@ export const MAX_REUSES = 16;
  */
 export const MAX_POOLED_PAGES = 32;
 
+/**
+ * Spare memories one worker keeps, across all its pools (the least recently
+ * released dropped first): at most 64 × 2 MiB resident, and as many address
+ * ranges reserved. A pool lives as long as its compiled code (code-cache.ts
+ * bounds code bytes, not memories), so without this bound every small tool,
+ * and every memory cap a call asked for, kept a spare: 512 KiB resident
+ * apiece, and at ~13,000 memories V8 refuses any new one in the process.
+ */
+export const MAX_SPARES = 64;
+
 const SECTION_IMPORT = 2;
 const SECTION_MEMORY = 5;
 const SECTION_DATA = 11;
@@ -292,6 +302,9 @@ export class MemoryLeases {
   }
 }
 
+/** The pools of this worker that hold a spare, the least recently released first (a Set keeps insertion order). */
+const withSpare = new Set<MemoryPool>();
+
 /**
  * The memory of one pooled module, kept between its calls in one worker.
  * One call at a time uses it (a worker runs one call at a time, and a
@@ -316,6 +329,7 @@ export class MemoryPool {
   acquire(): WebAssembly.Memory {
     const spare = this.#spare;
     this.#spare = undefined;
+    withSpare.delete(this);
     if (!spare) {
       this.#uses = 1;
       return new WebAssembly.Memory({ initial: this.pages, maximum: this.maxPages });
@@ -333,6 +347,13 @@ export class MemoryPool {
     if (memory.buffer.byteLength !== this.pages * WASM_PAGE_BYTES || this.#uses >= MAX_REUSES) return;
     this.#spare = memory;
     this.#dirty = true;
+    withSpare.delete(this);
+    withSpare.add(this);
+    for (const pool of withSpare) {
+      if (withSpare.size <= MAX_SPARES) break;
+      pool.#spare = undefined;
+      withSpare.delete(pool);
+    }
     setTimeout(() => {
       if (this.#spare === memory && this.#dirty) this.#clean(memory);
     }, 0);

@@ -12,6 +12,7 @@ import { checkPreview1Module } from '@corral/wasi';
 import {
   importOwnMemory,
   MAX_POOLED_PAGES,
+  MAX_SPARES,
   MemoryLeases,
   MemoryPool,
   POOL_IMPORT_MODULE,
@@ -223,5 +224,23 @@ describe('importOwnMemory and large memories', () => {
   it(`pools a memory that starts with at most ${MAX_POOLED_PAGES} pages, and leaves a larger one its own (zeroing would make it resident)`, async () => {
     expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES}))`))).not.toBeNull();
     expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES + 1}))`))).toBeNull();
+  });
+});
+
+describe('spare memories', () => {
+  // Each pool kept its spare for as long as its compiled code was cached:
+  // thousands of small tools (or memory caps) held 512 KiB resident each,
+  // and V8 refuses any new memory past ~13,000 in one process.
+  it(`keeps at most ${MAX_SPARES} in a worker, whatever the number of pooled modules, dropping the least recently used`, async () => {
+    const pooled = importOwnMemory(await wat('(module (memory (export "memory") 1))'))!;
+    const pools = Array.from({ length: MAX_SPARES + 10 }, () => new MemoryPool(pooled));
+    const released = pools.map((pool) => {
+      const memory = pool.acquire();
+      pool.release(memory);
+      return memory;
+    });
+    // The oldest ten were dropped, the newest kept.
+    const reused = pools.map((pool, i) => pool.acquire() === released[i]);
+    expect(reused).toEqual([...Array(10).fill(false), ...Array(MAX_SPARES).fill(true)]);
   });
 });
