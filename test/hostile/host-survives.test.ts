@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse } from '@bytecodealliance/jco';
 import { runInChild, treeHash, type ChildRun } from './child.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -106,6 +107,45 @@ describe("the sandbox worker's heap", () => {
     const result = only(await runInChild([{ tool: 'string-bomb' }]));
     expect(result.error).toBeNull();
     expect(result.output).toEqual({ ran: true });
+  }, 90_000);
+});
+
+describe('pooled memories (memory-pool.ts)', () => {
+  // A reused memory is zeroed, which touches every page; a fresh one's pages
+  // cost nothing until written. A tool that declared 2 GiB and wrote 2 bytes
+  // left its worker (and so the host process) 2.1 GB resident, and its next
+  // call spent 13 s zeroing, under its own timeout.
+  it('a tool that declares 2 GiB and touches none of it costs neither resident memory nor time on its next call', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-big-min-'));
+    try {
+      mkdirSync(join(dir, 'big-min'));
+      const wat = `(module
+        (import "wasi_snapshot_preview1" "fd_write" (func $w (param i32 i32 i32 i32) (result i32)))
+        (memory (export "memory") 32768)
+        (data (i32.const 16) "{}")
+        (func (export "_start")
+          (i32.store (i32.const 0) (i32.const 16)) (i32.store (i32.const 4) (i32.const 2))
+          (drop (call $w (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))))`;
+      writeFileSync(join(dir, 'big-min', 'big-min.wasm'), await parse(wat));
+      writeFileSync(
+        join(dir, 'big-min', 'tool-spec.json'),
+        JSON.stringify({
+          name: 'big-min',
+          version: '1.0.0',
+          description: 'declares 2 GiB of memory and writes 2 bytes',
+          kind: 'module',
+          component: 'big-min.wasm',
+          input_schema: { type: 'object' },
+          resources: { memory_mb: 2048, timeout_ms: 10_000 },
+        }),
+      );
+      const run = await runInChild([{ tool: 'big-min' }, { tool: 'big-min' }, { tool: 'big-min' }], { toolDirs: [dir] });
+      expect(run.status).toBe(0);
+      for (const result of run.results) expect(result.error).toBeNull();
+      expect(run.maxRssMb).toBeLessThan(1024);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 90_000);
 });
 

@@ -19,4 +19,12 @@ export { tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare 
 export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';
 export { sipHash24 } from './fs/metadata-hash.js';
 export { lighterHostCalls } from './run.js';
-export { importOwnMemory, MemoryPool, MemoryLeases, POOL_IMPORT_MODULE, POOLED_PAGES } from './memory-pool.js';
+export {
+  importOwnMemory,
+  MemoryPool,
+  MemoryLeases,
+  POOL_IMPORT_MODULE,
+  POOLED_PAGES,
+  MAX_POOLED_PAGES,
+  MAX_SPARES,
+} from './memory-pool.js';

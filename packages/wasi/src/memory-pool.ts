@@ -4,10 +4,10 @@
  * A fresh instance of a module that defines its memory costs about 0.2 ms on
  * these machines, most of it the engine reserving and releasing the memory's
  * guarded address range (mmap, munmap, TLB shootdowns), not the module. So a
- * module that defines exactly one memory is rewritten to import it instead
- * (`importOwnMemory`, applied after the caps of limits.ts), and each call is
- * handed a memory from its module's `MemoryPool`: a new one, or the previous
- * call's, zeroed.
+ * module that defines exactly one small memory is rewritten to import it
+ * instead (`importOwnMemory`, applied after the caps of limits.ts), and each
+ * call is handed a memory from its module's `MemoryPool`: a new one, or the
+ * previous call's, zeroed.
  *
  * What a call sees stays independent of earlier calls:
  *   - every call starts with the same number of pages (`MemoryPool.pages`:
@@ -49,6 +49,24 @@ export const POOLED_PAGES = 8;
  */
 export const MAX_REUSES = 16;
 
+/**
+ * The largest declared minimum, in pages, a pooled memory may have: 2 MiB,
+ * above a Rust tool's usual 17–19 pages. Zeroing a reused memory touches
+ * every page, where a fresh memory's pages cost nothing until the guest
+ * writes them.
+ */
+export const MAX_POOLED_PAGES = 32;
+
+/**
+ * Spare memories one worker keeps, across all its pools (the least recently
+ * released dropped first): at most 64 × 2 MiB resident, and as many address
+ * ranges reserved. A pool lives as long as its compiled code (code-cache.ts
+ * bounds code bytes, not memories), so without this bound every small tool,
+ * and every memory cap a call asked for, kept a spare: 512 KiB resident
+ * apiece, and at ~13,000 memories V8 refuses any new one in the process.
+ */
+export const MAX_SPARES = 64;
+
 const SECTION_IMPORT = 2;
 const SECTION_MEMORY = 5;
 const SECTION_DATA = 11;
@@ -62,18 +80,44 @@ export interface PooledModule {
 
 /**
  * Rewrite a capped module (every memory has a maximum) that defines exactly
- * one unshared memory and imports none, so that it imports that memory
- * from POOL_IMPORT_MODULE. Any other module, or one that already imports
- * from that name, is returned as null and runs as it is. The memory keeps
+ * one unshared memory (of at most MAX_POOLED_PAGES at start) and imports
+ * none, so that it imports that memory from POOL_IMPORT_MODULE. Any other
+ * module, or one that already imports from that name, is returned as null
+ * and runs as it is. The memory keeps
  * index 0, so exports, data segments and code that name it are unchanged.
  */
 export function importOwnMemory(module: Uint8Array): PooledModule | null {
+  try {
+    return rewrite(module);
+  } catch {
+    // Bytes this parser cannot read (a data or import section capModule does not
+    // look into): left as they are, for the engine to refuse with its own reason
+    // (E_REGISTRATION), not thrown as a failure of Corral's.
+    return null;
+  }
+}
+
+/**
+ * Where each known section may stand (the core spec's order; tags, 13, come
+ * after memories, data counts, 12, before code). An invalid module must stay
+ * invalid: dropping a misplaced or second memory section made modules the
+ * engine refuses valid.
+ */
+const SECTION_ORDER = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
+
+function rewrite(module: Uint8Array): PooledModule | null {
   const sections: Array<{ id: number; start: number; end: number; body: Uint8Array }> = [];
   let pos = 8;
+  let last = -1;
   while (pos < module.length) {
     const id = module[pos]!;
     const [size, sizeLen] = readU32(module, pos + 1);
     const bodyStart = pos + 1 + sizeLen;
+    if (id !== 0) {
+      const order = SECTION_ORDER.indexOf(id);
+      if (order <= last) return null;
+      last = order;
+    }
     sections.push({ id, start: pos, end: bodyStart + size, body: module.subarray(bodyStart, bodyStart + size) });
     pos = bodyStart + size;
   }
@@ -89,6 +133,9 @@ export function importOwnMemory(module: Uint8Array): PooledModule | null {
   at += minLen;
   const [maxPages, maxLen] = readU32(memory.body, at);
   if (at + maxLen !== memory.body.length) return null;
+  // A larger memory keeps its own: a tool that declared 2 GiB and wrote nothing
+  // left 2 GiB resident in its worker once zeroed, and its next call spent seconds zeroing.
+  if (minPages > MAX_POOLED_PAGES) return null;
   // A data segment past the declared minimum must still fail instantiation, as with the module's own memory.
   const data = sections.find((s) => s.id === SECTION_DATA);
   if (data && !dataFits(data.body, minPages * WASM_PAGE_BYTES)) return null;
@@ -213,7 +260,9 @@ function importEntries(body: Uint8Array): { count: number; entriesStart: number 
         at += readU32(body, at)[1];
         break;
       case 0x01: {
-        // table: reftype, limits
+        // table: reftype, limits; a typed reference (ref null ht / ref ht) is
+        // longer than a byte, and misread it could hide a memory import after it
+        if (body[at] === 0x63 || body[at] === 0x64) return null;
         at++;
         const tableFlags = body[at++]!;
         at += readU32(body, at)[1];
@@ -253,6 +302,9 @@ export class MemoryLeases {
   }
 }
 
+/** The pools of this worker that hold a spare, the least recently released first (a Set keeps insertion order). */
+const withSpare = new Set<MemoryPool>();
+
 /**
  * The memory of one pooled module, kept between its calls in one worker.
  * One call at a time uses it (a worker runs one call at a time, and a
@@ -277,6 +329,7 @@ export class MemoryPool {
   acquire(): WebAssembly.Memory {
     const spare = this.#spare;
     this.#spare = undefined;
+    withSpare.delete(this);
     if (!spare) {
       this.#uses = 1;
       return new WebAssembly.Memory({ initial: this.pages, maximum: this.maxPages });
@@ -294,6 +347,13 @@ export class MemoryPool {
     if (memory.buffer.byteLength !== this.pages * WASM_PAGE_BYTES || this.#uses >= MAX_REUSES) return;
     this.#spare = memory;
     this.#dirty = true;
+    withSpare.delete(this);
+    withSpare.add(this);
+    for (const pool of withSpare) {
+      if (withSpare.size <= MAX_SPARES) break;
+      pool.#spare = undefined;
+      withSpare.delete(pool);
+    }
     setTimeout(() => {
       if (this.#spare === memory && this.#dirty) this.#clean(memory);
     }, 0);

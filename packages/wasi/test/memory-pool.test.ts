@@ -5,10 +5,20 @@
  * it is.
  */
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { parse } from '@bytecodealliance/jco';
 import { capModule } from '@corral/wasi';
 import { checkPreview1Module } from '@corral/wasi';
-import { importOwnMemory, MemoryLeases, MemoryPool, POOL_IMPORT_MODULE, POOLED_PAGES, WASM_PAGE_BYTES } from '@corral/wasi/internal';
+import {
+  importOwnMemory,
+  MAX_POOLED_PAGES,
+  MAX_SPARES,
+  MemoryLeases,
+  MemoryPool,
+  POOL_IMPORT_MODULE,
+  POOLED_PAGES,
+  WASM_PAGE_BYTES,
+} from '@corral/wasi/internal';
 
 const wat = async (text: string) => capModule(await parse(text), 64, 'test');
 
@@ -106,5 +116,131 @@ describe('importOwnMemory and data segments', () => {
     expect(importOwnMemory(await wat('(module (memory 1) (data "passive, any size"))'))).not.toBeNull();
     // An offset from a global is not worked out: the module keeps its own memory.
     expect(importOwnMemory(await wat('(module (global i32 (i32.const 0)) (memory 1) (data (global.get 0) "x"))'))).toBeNull();
+  });
+});
+
+/** The sections of a module, each with its id and size bytes. */
+const sectionsOf = (module: Uint8Array): Uint8Array[] => {
+  const out: Uint8Array[] = [];
+  for (let pos = 8; pos < module.length; ) {
+    let size = 0;
+    let len = 0;
+    for (let b = 0x80, shift = 0; b & 0x80; shift += 7, len++) size += ((b = module[pos + 1 + len]!) & 0x7f) * 2 ** shift;
+    out.push(module.subarray(pos, pos + 1 + len + size));
+    pos += 1 + len + size;
+  }
+  return out;
+};
+const joined = (parts: Uint8Array[]): Uint8Array<ArrayBuffer> => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  return out;
+};
+
+describe('importOwnMemory on malformed modules', () => {
+  const POOLED = `(module
+    (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
+    (import "env" "t" (table 1 funcref))
+    (import "env" "g" (global i32))
+    (memory (export "memory") 1)
+    (data (i32.const 16) "active") (data "passive")
+    (func (export "_start") (memory.init 1 (i32.const 0) (i32.const 0) (i32.const 7)) (data.drop 1)))`;
+
+  // A data section capModule does not read used to throw from here: "The sandbox
+  // worker failed: unexpected end of module (an internal error)" instead of E_REGISTRATION.
+  it('leaves a module it cannot read alone, for the engine to refuse, instead of throwing', async () => {
+    const base = await parse(
+      '(module (import "wasi_snapshot_preview1" "proc_exit" (func (param i32))) (memory (export "memory") 1) (func (export "_start")))',
+    );
+    const truncatedData = joined([base, Uint8Array.from([11, 3, 1, 0, 0x41])]);
+    const longCount = joined([base, Uint8Array.from([11, 6, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f])]);
+    for (const bad of [truncatedData, longCount]) expect(importOwnMemory(capModule(bad, 64))).toBeNull();
+    const { Preview1Runner } = await import('@corral/wasi');
+    const request = {
+      toolName: 'bad',
+      stdin: new Uint8Array(),
+      args: [],
+      env: {},
+      mounts: [],
+      outputLimitBytes: 1e6,
+      memoryLimitBytes: 4 * 2 ** 20,
+      diskLimitBytes: 1e6,
+    };
+    await expect(new Preview1Runner().run('bad', truncatedData, request)).rejects.toMatchObject({ code: 'E_REGISTRATION' });
+  });
+
+  // Dropping every memory section and placing the import section anew made
+  // these valid: a memory section before the imports, after the code, or twice.
+  it('keeps a module with sections out of order or repeated invalid', async () => {
+    const [type, imports, func, memory, ...rest] = sectionsOf(await parse(POOLED));
+    const header = (await parse('(module)')).subarray(0, 8);
+    for (const order of [
+      [type, memory, imports, func, ...rest],
+      [type, imports, func, ...rest, memory],
+      [type, imports, func, memory, memory, ...rest],
+    ]) {
+      const bytes = capModule(joined([header, ...order.map((s) => s!)]), 64);
+      expect(WebAssembly.validate(bytes)).toBe(false);
+      expect(importOwnMemory(bytes)).toBeNull();
+    }
+  });
+
+  it('never throws, and never makes an invalid module valid or a valid one invalid (mutated sections and bytes)', async () => {
+    const sections = sectionsOf(await parse(POOLED));
+    const header = (await parse('(module)')).subarray(0, 8);
+    const mutation = fc.record({
+      at: fc.nat(),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 6 }),
+      how: fc.constantFrom('overwrite', 'insert', 'truncate'),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fc.nat(sections.length - 1), { minLength: 1, maxLength: 10 }),
+        fc.array(mutation, { maxLength: 3 }),
+        (picks, mutations) => {
+          let bytes: Uint8Array = joined([header, ...picks.map((i) => sections[i]!)]);
+          for (const { at, bytes: b, how } of mutations) {
+            const i = 8 + (at % Math.max(1, bytes.length - 8));
+            if (how === 'truncate') bytes = bytes.subarray(0, i);
+            else if (how === 'insert') bytes = joined([bytes.subarray(0, i), b, bytes.subarray(i)]);
+            else bytes = joined([bytes.subarray(0, i), b, bytes.subarray(i + b.length)]);
+          }
+          let capped: Uint8Array;
+          try {
+            capped = capModule(bytes, 64);
+          } catch {
+            return; // refused before any rewrite
+          }
+          const pooled = importOwnMemory(capped);
+          if (pooled) expect(WebAssembly.validate(pooled.bytes)).toBe(WebAssembly.validate(capped));
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('importOwnMemory and large memories', () => {
+  it(`pools a memory that starts with at most ${MAX_POOLED_PAGES} pages, and leaves a larger one its own (zeroing would make it resident)`, async () => {
+    expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES}))`))).not.toBeNull();
+    expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES + 1}))`))).toBeNull();
+  });
+});
+
+describe('spare memories', () => {
+  // Each pool kept its spare for as long as its compiled code was cached:
+  // thousands of small tools (or memory caps) held 512 KiB resident each,
+  // and V8 refuses any new memory past ~13,000 in one process.
+  it(`keeps at most ${MAX_SPARES} in a worker, whatever the number of pooled modules, dropping the least recently used`, async () => {
+    const pooled = importOwnMemory(await wat('(module (memory (export "memory") 1))'))!;
+    const pools = Array.from({ length: MAX_SPARES + 10 }, () => new MemoryPool(pooled));
+    const released = pools.map((pool) => {
+      const memory = pool.acquire();
+      pool.release(memory);
+      return memory;
+    });
+    // The oldest ten were dropped, the newest kept.
+    const reused = pools.map((pool, i) => pool.acquire() === released[i]);
+    expect(reused).toEqual([...Array(10).fill(false), ...Array(MAX_SPARES).fill(true)]);
   });
 });
