@@ -238,6 +238,8 @@ function rewriteMemories(body: Uint8Array, maxPages: number, toolName: string): 
     if (flags > 0x03) throw new Malformed(`unknown memory flags 0x${flags.toString(16)}`);
     const min = r.u32();
     const max = flags & 0x01 ? r.u32() : undefined;
+    // Invalid, and the caps below would make it valid.
+    if (max !== undefined && max < min) throw new Malformed('a memory has a maximum below its minimum');
     memories.push({ min, max, shared: flags & 0x02 });
   }
   if (r.pos !== body.length) throw new Malformed('the memory section has bytes after its last memory');
@@ -277,6 +279,7 @@ function rewriteTables(body: Uint8Array, budget: number, maxPages: number, toolN
     if (flags > 0x01) throw refuse(toolName, `defines a table with limits flags 0x${flags.toString(16)}`);
     const min = r.u32();
     const max = flags & 0x01 ? r.u32() : undefined;
+    if (max !== undefined && max < min) throw new Malformed('a table has a maximum below its minimum');
     tables.push({ type, min, max });
   }
   if (r.pos !== body.length) throw new Malformed('the table section has bytes after its last table');

@@ -219,7 +219,11 @@ describe('malformed modules', () => {
     ['a u32 of six bytes', module(section(5, [0x80, 0x80, 0x80, 0x80, 0x80, 0x00]))],
     ['bytes after the last memory', module(section(5, [1, 0, 1, 0xaa]))],
     ['a component', new Uint8Array([0, 0x61, 0x73, 0x6d, 0x0d, 0, 1, 0])],
+    // Invalid (the engine refuses them), and a rewritten maximum would have made them valid.
+    ['a memory whose maximum is below its minimum', module(memories(memory(2, 1)))],
+    ['a table whose maximum is below its minimum', module(tables(table(2, 1)))],
   ])('%s: E_REGISTRATION', (_name, bytes) => {
+    expect(WebAssembly.validate(bytes)).toBe(false);
     expect(() => capModule(bytes, PAGES)).toThrow(expect.objectContaining({ code: 'E_REGISTRATION' }));
   });
 });
