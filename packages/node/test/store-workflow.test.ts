@@ -109,18 +109,30 @@ const V3_MIGRATIONS = [
 
 describe('SqliteStore workflow runs shared by processes', () => {
   it('processes racing to change the same runs and append the same events: exactly one wins each', async () => {
-    const path = join(dir, 'race.db');
     const RUNS = 32;
     const PROCESSES = 4;
-    const setup = await SqliteStore.open(path);
-    const runs = Array.from({ length: RUNS }, (_, n) => workflowRun({ id: `race-${n}` }));
-    for (const r of runs) await setup.createWorkflowRun(r);
-    await setup.close();
-    // Each process opens the store, waits for the same moment, then tries every run, one after the other, each
-    // starting at a run of its own (so each is first somewhere, and meets the others' commits on the rest):
-    // change it from 'running' (naming itself in outputs), and append its event 1.
-    const startAt = Date.now() + 3000;
-    const script = `
+    // A process scheduled well before the others can change every run before they wake (seen under
+    // load in CI): each race is checked in full, and run again (up to 3 times) until it was a race.
+    for (let attempt = 1; ; attempt++) {
+      const wonBy = await race(attempt);
+      if (wonBy > 1 || attempt === 3) {
+        // More than one process won something, or the race was not one.
+        expect(wonBy).toBeGreaterThan(1);
+        break;
+      }
+    }
+
+    async function race(attempt: number): Promise<number> {
+      const path = join(dir, `race-${attempt}.db`);
+      const setup = await SqliteStore.open(path);
+      const runs = Array.from({ length: RUNS }, (_, n) => workflowRun({ id: `race-${n}` }));
+      for (const r of runs) await setup.createWorkflowRun(r);
+      await setup.close();
+      // Each process opens the store, waits for the same moment, then tries every run, one after the other, each
+      // starting at a run of its own (so each is first somewhere, and meets the others' commits on the rest):
+      // change it from 'running' (naming itself in outputs), and append its event 1.
+      const startAt = Date.now() + 3000;
+      const script = `
       import { SqliteStore, nowNs } from '@corral/node';
       const store = await SqliteStore.open(${JSON.stringify(path)});
       await new Promise((r) => setTimeout(r, ${startAt} - Date.now()));
@@ -143,29 +155,29 @@ describe('SqliteStore workflow runs shared by processes', () => {
       }
       await store.close();
       process.stdout.write(JSON.stringify({ pid: process.pid, won, appended, conflicts }));`;
-    const run = (_: unknown, lane: number) =>
-      promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
-        cwd: ROOT,
-        env: { ...process.env, LANE: String(lane) },
-      });
-    const results = (await Promise.all(Array.from({ length: PROCESSES }, run))).map(
-      (r) => JSON.parse(r.stdout) as { pid: number; won: string[]; appended: string[]; conflicts: number },
-    );
-    const store = await SqliteStore.open(path);
-    for (const r of runs) {
-      const winners = results.filter((p) => p.won.includes(r.id));
-      expect(winners, r.id).toHaveLength(1);
-      expect(await store.getWorkflowRun(r.id)).toMatchObject({ status: 'waiting', outputs: { winner: winners[0]!.pid } });
-      const appenders = results.filter((p) => p.appended.includes(r.id));
-      expect(appenders, r.id).toHaveLength(1);
-      expect((await store.listWorkflowEvents(r.id)).map((e) => [e.seq, e.note])).toEqual([[1, String(appenders[0]!.pid)]]);
+      const run = (_: unknown, lane: number) =>
+        promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+          cwd: ROOT,
+          env: { ...process.env, LANE: String(lane) },
+        });
+      const results = (await Promise.all(Array.from({ length: PROCESSES }, run))).map(
+        (r) => JSON.parse(r.stdout) as { pid: number; won: string[]; appended: string[]; conflicts: number },
+      );
+      const store = await SqliteStore.open(path);
+      for (const r of runs) {
+        const winners = results.filter((p) => p.won.includes(r.id));
+        expect(winners, r.id).toHaveLength(1);
+        expect(await store.getWorkflowRun(r.id)).toMatchObject({ status: 'waiting', outputs: { winner: winners[0]!.pid } });
+        const appenders = results.filter((p) => p.appended.includes(r.id));
+        expect(appenders, r.id).toHaveLength(1);
+        expect((await store.listWorkflowEvents(r.id)).map((e) => [e.seq, e.note])).toEqual([[1, String(appenders[0]!.pid)]]);
+      }
+      expect(results.reduce((n, p) => n + p.conflicts, 0)).toBe(RUNS * (PROCESSES - 1));
+      expect(await store.integrityCheck()).toEqual(['ok']);
+      await store.close();
+      return results.filter((p) => p.won.length > 0).length;
     }
-    expect(results.reduce((n, p) => n + p.conflicts, 0)).toBe(RUNS * (PROCESSES - 1));
-    // More than one process won something, or the race was not one.
-    expect(results.filter((p) => p.won.length > 0).length).toBeGreaterThan(1);
-    expect(await store.integrityCheck()).toEqual(['ok']);
-    await store.close();
-  }, 60_000);
+  }, 120_000);
 });
 
 /** A schema-3 store with an execution (its input kept once), an audit event and two approvals, as the previous Corral left it. */
