@@ -134,17 +134,24 @@ describe('workers kept and spared', () => {
     }
   });
 
-  it('a spare worker is kept after the first call, replaces a worker a timeout killed, and is booted again', async () => {
+  it('a spare worker is kept after the first call, has compiled the tool called last, replaces a worker a timeout killed, and is booted again', async () => {
     const corral = await Corral.create({ bundled: false, toolDirs: [PREVIEW1], size: 1, store: false });
     const pool = corral.executor.pool;
     try {
       expect((await corral.invoke('p1-echo', { n: 1 })).output).toEqual({ n: 1 });
       expect(pool.hasSpare).toBe(true);
+      const [first] = pool.workers;
       const spun = await corral.invoke('p1-spin', {}, { timeoutMs: 100 });
       expect(spun.error?.code).toBe('E_RESOURCE_EXHAUSTED');
       expect(spun.error?.details.resource).toBe('time');
       expect(pool.replacedWorkers).toBe(1);
+      // The replacement is the spare, and it compiled p1-echo while it waited: its next call sends no code.
+      const [replacement] = pool.workers;
+      expect(replacement).not.toBe(first);
+      const echo = corral.registry.resolve('p1-echo');
+      await until('the spare has compiled p1-echo', () => replacement!.loaded.has(echo.wasmSha256));
       expect((await corral.invoke('p1-echo', { n: 2 })).output).toEqual({ n: 2 });
+      expect(pool.workers).toEqual([replacement]);
       expect(pool.workerCount).toBe(1);
       expect(pool.hasSpare).toBe(true);
     } finally {

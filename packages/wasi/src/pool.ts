@@ -77,6 +77,7 @@ export class SandboxPool<W extends PoolWorker> {
   readonly #createWorker: () => W;
   /** The booted reserve (`spare` option): not in #all, never given a task until it replaces a worker. */
   #spare: W | undefined;
+  #warmSpare: ((worker: W) => void) | undefined;
   #trimTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #idle: W[] = [];
   readonly #all = new Set<W>();
@@ -99,6 +100,11 @@ export class SandboxPool<W extends PoolWorker> {
   /** Workers currently alive (busy or idle), not counting the spare. */
   get workerCount(): number {
     return this.#all.size;
+  }
+
+  /** The workers alive now (busy or idle), not counting the spare. */
+  get workers(): readonly W[] {
+    return [...this.#all];
   }
 
   /** True while a booted spare is held in reserve (the `spare` option). */
@@ -137,6 +143,14 @@ export class SandboxPool<W extends PoolWorker> {
       this.#idle.push(worker);
     }
     this.#scheduleTrim();
+  }
+
+  /**
+   * Called with each spare worker as it starts, to load what the next call
+   * is likely to need (the executor sends its most recently used tools).
+   */
+  onSpare(warm: (worker: W) => void): void {
+    this.#warmSpare = warm;
   }
 
   run<T>(task: (worker: W) => Promise<T>, options: TaskOptions): Promise<T> {
@@ -205,6 +219,7 @@ export class SandboxPool<W extends PoolWorker> {
   #ensureSpare(): void {
     if (!this.#keepSpare || this.#closed || this.#all.size === 0 || this.#spare?.alive) return;
     this.#spare = this.#createWorker();
+    this.#warmSpare?.(this.#spare);
   }
 
   /** A worker for the one just thrown away: the booted spare if there is one, else a new one booting now. */

@@ -72,6 +72,17 @@ export abstract class Runner<Source, Compiled> {
     return compiled;
   }
 
+  /**
+   * Compile the code with this key for calls capped at `memoryLimitBytes`,
+   * ahead of its first call here (a spare worker, so that a replacement for
+   * a killed worker answers at once). Compiling runs no guest code.
+   */
+  async preload(key: string, source: Source, memoryLimitBytes: number, toolName: string): Promise<void> {
+    const cacheKey = `${this.kind}:${key}`;
+    const entry = this.#cache.use<Source, Compiled>(cacheKey, source)!;
+    await this.#load(entry, cacheKey, capPages(memoryLimitBytes), toolName);
+  }
+
   /** Run the code with this key; pass it the first time (or always). */
   async run(key: string, source: Source | undefined, request: RunRequest): Promise<ExecutionResult> {
     const started = performance.now();
@@ -89,7 +100,7 @@ export abstract class Runner<Source, Compiled> {
         },
       );
     }
-    const maxPages = Math.max(1, Math.floor(request.memoryLimitBytes / WASM_PAGE_BYTES));
+    const maxPages = capPages(request.memoryLimitBytes);
     const compiled = await this.#load(entry, cacheKey, maxPages, request.toolName);
 
     const call = openCall(request, this.#options);
@@ -117,4 +128,9 @@ export abstract class Runner<Source, Compiled> {
       quota: call.quota,
     });
   }
+}
+
+/** The memory cap in wasm pages (at least one). */
+function capPages(memoryLimitBytes: number): number {
+  return Math.max(1, Math.floor(memoryLimitBytes / WASM_PAGE_BYTES));
 }

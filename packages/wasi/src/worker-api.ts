@@ -44,6 +44,11 @@ export type RunJob =
   | { kind: 'component'; key: string; prepared?: PreparedComponent; request: RunRequest }
   | { kind: 'module'; key: string; bytes?: Uint8Array; request: RunRequest };
 
+/** Code for a worker to compile before any call needs it: a job's program, and the memory cap its calls run under. */
+export type PreloadJob =
+  | { kind: 'component'; key: string; prepared: PreparedComponent; memoryLimitBytes: number; toolName: string }
+  | { kind: 'module'; key: string; bytes: Uint8Array; memoryLimitBytes: number; toolName: string };
+
 /** The calls a host makes on a sandbox worker. */
 export interface SandboxWorkerApi {
   /** Answers as soon as the worker has loaded its scripts: a way to start one and wait for it. */
@@ -52,6 +57,8 @@ export interface SandboxWorkerApi {
   prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>>;
   /** Run one call in a fresh instance. A call refused as not_loaded gives its input back (`stdin`), since the host may have moved it here. */
   run(job: RunJob): Promise<Outcome<ExecutionResult> & { stdin?: Uint8Array }>;
+  /** Compile code ahead of its first call (no guest code runs). */
+  preload(job: PreloadJob): Promise<Outcome<void>>;
 }
 
 export interface SandboxWorkerOptions extends RunnerOptions {
@@ -75,6 +82,12 @@ export function sandboxWorkerApi(options: SandboxWorkerOptions = {}): SandboxWor
   return {
     ping: () => true,
     prepare: (wasm, toolName) => outcomeOf(() => transpileComponent(wasm, toolName)),
+    preload: (job) =>
+      outcomeOf(() =>
+        job.kind === 'module'
+          ? modules.preload(job.key, job.bytes, job.memoryLimitBytes, job.toolName)
+          : components.preload(job.key, job.prepared, job.memoryLimitBytes, job.toolName),
+      ),
     run: async (job) => {
       const outcome = await outcomeOf(() => (aroundRun ? aroundRun(job.request, () => runJob(job)) : runJob(job)));
       return !outcome.ok && outcome.error.details?.reason === NOT_LOADED ? { ...outcome, stdin: job.request.stdin } : outcome;
