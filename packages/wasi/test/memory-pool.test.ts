@@ -205,7 +205,7 @@ describe('importOwnMemory on malformed modules', () => {
             else if (how === 'insert') bytes = joined([bytes.subarray(0, i), b, bytes.subarray(i)]);
             else bytes = joined([bytes.subarray(0, i), b, bytes.subarray(i + b.length)]);
           }
-          let capped: Uint8Array;
+          let capped: Uint8Array<ArrayBuffer>;
           try {
             capped = capModule(bytes, 64);
           } catch {
