@@ -113,9 +113,15 @@ describe('grep against git grep on the project', () => {
   it.each(PROJECT_CASES)('%s %o', async (pattern, flags = {}) => {
     const want = gitGrep(project, pattern, flags);
     const got = await grep(project, { pattern, ...flags });
-    expect(got.matches).toEqual(want);
-    expect(got.count).toBe(want.length);
-    expect(got.truncated).toBe(false);
+    if (got.truncated) {
+      // The project grows: a pattern matching more than the tool's output budget (768 KiB of JSON)
+      // ends early, flagged, with git grep's first matches in git grep's order.
+      expect(JSON.stringify(got.matches).length).toBeGreaterThan(600_000);
+      expect(got.matches).toEqual(want.slice(0, got.matches.length));
+    } else {
+      expect(got.matches).toEqual(want);
+    }
+    expect(got.count).toBe(got.matches.length);
   });
 
   it('matches some patterns a lot (the comparisons are not vacuous)', () => {
