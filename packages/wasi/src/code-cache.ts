@@ -79,8 +79,14 @@ export class CodeCache {
       if (this.#bytes <= this.budget || this.#entries.size <= 1) return;
       this.#entries.delete(key);
       this.#bytes -= entry.weight;
+      for (const compiled of entry.compiled.values()) compiled.then(dispose, () => {});
     }
   }
+}
+
+/** What compiled code holds beyond itself (its pooled memories) goes with it. */
+function dispose(compiled: unknown): void {
+  (compiled as { dispose?: () => void } | null)?.dispose?.();
 }
 
 /**

@@ -320,6 +320,8 @@ export class MemoryPool {
   #dirty = false;
   /** Calls the spare has served. */
   #uses = 0;
+  /** Its code was dropped from the worker's code cache: nothing is kept for a next call. */
+  #disposed = false;
 
   constructor(module: PooledModule) {
     this.maxPages = module.maxPages;
@@ -344,7 +346,7 @@ export class MemoryPool {
    * MAX_REUSES calls; it is zeroed after the current task, or at the next acquire.
    */
   release(memory: WebAssembly.Memory): void {
-    if (memory.buffer.byteLength !== this.pages * WASM_PAGE_BYTES || this.#uses >= MAX_REUSES) return;
+    if (this.#disposed || memory.buffer.byteLength !== this.pages * WASM_PAGE_BYTES || this.#uses >= MAX_REUSES) return;
     this.#spare = memory;
     this.#dirty = true;
     withSpare.delete(this);
@@ -357,6 +359,13 @@ export class MemoryPool {
     setTimeout(() => {
       if (this.#spare === memory && this.#dirty) this.#clean(memory);
     }, 0);
+  }
+
+  /** Drop the spare and keep none from now on (the module's code was evicted; a call still running gives its memory back to no one). */
+  dispose(): void {
+    this.#disposed = true;
+    this.#spare = undefined;
+    withSpare.delete(this);
   }
 
   #clean(memory: WebAssembly.Memory): void {

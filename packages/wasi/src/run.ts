@@ -21,6 +21,8 @@ interface LoadedComponent {
   capped: Map<WebAssembly.Module, string>;
   /** The modules whose memory comes from a pool (memory-pool.ts). */
   pools: Map<WebAssembly.Module, MemoryPool>;
+  /** Called when the code cache drops this component: its pooled memories go too. */
+  dispose(): void;
 }
 
 /**
@@ -122,7 +124,10 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const source = lighterHostCalls(guardLiftedLists(allocateEmptyStrings(prepared.glue)));
   const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source).replaceAll('.', '%2E');
   const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
-  return { instantiate: glue.instantiate, modules, capped: withCaps, pools };
+  const dispose = () => {
+    for (const pool of pools.values()) pool.dispose();
+  };
+  return { instantiate: glue.instantiate, modules, capped: withCaps, pools, dispose };
 }
 
 /** The wasi:cli/run export, whatever version suffix the component used. */

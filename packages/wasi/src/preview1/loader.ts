@@ -61,6 +61,8 @@ export function checkPreview1Module(module: WebAssembly.Module, toolName: string
 export interface LoadedModule {
   module: WebAssembly.Module;
   memory: MemoryPool | null;
+  /** Called when the code cache drops this module: its pooled memory goes too. */
+  dispose(): void;
 }
 
 /** Compile a module with its memory capped (and pooled), and check it is something this host runs. */
@@ -76,7 +78,8 @@ export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolN
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${reason}`, { reason });
   }
   checkPreview1Module(module, toolName, pooled !== null);
-  return { module, memory: pooled ? new MemoryPool(pooled) : null };
+  const memory = pooled ? new MemoryPool(pooled) : null;
+  return { module, memory, dispose: () => memory?.dispose() };
 }
 
 /**
