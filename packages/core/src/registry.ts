@@ -97,6 +97,8 @@ export class Registry {
         { name, range, available },
       );
     }
+    // The usual call: a bare name with one version, which is the answer whatever it is (semver's range parse cost more than the rest of resolving).
+    if (range === null && versions.size === 1) return versions.values().next().value!;
     const available = [...versions.keys()].sort(semver.compare);
     if (range !== null && semver.validRange(range) === null) {
       throw new CorralError(
