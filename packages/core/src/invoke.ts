@@ -6,7 +6,7 @@
 import type { ValidateFunction } from 'ajv';
 import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON, type ErrorDetails } from './errors.js';
 import { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
-import { parseToolRef, type Registry } from './registry.js';
+import { isRegistered, parseToolRef, type Registry } from './registry.js';
 import { compileCheckedSchema, compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
 import { specDefaults } from './spec.js';
 import { nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
@@ -198,19 +198,23 @@ export class Runtime {
     const key = `${tool.spec.name}@${tool.spec.version}+${tool.wasmSha256}`;
     let v = this.#validators.get(key);
     if (!v) {
-      // Registered specs were already checked (meta-schema included); this only fails for hand-built Tool objects.
+      // A registered tool's schemas passed the meta-schema check at registration (or at build time, for
+      // the bundled tools); a hand-built Tool object's get the whole check here.
       const compile = (schema: Tool['spec']['input_schema'], at: string) => {
-        try {
-          return compileCheckedSchema(schema);
-        } catch {
-          const c = compileUserSchema(schema, at);
-          const problems = c.problems ?? [{ path: at, message: 'is not a usable JSON Schema' }];
-          throw new CorralError(
-            ErrorCodes.REGISTRATION,
-            `${tool.spec.name}'s ${at.slice(1)} is not a usable JSON Schema: ${problemsText(problems)}`,
-            { problems },
-          );
+        if (isRegistered(tool)) {
+          try {
+            return compileCheckedSchema(schema);
+          } catch {
+            // Reported with its problems below.
+          }
         }
+        const c = compileUserSchema(schema, at);
+        if (c.validate) return c.validate;
+        throw new CorralError(
+          ErrorCodes.REGISTRATION,
+          `${tool.spec.name}'s ${at.slice(1)} is not a usable JSON Schema: ${problemsText(c.problems)}`,
+          { problems: c.problems },
+        );
       };
       v = {
         input: compile(tool.spec.input_schema, '/input_schema'),

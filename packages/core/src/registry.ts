@@ -18,6 +18,14 @@ export function parseToolRef(ref: string): { name: string; range: string | null 
   return { name: ref.slice(0, at), range: range === '' ? null : range };
 }
 
+/** Tools a Registry made, so their specs were validated (invoke skips checks registration did). */
+const registered = new WeakSet<Tool>();
+
+/** True when `tool` came from a Registry, not built by hand. */
+export function isRegistered(tool: Tool): boolean {
+  return registered.has(tool);
+}
+
 export class Registry {
   /** name → version → tool */
   readonly #tools = new Map<string, Map<string, Tool>>();
@@ -59,6 +67,7 @@ export class Registry {
       );
     }
     const tool: Tool = { spec, wasm, wasmSha256, source };
+    registered.add(tool);
     versions.set(spec.version, tool);
     this.#tools.set(spec.name, versions);
     return tool;

@@ -329,6 +329,16 @@ describe('Runtime.invoke', () => {
     const result = await runtime.invokeTool(tool, INPUT);
     expect(result).toMatchObject({ ok: true, output: { files: [1] } });
   });
+
+  it('invokeTool checks the schemas of a Tool built by hand in full: {type: []} is E_REGISTRATION, not a schema that accepts anything', async () => {
+    const registry = new Registry();
+    const registeredTool = await registry.register(goodSpec({ mounts: undefined }), MODULE_BYTES);
+    const runtime = new Runtime({ registry, executor: printing('{"files":[1]}') });
+    const byHand = { ...registeredTool, spec: { ...registeredTool.spec, version: '9.0.0', input_schema: { type: [] } as never } };
+    const result = await runtime.invokeTool(byHand, INPUT);
+    expect(result.error?.code).toBe('E_REGISTRATION');
+    expect(result.error?.details.problems).toContainEqual(expect.objectContaining({ path: '/input_schema/type' }));
+  });
 });
 
 /** `depth` arrays inside each other, around `inner`. Built with a loop: a recursive builder would itself overflow. */
