@@ -240,6 +240,7 @@ function rewriteMemories(body: Uint8Array, maxPages: number, toolName: string): 
     const max = flags & 0x01 ? r.u32() : undefined;
     // Invalid, and the caps below would make it valid.
     if (max !== undefined && max < min) throw new Malformed('a memory has a maximum below its minimum');
+    if (flags === 0x02) throw new Malformed('a shared memory has no maximum');
     memories.push({ min, max, shared: flags & 0x02 });
   }
   if (r.pos !== body.length) throw new Malformed('the memory section has bytes after its last memory');

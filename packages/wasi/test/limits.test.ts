@@ -222,6 +222,7 @@ describe('malformed modules', () => {
     // Invalid (the engine refuses them), and a rewritten maximum would have made them valid.
     ['a memory whose maximum is below its minimum', module(memories(memory(2, 1)))],
     ['a table whose maximum is below its minimum', module(tables(table(2, 1)))],
+    ['a shared memory without a maximum', module(memories([0x02, ...u32(1)]))],
   ])('%s: E_REGISTRATION', (_name, bytes) => {
     expect(WebAssembly.validate(bytes)).toBe(false);
     expect(() => capModule(bytes, PAGES)).toThrow(expect.objectContaining({ code: 'E_REGISTRATION' }));
