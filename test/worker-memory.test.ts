@@ -150,6 +150,8 @@ describe('workers kept and spared', () => {
       expect(replacement).not.toBe(first);
       const echo = corral.registry.resolve('p1-echo');
       await until('the spare has compiled p1-echo', () => replacement!.loaded.has(echo.wasmSha256));
+      // p1-spin, first called after the spare had started, was sent to it too.
+      await until('the spare has compiled p1-spin', () => replacement!.loaded.has(corral.registry.resolve('p1-spin').wasmSha256));
       expect((await corral.invoke('p1-echo', { n: 2 })).output).toEqual({ n: 2 });
       expect(pool.workers).toEqual([replacement]);
       expect(pool.workerCount).toBe(1);

@@ -140,25 +140,29 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
    * worker would (~1 ms), not after compiling it again (~40 ms).
    */
   async #preloadRecent(worker: W): Promise<void> {
-    for (const job of [...this.#recent.values()].reverse()) {
-      // A failure here is not a call's: that call sends its code again.
-      const outcome = await worker.api.preload(job).catch(() => undefined);
-      if (!outcome?.ok || !worker.alive) return;
-      worker.loaded.add(job.key);
-    }
+    for (const job of [...this.#recent.values()].reverse()) await this.#preload(worker, job);
+  }
+
+  async #preload(worker: W, job: PreloadJob): Promise<void> {
+    if (!worker.alive || worker.loaded.has(job.key)) return;
+    // A failure here is not a call's: that call sends its code again.
+    const outcome = await worker.api.preload(job).catch(() => undefined);
+    if (outcome?.ok && worker.alive) worker.loaded.add(job.key);
   }
 
   /** Remember a call's program for #preloadRecent (the last RECENT_TOOLS tools). */
   #remember(key: string, program: Program, request: RunRequest): void {
-    this.#recent.delete(key);
+    const known = this.#recent.delete(key);
     const { toolName, memoryLimitBytes } = request;
-    this.#recent.set(
-      key,
+    const job: PreloadJob =
       program.kind === 'module'
         ? { kind: 'module', key, bytes: program.bytes, memoryLimitBytes, toolName }
-        : { kind: 'component', key, prepared: program.prepared, memoryLimitBytes, toolName },
-    );
+        : { kind: 'component', key, prepared: program.prepared, memoryLimitBytes, toolName };
+    this.#recent.set(key, job);
     if (this.#recent.size > RECENT_TOOLS) this.#recent.delete(this.#recent.keys().next().value!);
+    // A tool newly among the recent ones goes to the spare already waiting, too.
+    const spare = this.pool.spareWorker;
+    if (!known && spare) void this.#preload(spare, job);
   }
 
   async execute(request: ExecutionRequest): Promise<ExecutionResult> {

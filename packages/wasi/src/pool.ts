@@ -107,6 +107,11 @@ export class SandboxPool<W extends PoolWorker> {
     return [...this.#all];
   }
 
+  /** The spare held in reserve, if one is alive. */
+  get spareWorker(): W | undefined {
+    return this.#spare?.alive ? this.#spare : undefined;
+  }
+
   /** True while a booted spare is held in reserve (the `spare` option). */
   get hasSpare(): boolean {
     return this.#spare?.alive === true;
