@@ -1220,9 +1220,13 @@ function expectedSchema(version: number): SchemaObject[] {
  * migration not yet committed).
  */
 function checkOwnership(db: Database.Database, location: string): { version: number } {
-  const appId = db.pragma('application_id', { simple: true }) as number;
-  const version = db.pragma('user_version', { simple: true }) as number;
-  const objects = schemaOf(db);
+  // One read transaction, so the three come from one snapshot: read one by one, another process's
+  // first migration could land in between (an id of 0 beside Corral's tables, refused as foreign).
+  const { appId, version, objects } = db.transaction(() => ({
+    appId: db.pragma('application_id', { simple: true }) as number,
+    version: db.pragma('user_version', { simple: true }) as number,
+    objects: schemaOf(db),
+  }))();
   const fresh = appId === 0 && version === 0 && objects.length === 0;
   if (fresh) return { version };
   if (appId !== APPLICATION_ID) {
