@@ -76,7 +76,8 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
     if (problem)
       throw registrationError(`${specPath}: ${problem.message}. To fix it, ${problem.hint}`, { source: specPath, path: wasmFile });
   }
-  return registry.register(raw, wasm, specPath, { validated });
+  // Validated above (or at build time): the registry need not validate it a second time.
+  return registry.register(raw, wasm, specPath, { validated: true });
 }
 
 let validatedSpecs: Set<string> | undefined;

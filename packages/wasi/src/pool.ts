@@ -114,7 +114,7 @@ export class SandboxPool<W extends PoolWorker> {
 
   /** True while a booted spare is held in reserve (the `spare` option). */
   get hasSpare(): boolean {
-    return this.#spare?.alive === true;
+    return this.spareWorker !== undefined;
   }
 
   /** Calls waiting for a worker. */
