@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { componentEmbed, componentNew, parse } from '@bytecodealliance/jco';
-import { Registry, validateSpec } from '@corral/core';
-import { loadToolFolder } from '@corral/node';
+import { Registry, VALIDATOR_FORMAT, validateSpec, validatorSource } from '@corral/core';
+import { Corral, loadToolFolder } from '@corral/node';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -213,11 +213,42 @@ describe('the bundled specs, validated when Corral is built (npm run build: wasm
     .filter((file) => existsSync(file))
     .map((file) => JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>);
 
-  it('validated-specs.json names exactly the bundled specs, and each is one validateSpec accepts', () => {
-    const { sha256 } = JSON.parse(readFileSync(join(BUNDLED, 'validated-specs.json'), 'utf8')) as { sha256: string[] };
+  it('validated-specs.json names exactly the bundled specs, each one validateSpec accepts, with the code of its validators', () => {
+    const built = JSON.parse(readFileSync(join(BUNDLED, 'validated-specs.json'), 'utf8')) as {
+      format: string;
+      specs: Record<string, { input: string; output?: string }>;
+    };
+    expect(built.format).toBe(VALIDATOR_FORMAT);
     expect(bundledSpecs.length).toBeGreaterThanOrEqual(7);
-    expect([...sha256].sort()).toEqual(bundledSpecs.map(specHash).sort());
-    for (const raw of bundledSpecs) expect(validateSpec(raw)).toMatchObject({ ok: true });
+    expect(Object.keys(built.specs).sort()).toEqual(bundledSpecs.map(specHash).sort());
+    for (const raw of bundledSpecs) {
+      const result = validateSpec(raw);
+      if (!result.ok) throw new Error(JSON.stringify(result.problems));
+      const code = built.specs[specHash(raw)]!;
+      expect(code.input).toBe(validatorSource(result.spec.input_schema));
+      expect(code.output).toBe(result.spec.output_schema === undefined ? undefined : validatorSource(result.spec.output_schema));
+    }
+  });
+
+  it('a bundled tool refuses bad input with the same problems as the same tool compiled at run time', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-renamed-bundled-'));
+    const tool = join(dir, 'diff-summary');
+    mkdirSync(tool);
+    const raw = JSON.parse(readFileSync(join(DIFF_SUMMARY, 'tool-spec.json'), 'utf8'));
+    // Another spec text (a description changed), so no prebuilt code applies to it.
+    writeFileSync(join(tool, 'tool-spec.json'), JSON.stringify({ ...raw, description: `${raw.description} (copy)` }));
+    copyFileSync(join(DIFF_SUMMARY, raw.component), join(tool, raw.component));
+    const bundled = await Corral.create({ size: 1, store: false, spareWorker: false });
+    const copy = await Corral.create({ bundled: false, toolDirs: [dir], size: 1, store: false, spareWorker: false });
+    try {
+      for (const input of [{}, { diff: 5, language: 'fr', extra: true }, { diff: 'x'.repeat(16), language: 'zh' }]) {
+        const [a, b] = await Promise.all([bundled.invoke('diff-summary', input), copy.invoke('diff-summary', input)]);
+        expect(a.error?.details, JSON.stringify(input)).toEqual(b.error?.details);
+        expect(a.error?.message).toBe(b.error?.message);
+      }
+    } finally {
+      await Promise.all([bundled.close(), copy.close()]);
+    }
   });
 
   it('a bundled spec changed after the build is validated in full: an out-of-range memory_mb is refused', async () => {

@@ -1,15 +1,16 @@
 // Run by `npm run build` after tsc: validates every bundled tool's
-// tool-spec.json with the Corral core just built and writes the SHA-256s of
-// those that pass to validated-specs.json, so a host registering these very
-// specs need not compile JSON Schemas again at each start (see
-// packages/node/src/tool-folder.ts). A bundled spec that fails stops the build.
+// tool-spec.json with the Corral core just built and writes, for each spec
+// that passes, its SHA-256 and the code of its input and output validators
+// to validated-specs.json. A host registering these very specs then neither
+// validates them again nor compiles their JSON Schemas at the first call
+// (see packages/node/src/tool-folder.ts). A bundled spec that fails stops the build.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { validateSpec } from '@corral/core';
+import { VALIDATOR_FORMAT, prebuiltValidator, validateSpec, validatorSource } from '@corral/core';
 
 const here = new URL('.', import.meta.url).pathname;
-const sha256 = [];
+const specs = {};
 for (const name of readdirSync(here).sort()) {
   const file = join(here, name, 'tool-spec.json');
   if (!existsSync(file)) continue;
@@ -19,6 +20,11 @@ for (const name of readdirSync(here).sort()) {
     console.error(`wasm-tools/${name}/tool-spec.json is not a valid tool spec:`, result.problems);
     process.exit(1);
   }
-  sha256.push(createHash('sha256').update(JSON.stringify(raw)).digest('hex'));
+  const { input_schema: input, output_schema: output } = result.spec;
+  const code = { input: validatorSource(input), ...(output === undefined ? {} : { output: validatorSource(output) }) };
+  // Loaded once here, so code a host could not load never ships.
+  for (const source of Object.values(code)) prebuiltValidator(source);
+  specs[createHash('sha256').update(JSON.stringify(raw)).digest('hex')] = { tool: name, ...code };
 }
-writeFileSync(join(here, 'validated-specs.json'), `${JSON.stringify({ generatedBy: 'wasm-tools/validate-specs.mjs', sha256 }, null, 2)}\n`);
+const text = JSON.stringify({ generatedBy: 'wasm-tools/validate-specs.mjs', format: VALIDATOR_FORMAT, specs }, null, 2);
+writeFileSync(join(here, 'validated-specs.json'), `${text}\n`);

@@ -42,6 +42,7 @@ export type {
 } from './types.js';
 export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type ParseSpecOptions, type SpecValidation } from './spec.js';
 export type { Problem } from './schema.js';
+export { validatorSource, prebuiltValidator, VALIDATOR_FORMAT } from './schema.js';
 export {
   detectWasmKind,
   sha256Hex,
@@ -56,7 +57,7 @@ export {
   type CoreModuleInterface,
   type WasmProblem,
 } from './wasm.js';
-export { Registry, parseToolRef } from './registry.js';
+export { Registry, parseToolRef, type RegisterOptions, type PrebuiltValidators } from './registry.js';
 export { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
 export { Runtime, type InvokeOptions, type RuntimeOptions, type DecisionInput } from './invoke.js';
 export {

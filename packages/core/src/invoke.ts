@@ -3,11 +3,20 @@
  * the host's executor → check output. Every failure becomes the `error` of
  * the result envelope with a stable code; `invoke` itself does not throw.
  */
-import type { ValidateFunction } from 'ajv';
+import type { ValidateFunction } from './deps.js';
 import { CorralError, ErrorCodes, isCorralErrorJSON, type CorralErrorJSON, type ErrorDetails } from './errors.js';
 import { MAX_JSON_DEPTH, jsonTextTooDeep } from './json-depth.js';
-import { isRegistered, parseToolRef, type Registry } from './registry.js';
-import { compileCheckedSchema, compileUserSchema, errorText, problemsText, toProblems, type Problem } from './schema.js';
+import { isRegistered, parseToolRef, prebuiltValidatorsOf, type Registry } from './registry.js';
+import {
+  VALIDATOR_FORMAT,
+  compileCheckedSchema,
+  compileUserSchema,
+  errorText,
+  prebuiltValidator,
+  problemsText,
+  toProblems,
+  type Problem,
+} from './schema.js';
 import { specDefaults } from './spec.js';
 import { nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
 import { sha256HexFast } from './sha256.js';
@@ -199,8 +208,16 @@ export class Runtime {
     let v = this.#validators.get(key);
     if (!v) {
       // A registered tool's schemas passed the meta-schema check at registration (or at build time, for
-      // the bundled tools); a hand-built Tool object's get the whole check here.
-      const compile = (schema: Tool['spec']['input_schema'], at: string) => {
+      // the bundled tools, whose validators the build compiled too); a hand-built Tool object's get the whole check here.
+      const prebuilt = prebuiltValidatorsOf(tool);
+      const compile = (schema: Tool['spec']['input_schema'], at: string, source: string | undefined) => {
+        if (source !== undefined && prebuilt?.format === VALIDATOR_FORMAT) {
+          try {
+            return prebuiltValidator(source);
+          } catch {
+            // Compiled below instead.
+          }
+        }
         if (isRegistered(tool)) {
           try {
             return compileCheckedSchema(schema);
@@ -217,8 +234,8 @@ export class Runtime {
         );
       };
       v = {
-        input: compile(tool.spec.input_schema, '/input_schema'),
-        output: tool.spec.output_schema === undefined ? null : compile(tool.spec.output_schema, '/output_schema'),
+        input: compile(tool.spec.input_schema, '/input_schema', prebuilt?.input),
+        output: tool.spec.output_schema === undefined ? null : compile(tool.spec.output_schema, '/output_schema', prebuilt?.output),
       };
       this.#validators.set(key, v);
     }

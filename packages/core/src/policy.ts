@@ -12,8 +12,7 @@
  * corral.policy.yaml) and folders are compared on real paths through a
  * `realpath` the host supplies.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import semver from 'semver';
+import { Ajv, semver, type ValidateFunction } from './deps.js';
 import { CorralError, ErrorCodes, type PolicyDenialReason, type PolicyDeniedDetails } from './errors.js';
 import { MAX_BINDINGS, MAX_PATH_LENGTH, isGuestPath, isHostPath } from './policy-records.js';
 import { problemsText, toProblems, type Problem } from './schema.js';

@@ -1,5 +1,5 @@
 /** Registered tools by name and version, resolved with semver ranges. */
-import semver from 'semver';
+import { semver } from './deps.js';
 import { CorralError, ErrorCodes } from './errors.js';
 import { parseSpec, type ParseSpecOptions } from './spec.js';
 import type { Tool } from './types.js';
@@ -26,6 +26,30 @@ export function isRegistered(tool: Tool): boolean {
   return registered.has(tool);
 }
 
+/** A registered tool's schemas, compiled when Corral was built (schema.ts validatorSource). */
+export interface PrebuiltValidators {
+  /** VALIDATOR_FORMAT of the code; other formats are ignored. */
+  format: string;
+  input: string;
+  output?: string;
+}
+
+export interface RegisterOptions extends ParseSpecOptions {
+  /**
+   * Code of the spec's validators, made by Corral's own build from this
+   * very spec (the bundled tools'): it runs as host code. Invoke then
+   * loads them instead of compiling the schemas.
+   */
+  validators?: PrebuiltValidators;
+}
+
+const prebuilt = new WeakMap<Tool, PrebuiltValidators>();
+
+/** The validators `register` was given for `tool`, if any. */
+export function prebuiltValidatorsOf(tool: Tool): PrebuiltValidators | undefined {
+  return prebuilt.get(tool);
+}
+
 export class Registry {
   /** name → version → tool */
   readonly #tools = new Map<string, Map<string, Tool>>();
@@ -35,9 +59,9 @@ export class Registry {
    * name@version with the same bytes again is a no-op (tool folders get
    * reloaded); with different bytes it is refused, since callers and caches
    * key on name@version. The registry keeps `wasm` as given: don't mutate it.
-   * `options.validated`: see ParseSpecOptions.
+   * `options`: see RegisterOptions.
    */
-  async register(rawSpec: unknown, wasm: Uint8Array, source = 'bytes', options: ParseSpecOptions = {}): Promise<Tool> {
+  async register(rawSpec: unknown, wasm: Uint8Array, source = 'bytes', options: RegisterOptions = {}): Promise<Tool> {
     const spec = parseSpec(rawSpec, source, options);
     if (!(wasm instanceof Uint8Array)) {
       throw new CorralError(ErrorCodes.REGISTRATION, `The wasm of ${source} must be a Uint8Array (got ${describe(wasm)})`, { source });
@@ -68,6 +92,7 @@ export class Registry {
     }
     const tool: Tool = { spec, wasm, wasmSha256, source };
     registered.add(tool);
+    if (options.validators) prebuilt.set(tool, options.validators);
     versions.set(spec.version, tool);
     this.#tools.set(spec.name, versions);
     return tool;

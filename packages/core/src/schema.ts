@@ -3,9 +3,18 @@
  * pipeline: one way to build an ajv instance, one way to compile a user's
  * JSON Schema, one way to turn ajv errors into `{ path, message }` problems.
  */
-import { Ajv, _, str, type ErrorObject, type KeywordCxt, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import formatsModule from 'ajv-formats';
+import {
+  Ajv,
+  Ajv2020,
+  _,
+  addFormats,
+  ajvRuntime,
+  standaloneCode,
+  str,
+  type ErrorObject,
+  type KeywordCxt,
+  type ValidateFunction,
+} from './deps.js';
 import type { JsonSchema } from './types.js';
 
 /** One thing wrong with a value, addressed by a JSON Pointer ('/' is the root). */
@@ -13,9 +22,6 @@ export interface Problem {
   path: string;
   message: string;
 }
-
-// ajv-formats is CommonJS; under Node and bundlers alike `.default` is the plugin.
-const addFormats = (formatsModule as unknown as { default: (ajv: Ajv) => Ajv }).default;
 
 /** A guest path an input may name: absolute, no NUL, no `..` segment. */
 export function isSafeGuestPath(value: string): boolean {
@@ -55,8 +61,10 @@ function checker(schema: JsonSchema): Ajv {
  * `strict: false` accepts annotations such as `x-foo` or `example`; the
  * meta-schema check still catches real mistakes.
  */
-function compiler(schema: JsonSchema): Ajv {
-  const options = { ...AJV_OPTIONS, validateSchema: false };
+function compiler(schema: JsonSchema, source = false): Ajv {
+  // `source`: keep the generated code, naming every outside value by what `require` gives it (PREBUILT_MODULES).
+  const code = source ? { code: { source: true, formats: _`require("corral:formats")` } } : {};
+  const options = { ...AJV_OPTIONS, validateSchema: false, ...code };
   const ajv = is2020(schema) ? (new Ajv2020(options) as unknown as Ajv) : new Ajv(options);
   addFormats(ajv);
   ajv.addFormat('path', isSafeGuestPath);
@@ -86,7 +94,8 @@ function useBoundedLengths(ajv: Ajv): void {
         params: ({ schemaCode }) => _`{limit: ${schemaCode}}`,
       },
       code(cxt: KeywordCxt) {
-        const fn = cxt.gen.scopeValue('func', { ref: test });
+        const code = keyword === 'maxLength' ? _`require("corral:schema").longerThan` : _`require("corral:schema").shorterThan`;
+        const fn = cxt.gen.scopeValue('func', { ref: test, code });
         cxt.fail$data(_`${fn}(${cxt.data}, ${cxt.schemaCode})`);
       },
     });
@@ -147,6 +156,48 @@ export function compileUserSchema(
  */
 export function compileCheckedSchema(schema: JsonSchema): ValidateFunction {
   return compiler(schema).compile(schema);
+}
+
+/**
+ * How validatorSource compiles. A prebuilt validator of another format is
+ * not used (the schema is compiled as usual): bump this when ajv, its
+ * options or the keywords above change.
+ */
+export const VALIDATOR_FORMAT = 'ajv-8.20.0/corral-1';
+
+/**
+ * The code of compileCheckedSchema's validator for `schema`, for the build
+ * to store (wasm-tools/validate-specs.mjs) and prebuiltValidator to load:
+ * compiling a schema costs ~60 ms on a process's first call, loading its code ~1 ms.
+ */
+export function validatorSource(schema: JsonSchema): string {
+  const ajv = compiler(schema, true);
+  return standaloneCode(ajv, ajv.compile(schema));
+}
+
+/** What a prebuilt validator's code may `require`: ajv's runtime helpers and this module's keyword functions. */
+const PREBUILT_MODULES: Readonly<Record<string, unknown>> = {
+  ...ajvRuntime,
+  'corral:schema': { longerThan, shorterThan },
+  // Every format compiler() adds: ajv-formats' full set and 'path'.
+  'corral:formats': { ...(ajvRuntime['ajv-formats/dist/formats'] as { fullFormats: object }).fullFormats, path: isSafeGuestPath },
+};
+
+/**
+ * Load validatorSource's code. Only for code Corral's own build made from
+ * a schema it accepted (it runs as host code, as ajv's compiled code does);
+ * throws when the code needs a module not in PREBUILT_MODULES.
+ */
+export function prebuiltValidator(source: string): ValidateFunction {
+  const module = { exports: {} as { default?: unknown } };
+  const require = (name: string): unknown => {
+    if (!Object.hasOwn(PREBUILT_MODULES, name)) throw new Error(`a prebuilt validator requires '${name}', which Corral does not provide`);
+    return PREBUILT_MODULES[name];
+  };
+  new Function('module', 'exports', 'require', source)(module, module.exports, require);
+  const validate = module.exports.default;
+  if (typeof validate !== 'function') throw new Error('a prebuilt validator exports no function');
+  return validate as ValidateFunction;
 }
 
 /** ajv errors → problems, with messages that name what ajv keeps in `params`. */

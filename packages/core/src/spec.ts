@@ -2,8 +2,7 @@
  * tool-spec.json: the JSON Schema Corral ships for it, and the validator
  * that reports every problem at once (so a person fixes a spec in one pass).
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import semver from 'semver';
+import { Ajv, semver, type ValidateFunction } from './deps.js';
 import { CorralError, ErrorCodes } from './errors.js';
 import { compileUserSchema, problemsText, toProblems, type Problem } from './schema.js';
 import type { ToolResources, ToolSpec } from './types.js';

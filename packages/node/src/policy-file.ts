@@ -9,7 +9,15 @@ import { constants } from 'node:fs';
 import { mkdir, open, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Document, isMap, parseDocument, type ParseOptions, type DocumentOptions, type SchemaOptions, type ToJSOptions } from 'yaml';
+import {
+  Document,
+  isMap,
+  parseDocument,
+  type ParseOptions,
+  type DocumentOptions,
+  type SchemaOptions,
+  type ToJSOptions,
+} from '@corral/workflow/deps';
 import { CorralError, ErrorCodes, POLICY_VERSION, validatePolicy, type Policy, type PolicySource } from '@corral/core';
 
 /** $CORRAL_POLICY, else $XDG_CONFIG_HOME/corral/policy.yaml, else ~/.config/corral/policy.yaml. */

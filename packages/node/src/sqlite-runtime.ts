@@ -5,24 +5,31 @@
  * load failure looked like an unwritable store, and calls ran unrecorded; a
  * store that can never open here is refused instead, saying what to do.
  */
-import Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
+import type DatabaseConstructor from 'better-sqlite3';
 import { storeError } from '@corral/core/store-kit';
 import { hostRuntime } from './runtime.js';
 
+let Database: typeof DatabaseConstructor | undefined;
 let loadError: unknown;
-let probed = false;
 
-/** Throws E_STORE (not `unwritable`) when better-sqlite3 cannot load in this runtime. */
-export function checkSqliteLoads(location: string): void {
-  if (!probed) {
-    probed = true;
+/**
+ * better-sqlite3's Database, loaded when a store first opens rather than
+ * when Corral is imported (its modules and native addon cost ~20 ms, and a
+ * store opens while the first worker boots). Throws E_STORE (not
+ * `unwritable`) when it cannot load in this runtime.
+ */
+export function sqliteDatabase(location: string): typeof DatabaseConstructor {
+  if (Database === undefined && loadError === undefined) {
     try {
-      new Database(':memory:').close();
+      const loaded = createRequire(import.meta.url)('better-sqlite3') as typeof DatabaseConstructor;
+      new loaded(':memory:').close();
+      Database = loaded;
     } catch (err) {
       loadError = err;
     }
   }
-  if (loadError === undefined) return;
+  if (Database !== undefined) return Database;
   const runtime = hostRuntime();
   const reason = loadError instanceof Error ? loadError.message.split('\n')[0] : String(loadError);
   const code = (loadError as { code?: unknown }).code;

@@ -60,8 +60,8 @@ import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readS
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
-import { checkSqliteLoads } from './sqlite-runtime.js';
+import type Database from 'better-sqlite3';
+import { sqliteDatabase } from './sqlite-runtime.js';
 import {
   approvalPatch,
   approvalRecord,
@@ -370,7 +370,7 @@ export class SqliteStore implements Store {
         },
       );
     }
-    checkSqliteLoads(location);
+    const SqliteDatabase = sqliteDatabase(location);
     const holdsData = checkFile(location);
     const unwritable = (what: string, err: unknown) =>
       storeError(location, `${what}: ${describe(err)}`, { sqlite_code: codeOf(err), unwritable: true });
@@ -388,7 +388,7 @@ export class SqliteStore implements Store {
     if (holdsData && existsSync(`${location}-wal`)) inspect(location);
     let db: Database.Database;
     try {
-      db = new Database(location, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+      db = new SqliteDatabase(location, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
     } catch (err) {
       throw unwritable('cannot be opened', err);
     }
@@ -1166,7 +1166,7 @@ function checkFile(location: string): boolean {
 function inspect(location: string): void {
   let db: Database.Database;
   try {
-    db = new Database(location, { readonly: true, fileMustExist: true });
+    db = new (sqliteDatabase(location))(location, { readonly: true, fileMustExist: true });
   } catch (err) {
     if (isWriteProblem(err)) return;
     throw storeError(location, describe(err), { sqlite_code: codeOf(err) });
@@ -1200,7 +1200,7 @@ const expectedSchemas = new Map<number, SchemaObject[]>();
 function expectedSchema(version: number): SchemaObject[] {
   let schema = expectedSchemas.get(version);
   if (!schema) {
-    const mem = new Database(':memory:');
+    const mem = new (sqliteDatabase(':memory:'))(':memory:');
     try {
       for (let v = 0; v < version; v++) mem.exec(MIGRATIONS[v]!);
       schema = schemaOf(mem);

@@ -14,6 +14,7 @@ import {
   detectWasmKind,
   parseSpec,
   type ErrorDetails,
+  type PrebuiltValidators,
   type Registry,
   type Tool,
 } from '@corral/core';
@@ -53,9 +54,9 @@ export async function loadToolFolder(registry: Registry, dir: string): Promise<{
  */
 export async function loadToolFiles(registry: Registry, specPath: string, wasmPath?: string): Promise<Tool> {
   const raw = await readSpecJson(specPath);
-  const validated = validatedAtBuild().has(createHash('sha256').update(JSON.stringify(raw)).digest('hex'));
+  const built = builtSpecs().get(createHash('sha256').update(JSON.stringify(raw)).digest('hex'));
   // Validate before touching `component`, so a bad spec reports its own problems.
-  const spec = parseSpec(raw, specPath, { validated });
+  const spec = parseSpec(raw, specPath, { validated: built !== undefined });
   const wasmFile = wasmPath ?? resolve(dirname(specPath), spec.component);
   let wasm: Uint8Array;
   try {
@@ -77,25 +78,32 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
       throw registrationError(`${specPath}: ${problem.message}. To fix it, ${problem.hint}`, { source: specPath, path: wasmFile });
   }
   // Validated above (or at build time): the registry need not validate it a second time.
-  return registry.register(raw, wasm, specPath, { validated: true });
+  return registry.register(raw, wasm, specPath, { validated: true, ...(built ? { validators: built } : {}) });
 }
 
-let validatedSpecs: Set<string> | undefined;
+let validatedSpecs: Map<string, PrebuiltValidators> | undefined;
 /**
- * SHA-256s (of JSON.stringify of the parsed spec) of the bundled tools'
- * specs that validateSpec accepted when Corral was built
- * (wasm-tools/validate-specs.mjs): the same spec is not validated again in
- * every process. Empty when the file is missing or unreadable, so every
- * spec is validated as usual.
+ * The bundled tools' specs that validateSpec accepted when Corral was built
+ * (wasm-tools/validate-specs.mjs), by SHA-256 of JSON.stringify of the
+ * parsed spec, with their validators' code: the same spec is not validated
+ * again, nor its schemas compiled, in every process. Read only from the
+ * installed @corral/tools package (the code runs as host code), never from a
+ * tool folder. Empty when the file is missing or unreadable, so every spec
+ * is validated and compiled as usual.
  */
-function validatedAtBuild(): Set<string> {
+function builtSpecs(): Map<string, PrebuiltValidators> {
   if (!validatedSpecs) {
+    validatedSpecs = new Map();
     try {
       const file = createRequire(import.meta.url).resolve('@corral/tools/validated-specs.json');
-      const { sha256 } = JSON.parse(readFileSync(file, 'utf8')) as { sha256: unknown };
-      validatedSpecs = new Set(Array.isArray(sha256) ? sha256.filter((h): h is string => typeof h === 'string') : []);
+      const { format, specs } = JSON.parse(readFileSync(file, 'utf8')) as { format: unknown; specs: unknown };
+      if (typeof format !== 'string' || typeof specs !== 'object' || specs === null) return validatedSpecs;
+      for (const [sha256, code] of Object.entries(specs as Record<string, { input?: unknown; output?: unknown }>)) {
+        if (typeof code?.input !== 'string' || !(code.output === undefined || typeof code.output === 'string')) continue;
+        validatedSpecs.set(sha256, { format, input: code.input, ...(code.output === undefined ? {} : { output: code.output }) });
+      }
     } catch {
-      validatedSpecs = new Set();
+      // Missing or unreadable: nothing is taken as validated.
     }
   }
   return validatedSpecs;

@@ -6,7 +6,7 @@
  * parse and read only inputs it declares and steps that run before.
  */
 import { CorralError, ErrorCodes, MAX_WORKFLOW_RECORD_BYTES } from '@corral/core';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, Scalar, type Document, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, Scalar, type Document, type Node } from './deps.js';
 import { ExpressionError, parseExpression, references, type Expr } from './expression.js';
 import { schemaProblems, type WorkflowProblem } from './schema.js';
 import {

@@ -4,7 +4,7 @@
  * and its check with ajv. What a schema cannot say (step ids that exist,
  * no cycles, expressions that parse) is checked in load.ts.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from '@corral/core/deps';
 import { pointerToken } from './template.js';
 
 /** Most steps a workflow may have. */

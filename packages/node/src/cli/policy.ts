@@ -1,8 +1,8 @@
 /** `corral policy grant|deny|revoke|unlisted|show|path`: the policy file, changed only from here (or by hand). */
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { isMap, isSeq, type Document, type YAMLMap, type YAMLSeq } from 'yaml';
-import semver from 'semver';
+import { semver } from '@corral/core/deps';
+import { isMap, isSeq, type Document, type YAMLMap, type YAMLSeq } from '@corral/workflow/deps';
 import {
   CorralError,
   ErrorCodes,

@@ -1,7 +1,7 @@
 /** `corral workflow run|resume|status|approve|list|validate`: declarative, durable workflows over the tools. */
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml } from '@corral/workflow/deps';
 import { ErrorCodes } from '@corral/core/errors';
 import { isoFromNs, type ApprovalRecord, type WorkflowEvent, type WorkflowRunRecord } from '@corral/core';
 import type { Workflow, WorkflowResult, Workflows } from '@corral/workflow';

@@ -13,8 +13,11 @@
  * wasmtime hashes the same pair (with a fixed key).
  */
 
-/** The key, as four 32-bit words: k0 = (K[1], K[0]), k1 = (K[3], K[2]) (high, low). */
-const K = crypto.getRandomValues(new Uint32Array(4));
+/**
+ * The key, as four 32-bit words: k0 = (K[1], K[0]), k1 = (K[3], K[2]) (high, low).
+ * Drawn at first use: Node loads WebCrypto (~14 ms) the first time `crypto` is touched.
+ */
+let K: Uint32Array | undefined;
 
 export interface MetadataHash {
   lower: bigint;
@@ -26,7 +29,7 @@ const UPPER_MASK = 0x400921fb54442d18n;
 
 /** The metadata hash of the object a backend numbers (dev, ino). */
 export function metadataHash(dev: bigint, ino: bigint): MetadataHash {
-  let lower = sipHash24(K, dev, ino);
+  let lower = sipHash24((K ??= crypto.getRandomValues(new Uint32Array(4))), dev, ino);
   // st_ino 0 reads as "unknown" to wasi-libc (its readdir then stats the name).
   if (lower === 0n) lower = 1n;
   return { lower, upper: lower ^ UPPER_MASK };
