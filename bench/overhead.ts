@@ -172,19 +172,26 @@ function nativeBaseline(scratch: string, runs: number): { samples?: number[]; no
  * bench/rss.ts). Cold start is the time from the process's start to the first
  * diff-summary result (warm transpile cache), against the same clock at the
  * end of an empty script: what Corral adds to Node's own start.
+ * CORRAL_BENCH_BEFORE=DIR (another built checkout) adds its cold start, run
+ * alternately with this tree's.
  */
 function startAndMemory(scratch: string, runs: number): string[][] {
   const script = (name: string) => new URL(`./${name}`, import.meta.url).pathname;
   const cacheDir = join(scratch, 'start-cache');
   const env = { ...process.env, CORRAL_CACHE_DIR: cacheDir, CORRAL_STORE: join(scratch, 'start-store.db') };
   const json = <T>(args: string[]) => JSON.parse(execFileSync(process.execPath, args, { env, encoding: 'utf8' })) as T;
+  const before = process.env.CORRAL_BENCH_BEFORE;
+  const beforeCold = before ? join(before, 'bench/dist/cold.js') : undefined;
   json([script('cold.js')]); // fills the transpile cache
+  if (beforeCold) json([beforeCold]);
   const n = Math.max(5, Math.min(11, runs / 20));
   const cold: number[] = [];
+  const coldBefore: number[] = [];
   const empty: number[] = [];
-  // Alternate, so both see the same load on a shared machine.
+  // Alternate, so all see the same load on a shared machine.
   for (let i = 0; i < n; i++) {
     cold.push(json<{ processMs: number }>([script('cold.js')]).processMs);
+    if (beforeCold) coldBefore.push(json<{ processMs: number }>([beforeCold]).processMs);
     empty.push(json<number>(['-e', 'process.stdout.write(String(performance.now()))']));
   }
   const rss = (mode: string, count: number) => Array.from({ length: count }, () => json<{ rssMb: number }>([script('rss.js'), mode]).rssMb);
@@ -198,6 +205,16 @@ function startAndMemory(scratch: string, runs: number): string[][] {
       '',
       `empty script: ${fmt(median(empty))}; +${fmt(median(cold) - median(empty))}`,
     ],
+    ...(beforeCold
+      ? [
+          [
+            `the same, ${before} (CORRAL_BENCH_BEFORE)`,
+            fmt(median(coldBefore)),
+            '',
+            `+${fmt(median(coldBefore) - median(empty))} over the empty script`,
+          ],
+        ]
+      : []),
     ['RSS: host with 2 workers after their first diff-summary calls', mb(calls), '', 'whole process (workers are threads)'],
     [
       'RSS: the same after a first call that transpiled its component (empty cache)',

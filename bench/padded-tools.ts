@@ -1,12 +1,12 @@
 /**
- * Many distinct preview1 tools made from one: the p1-echo fixture with a
- * custom section appended (its own name and bytes, so its own SHA-256),
- * padded to a chosen size so the code a worker keeps can be weighed.
+ * Many distinct preview1 tools made from one: a module (the p1-echo fixture,
+ * test/fixtures/preview1/echo) with a custom section appended (its own name
+ * and bytes, so its own SHA-256), padded to a chosen size so the code a
+ * worker keeps can be weighed. Used by test/worker-memory.test.ts and
+ * bench/memory.ts.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-
-const P1_ECHO = new URL('../fixtures/preview1/echo/p1-echo.wasm', import.meta.url).pathname;
 
 function leb128(n: number): number[] {
   const out: number[] = [];
@@ -19,9 +19,8 @@ function leb128(n: number): number[] {
   return out;
 }
 
-/** p1-echo with a custom section named `name` holding `padBytes` bytes that start with the name. */
-export function paddedEcho(name: string, padBytes: number): Uint8Array {
-  const echo = readFileSync(P1_ECHO);
+/** `echo` with a custom section named `name` holding `padBytes` bytes that start with the name. */
+export function paddedEcho(echo: Uint8Array, name: string, padBytes: number): Uint8Array {
   const nameBytes = new TextEncoder().encode(name);
   const payload = new Uint8Array(padBytes);
   payload.set(nameBytes.subarray(0, padBytes));
@@ -36,13 +35,13 @@ export function paddedEcho(name: string, padBytes: number): Uint8Array {
 }
 
 /** `count` tool folders under `dir` (echo-0 … echo-N), each its own padded p1-echo. Returns their names. */
-export function writePaddedTools(dir: string, count: number, padBytes: number): string[] {
+export function writePaddedTools(echo: Uint8Array, dir: string, count: number, padBytes: number): string[] {
   const names: string[] = [];
   for (let i = 0; i < count; i++) {
     const name = `echo-${i}`;
     const folder = join(dir, name);
     mkdirSync(folder, { recursive: true });
-    writeFileSync(join(folder, `${name}.wasm`), paddedEcho(name, padBytes));
+    writeFileSync(join(folder, `${name}.wasm`), paddedEcho(echo, name, padBytes));
     writeFileSync(
       join(folder, 'tool-spec.json'),
       JSON.stringify({
