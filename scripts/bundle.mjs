@@ -5,14 +5,14 @@
  * - Each package's `dist/deps.js` (a re-export of its third-party libraries:
  *   ajv, ajv-formats, semver, yaml) becomes one file. Without this step the
  *   re-export still works, only slower (~140 files instead of 2).
- * - The Node sandbox worker becomes `dist/worker-bundle/worker.js`, one file
+ * - The Node sandbox worker becomes `dist/worker.bundle.js`, one file
  *   instead of ~40 ES modules: each new worker thread loads its scripts
  *   again, so this is on the path of every cold start and every replacement
  *   after a kill. The pool uses the bundle only when it is newer than every
  *   package it holds (pool.ts), so a tree rebuilt with `tsc -b` alone runs the
  *   unbundled worker rather than stale code.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +22,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const builtins = new Set([...builtinModules, ...builtinModules.map((name) => `node:${name}`)]);
 
 /** Bundle `input` into `outDir` (one file per entry; dynamic imports of externals stay imports). */
-async function bundle(input, outDir, { external = () => false, platform = 'neutral', sourcemap = false, banner } = {}) {
+async function bundle(input, outDir, { external = () => false, platform = 'neutral', sourcemap = false, banner, fileName } = {}) {
   const build = await rolldown({
     input,
     platform,
@@ -35,25 +35,31 @@ async function bundle(input, outDir, { external = () => false, platform = 'neutr
     },
   });
   // The libraries stay dependencies of their packages, so their LICENSE files install beside the bundle.
-  await build.write({ dir: outDir, format: 'esm', sourcemap, banner });
+  await build.write({ dir: outDir, format: 'esm', sourcemap, banner, ...(fileName ? { entryFileNames: fileName } : {}) });
   await build.close();
 }
 
-// Third-party re-exports: each replaces the file tsc wrote, with a source map
-// into the libraries' own files (marked, so a second build leaves it be until
-// tsc writes it again).
-const MARK = '// Bundled by scripts/bundle.mjs from the re-exports in src/deps.ts.';
+// Third-party re-exports: bundled from src/deps.ts at every build (so an
+// upgraded library is never left behind), replacing the file tsc wrote, with
+// a source map into the libraries' own files.
 for (const pkg of ['core', 'workflow']) {
-  const dist = join(root, 'packages', pkg, 'dist');
-  if (readFileSync(join(dist, 'deps.js'), 'utf8').startsWith(MARK)) continue;
-  await bundle(join(dist, 'deps.js'), dist, { sourcemap: true, banner: MARK });
+  const dir = join(root, 'packages', pkg);
+  await bundle(join(dir, 'src', 'deps.ts'), join(dir, 'dist'), {
+    sourcemap: true,
+    banner: '// Bundled by scripts/bundle.mjs from src/deps.ts.',
+    fileName: 'deps.js',
+  });
 }
 
-// The sandbox worker: our packages and comlink inlined; jco (loaded only to transpile) stays external.
-const workerDir = join(root, 'packages', 'node', 'dist', 'worker-bundle');
-rmSync(workerDir, { recursive: true, force: true });
-await bundle(join(root, 'packages', 'node', 'dist', 'worker.js'), workerDir, {
+// The sandbox worker: our packages and comlink inlined; jco (loaded only to
+// transpile) stays external. It sits in dist/ beside worker.js, since code in
+// it finds files relative to itself (host-fs.js: the native file-times addon
+// at ../build/Release).
+const nodeDist = join(root, 'packages', 'node', 'dist');
+rmSync(join(nodeDist, 'worker.bundle.js'), { force: true });
+await bundle(join(nodeDist, 'worker.js'), nodeDist, {
   platform: 'node',
   external: (id) => id.startsWith('@bytecodealliance/'),
+  fileName: 'worker.bundle.js',
 });
-if (!existsSync(join(workerDir, 'worker.js'))) throw new Error('bundle.mjs: the worker bundle was not written');
+if (!existsSync(join(nodeDist, 'worker.bundle.js'))) throw new Error('bundle.mjs: the worker bundle was not written');

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callFilesystem, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
 import { Worker } from 'node:worker_threads';
-import { exactHostFileTimes, hostConfinement, hostMountOpeners, type Confinement } from '@corral/node';
+import { Corral, exactHostFileTimes, hostConfinement, hostMountOpeners, type Confinement } from '@corral/node';
 import { thrown } from '../helpers/thrown.js';
 
 const SECRET = 'SECRET-CONFINEMENT-77';
@@ -59,6 +59,24 @@ it('the native file-times addon is built at install and loads in a worker thread
   const answer = await new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject));
   await worker.terminate();
   expect(answer).toBe(true);
+});
+
+it("the pool's own sandbox worker (the bundled one after npm run build) sets a host folder's times to the nanosecond", async () => {
+  // The bundle once looked for the addon relative to its own folder, missed it, and fell back to
+  // Node's utimes without a word: times came back rounded to the microsecond.
+  writeFileSync(join(mount, 'file.txt'), 'hello\n');
+  const corral = await Corral.create({ size: 1, store: false, bundled: false, spareWorker: false });
+  try {
+    const wasm = readFileSync(new URL('../wasi/programs/nanotimes.wasm', import.meta.url));
+    const result = await corral.exec(wasm, {
+      mounts: [{ guest: '/sandbox', access: 'read-write', source: { kind: 'host', path: mount } }],
+    });
+    const stdout = new TextDecoder().decode(result.stdout);
+    expect(stdout).toContain('after utimensat: atim 1234567890.123456789 mtim 1600000000.987654321');
+    expect(stdout).toContain('after futimens: atim 1700000000.000000001 mtim 1700000001.999999999');
+  } finally {
+    await corral.close();
+  }
 });
 
 // wasi-testsuite rust/fd_filestat_set, path_filestat, symlink_filestat: a time set is read back

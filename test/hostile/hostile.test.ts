@@ -266,7 +266,10 @@ describe('hostile tools', () => {
       `rss: ${mb(rssAtStart)} MB at start, ${mb(rssAfterFirst)} MB after the hostile suite and 1,000 calls, ${mb(rssAfterSecond)} MB after 1,000 more`,
     );
     // Replacement workers and their compiled tools cost a fixed amount; calls themselves must not leak.
+    // RSS over 1,000 calls moves with when V8 collects (4–26 MB measured here, before and after
+    // the pool's per-call leak was fixed): this bound catches a leak of memories or instances; a
+    // leak of a few KB a call is for the heap check in packages/wasi/test/pool.test.ts.
     expect((rssAfterFirst - rssAtStart) / 2 ** 20).toBeLessThan(200);
-    expect((rssAfterSecond - rssAfterFirst) / 2 ** 20).toBeLessThan(25);
+    expect((rssAfterSecond - rssAfterFirst) / 2 ** 20).toBeLessThan(40);
   }, 120_000);
 });

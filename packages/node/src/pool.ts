@@ -19,7 +19,7 @@ export type { TaskOptions } from '@corral/wasi/host-kit';
  */
 function workerUrl(): URL {
   const modules = new URL('./worker.js', import.meta.url);
-  const bundle = new URL('./worker-bundle/worker.js', import.meta.url);
+  const bundle = new URL('./worker.bundle.js', import.meta.url);
   const bundled = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs;
   if (bundled === undefined) return modules;
   for (const pkg of ['../../core/', '../../wasi/', '../']) {

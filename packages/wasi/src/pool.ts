@@ -40,6 +40,12 @@ export interface SandboxPoolOptions {
   spare?: boolean;
 }
 
+/** A worker's crash as the pool watches it: the crash once it happened, and the running task's handler. */
+interface CrashWatch {
+  crashed?: { error: CorralError };
+  onCrash?: (error: CorralError) => void;
+}
+
 /** The longest delay a JS timer can wait. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -90,7 +96,7 @@ export class SandboxPool<W extends PoolWorker> {
    * never-settling `crashed` promise at every call, and each kept its call's
    * closures alive for the worker's life (~2.6 KB per call).
    */
-  readonly #crashes = new WeakMap<W, { error?: CorralError; onCrash?: (error: CorralError) => void }>();
+  readonly #crashes = new WeakMap<W, CrashWatch>();
   #closed = false;
   #running = 0;
   #replaced = 0;
@@ -262,14 +268,24 @@ export class SandboxPool<W extends PoolWorker> {
     (this.#trimTimer as { unref?: () => void }).unref?.();
   }
 
-  #watchCrash(worker: W): { error?: CorralError; onCrash?: (error: CorralError) => void } {
+  #watchCrash(worker: W): CrashWatch {
     let crash = this.#crashes.get(worker);
     if (!crash) {
-      const watched: { error?: CorralError; onCrash?: (error: CorralError) => void } = {};
-      void worker.crashed.then((error) => {
-        watched.error = error;
+      const watched: CrashWatch = {};
+      const settle = (error: CorralError) => {
+        watched.crashed = { error };
         watched.onCrash?.(error);
-      });
+      };
+      // `crashed` never rejects by contract; a host's that did still fails the call, not the process.
+      worker.crashed.then(settle, (reason: unknown) =>
+        settle(
+          CorralError.is(reason)
+            ? reason
+            : new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly (${String(reason)}).`, {
+                reason: 'worker_crashed',
+              }),
+        ),
+      );
       this.#crashes.set(worker, watched);
       crash = watched;
     }
@@ -308,7 +324,7 @@ export class SandboxPool<W extends PoolWorker> {
         faulted = true;
         reject(error);
       };
-      if (crash.error) crash.onCrash(crash.error);
+      if (crash.crashed) crash.onCrash(crash.crashed.error);
     });
     // Whichever loses the race must not surface later as an unhandled rejection.
     stopped.catch(() => {});

@@ -106,4 +106,32 @@ describe('SandboxPool', () => {
     expect(grown, `heap grew ${grown.toFixed(1)} MB`).toBeLessThan(8);
     await pool.close();
   });
+
+  it('a worker whose crashed promise rejects (against the contract) fails its task, not the host', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      let fail!: (reason: unknown) => void;
+      const worker: PoolWorker = {
+        alive: true,
+        crashed: new Promise<CorralError>((_, reject) => (fail = reject)),
+        terminate: async () => {},
+      };
+      const pool = new SandboxPool(() => worker, { size: 1 });
+      const call = pool.run(
+        () => {
+          setTimeout(() => fail(new Error('the host broke it')), 10);
+          return new Promise(() => {});
+        },
+        { ...task, timeoutMs: Number.POSITIVE_INFINITY },
+      );
+      await expect(call).rejects.toMatchObject({ code: 'E_UNEXPECTED_EXIT', message: expect.stringMatching(/the host broke it/) });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+      await pool.close();
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 });
