@@ -12,6 +12,10 @@
  * against their own DOM lib or @types/node.
  */
 
+// Base64 (Node ≥ 16, browsers, Deno, Bun)
+declare function atob(data: string): string;
+declare function btoa(data: string): string;
+
 // Encoding API
 interface TextEncoder {
   encode(input?: string): Uint8Array<ArrayBuffer>;

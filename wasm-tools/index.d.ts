@@ -6,6 +6,12 @@ export interface BundledToolFiles {
   wasmUrl: string;
   /** The same tool built as a WASI preview1 module. */
   moduleUrl: string;
+  /**
+   * The component transpiled by jco when this package was built
+   * (prepare-components.mjs), so a page runs it without loading jco.
+   * Missing when the package was built without that step.
+   */
+  preparedUrl: string;
 }
 
 /** Every tool of this package, in name order. */

@@ -242,17 +242,23 @@ describe('the packed packages, installed in an empty folder', () => {
             expect(has.has(out), where + out).toBe(true);
         }
         // The one built file with no source of its own: the sandbox worker bundled (scripts/bundle.mjs).
-        if (manifest.name === '@corral/node')
-          expect(has.has('dist/worker-bundle/worker.js'), `${where}dist/worker-bundle/worker.js`).toBe(true);
-        for (const f of files.filter((f) => f.startsWith('dist/') && f.endsWith('.js') && !f.startsWith('dist/worker-bundle/'))) {
+        if (manifest.name === '@corral/node') expect(has.has('dist/worker.bundle.js'), `${where}dist/worker.bundle.js`).toBe(true);
+        for (const f of files.filter((f) => f.startsWith('dist/') && f.endsWith('.js') && f !== 'dist/worker.bundle.js')) {
           expect(has.has(f.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')), `${where}${f} has no source`).toBe(true);
         }
       }
     }
-    // The tools package: each tool's spec, both builds and its examples; not the sources.
+    // The tools package: each tool's spec, both builds, the component as jco transpiled it, and its examples; not the sources.
     const tools = packed.find((p) => p.name === '@corral/tools')!.files.map((f) => f.path);
     for (const tool of BUNDLED) {
-      expect(tools).toEqual(expect.arrayContaining([`${tool}/tool-spec.json`, `${tool}/${tool}.wasm`, `${tool}/${tool}.module.wasm`]));
+      expect(tools).toEqual(
+        expect.arrayContaining([
+          `${tool}/tool-spec.json`,
+          `${tool}/${tool}.wasm`,
+          `${tool}/${tool}.module.wasm`,
+          `${tool}/${tool}.prepared.json`,
+        ]),
+      );
     }
     expect(tools).toContain('diff-summary/examples/example.diff.json');
     // Which specs the build validated, so an installed host does not validate them again at each start.

@@ -56,8 +56,8 @@ export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFl
   const diffTool = tools.find((tool) => tool.spec.name === 'diff-summary');
   if (!diffTool) throw new Error('the bundled tools have no diff-summary');
   if (flavor === 'component') {
-    // jco's transpile of the component: about a second on a first visit,
-    // then read back from IndexedDB.
+    // The component as jco transpiled it when Corral was built (one fetch, no
+    // transpiler in the page; registerBundledTools says where it is).
     onStep('prepare');
     await corral.executor.prepare(diffTool);
   }

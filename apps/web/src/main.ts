@@ -68,6 +68,8 @@ const state = {
   /** A file too large for the text box: summarized from here. */
   bigFile: null as { name: string; text: string } | null,
   busy: false,
+  /** A summary asked for while the runtime prepares: run once it is ready. */
+  queued: false,
   shown: { kind: 'none' } as Shown,
   history: [] as HistoryEntry[],
 };
@@ -99,7 +101,7 @@ function updateStatus(): void {
   let text: string;
   let kind: 'busy' | 'ready' | 'error';
   if (state.hostError) [text, kind] = [s.prepFailed, 'error'];
-  else if (!state.host) [text, kind] = [s.preparing, 'busy'];
+  else if (!state.host) [text, kind] = [state.queued ? s.preparingQueued : s.preparing, 'busy'];
   else if (state.busy) [text, kind] = [s.summarizing, 'busy'];
   else {
     kind = 'ready';
@@ -167,6 +169,27 @@ async function prepare(): Promise<void> {
 }
 
 // ---- summarizing ----------------------------------------------------------------
+
+/**
+ * Summarize now, or as soon as the runtime is ready: a file picked or text
+ * pasted while the page prepares is queued, never dropped. Requests made
+ * while waiting become one run, of what the box holds then.
+ */
+async function runWhenReady(): Promise<void> {
+  if (!state.host) {
+    if (state.hostError) return; // the bar says why nothing can run
+    state.queued = true;
+    updateStatus();
+    try {
+      await ready;
+    } catch {
+      return;
+    }
+    if (!state.queued) return;
+    state.queued = false;
+  }
+  await run();
+}
 
 function currentDiff(): string {
   return state.bigFile?.text ?? els.input.value;
@@ -277,7 +300,7 @@ function setDiff(text: string, fileName?: string): void {
 
 async function loadFile(file: File): Promise<void> {
   setDiff(await file.text(), file.name);
-  if (state.host) await run();
+  await runWhenReady();
 }
 
 els.input.addEventListener('input', () => {
@@ -289,13 +312,13 @@ els.input.addEventListener('input', () => {
 els.input.addEventListener('paste', () => {
   // After the pasted text is in the box.
   setTimeout(() => {
-    if (state.host && els.input.value.trim()) void run();
+    if (els.input.value.trim()) void runWhenReady();
   });
 });
 els.input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
     e.preventDefault();
-    void run();
+    void runWhenReady();
   }
 });
 els.summarize.addEventListener('click', () => void run());
@@ -316,7 +339,7 @@ els.clear.addEventListener('click', () => {
 els.example.addEventListener('click', async () => {
   const example = (await import('@corral/tools/diff-summary/examples/example.diff.json')).default as { diff: string };
   setDiff(example.diff);
-  if (state.host) await run();
+  await runWhenReady();
 });
 
 // Dropping a file anywhere loads it (and never navigates away from the page).

@@ -449,7 +449,7 @@ async function treeOf(files: File[]): Promise<MemoryTree> {
   return tree;
 }
 
-/** Transpile the workflow's components before the run (once per browser, then IndexedDB), so step times are the tools'. */
+/** Fetch the workflow tools' transpiled components before the run (made when Corral was built), so step times are the tools'. */
 async function prepareTools(corral: BrowserCorral, workflow: Workflow): Promise<void> {
   const names = new Set(workflow.steps.flatMap((s) => ('tool' in s ? [s.tool].flat() : [])));
   await Promise.all(

@@ -6,6 +6,7 @@
  * copy the files into the build and rewrite the URLs.
  */
 import { CorralError, ErrorCodes, type Tool } from '@corral/core';
+import { decodePreparedFile } from '@corral/wasi/host-kit';
 import { toolFiles } from '@corral/tools';
 import { BUNDLED_SPECS } from './bundled-specs.js';
 import type { BrowserCorral } from './corral.js';
@@ -18,6 +19,8 @@ export interface BundledTool {
   wasmUrl: string;
   /** The same tool built as a WASI preview1 module: runs without jco's transpile, so a first call is fast. */
   moduleUrl: string;
+  /** The component as jco transpiled it when Corral was built: a page runs it without loading jco. */
+  preparedUrl: string;
 }
 
 function spec(name: string): object {
@@ -31,6 +34,7 @@ export const bundledTools: BundledTool[] = toolFiles.map((files) => ({
   spec: spec(files.name),
   wasmUrl: files.wasmUrl,
   moduleUrl: files.moduleUrl,
+  preparedUrl: files.preparedUrl,
 }));
 
 export interface RegisterBundledOptions {
@@ -65,7 +69,16 @@ export async function registerBundledTools(corral: BrowserCorral, options: Regis
         });
       }
       const spec = kind === 'module' ? { ...tool.spec, component: `${tool.name}.module.wasm`, kind: 'module' } : tool.spec;
-      return corral.register(spec, bytes, `bundled ${tool.name}`);
+      const registered = await corral.register(spec, bytes, `bundled ${tool.name}`);
+      // Fetched at the tool's first call, not now; a missing or stale file means jco transpiles as before.
+      if (kind === 'component') {
+        const sha256 = registered.wasmSha256;
+        corral.executor.addPrebuilt(sha256, async () => {
+          const response = await get(tool.preparedUrl);
+          return response.ok ? decodePreparedFile(await response.text(), sha256) : undefined;
+        });
+      }
+      return registered;
     }),
   );
 }

@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
-import { dirname, sep } from 'node:path';
-import { CorralError, ErrorCodes, Registry, type Store } from '@corral/core';
-import { CorralHost, checkHostOptions, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve, sep } from 'node:path';
+import { CorralError, ErrorCodes, Registry, type Store, type Tool } from '@corral/core';
+import { CorralHost, checkHostOptions, decodePreparedFile, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
 import { SqliteStore, defaultStorePath, type SqliteStoreOptions } from './store-sqlite.js';
@@ -92,7 +93,11 @@ export class Corral extends CorralHost<WorkerExecutor> {
     executor.pool.prestart(1);
     let store: Store | undefined;
     try {
-      for (const dir of dirs) loadErrors.push(...(await loadToolFolder(registry, dir)).errors);
+      for (const dir of dirs) {
+        const { loaded, errors } = await loadToolFolder(registry, dir);
+        loadErrors.push(...errors);
+        if (dir === BUNDLED_TOOLS_DIR) for (const tool of loaded) usePrebuilt(executor, tool);
+      }
       store = given === false ? undefined : typeof given === 'object' ? given : await openStore(given ?? defaultStorePath(), storeOptions);
     } catch (err) {
       await executor.close();
@@ -100,6 +105,17 @@ export class Corral extends CorralHost<WorkerExecutor> {
     }
     return new Corral({ registry, executor, store, ownsStore: typeof given !== 'object', recordInputs: options.recordInputs }, loadErrors);
   }
+}
+
+/**
+ * A bundled component's transpiled form, made when Corral was built
+ * (wasm-tools/prepare-components.mjs): its first call needs no jco (~1 s and
+ * ~80 MB). Read only from Corral's own tools folder: the glue is code.
+ */
+function usePrebuilt(executor: WorkerExecutor, tool: Tool): void {
+  if (tool.spec.kind !== 'component') return;
+  const file = resolve(dirname(tool.source), tool.spec.component).replace(/\.wasm$/, '.prepared.json');
+  executor.addPrebuilt(tool.wasmSha256, async () => decodePreparedFile(await readFile(file, 'utf8'), tool.wasmSha256));
 }
 
 /**

@@ -125,6 +125,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   readonly pool: SandboxPool<W>;
   readonly #options: PoolExecutorOptions;
   readonly #prepared = new Map<string, Promise<PreparedComponent>>();
+  readonly #prebuilt = new Map<string, () => Promise<PreparedComponent | undefined>>();
   /** The last tools called (oldest first), for a spare worker to compile before it replaces one. */
   readonly #recent = new Map<string, PreloadJob>();
 
@@ -262,7 +263,18 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     }
   }
 
-  /** Transpile a tool's component ahead of its first call (memory, then the host's cache, then a worker). */
+  /**
+   * Where the transpiled form of a component Corral ships can be read (made
+   * when Corral was built: prepared-file.ts): looked up before the host's
+   * cache and jco. Only for components whose transpiled form the host
+   * trusts as its own code, since the glue runs in the sandbox worker. A
+   * loader that fails or finds nothing leaves the usual path.
+   */
+  addPrebuilt(sha256: string, load: () => Promise<PreparedComponent | undefined>): void {
+    this.#prebuilt.set(sha256, load);
+  }
+
+  /** Transpile a tool's component ahead of its first call (memory, then what was built with Corral, then the host's cache, then a worker). */
   prepare(tool: Tool): Promise<PreparedComponent> {
     return this.#prepareBytes(tool.wasmSha256, tool.wasm, tool.spec.name);
   }
@@ -278,6 +290,10 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   }
 
   async #prepareUncached(key: string, wasm: Uint8Array, name: string, onTranspile?: () => void): Promise<PreparedComponent> {
+    const prebuilt = await this.#prebuilt
+      .get(key)?.()
+      .catch(() => undefined);
+    if (prebuilt) return prebuilt;
     const cached = await this.#options.cache?.get(key);
     if (cached) return cached;
     onTranspile?.();

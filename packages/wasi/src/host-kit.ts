@@ -17,3 +17,4 @@ export {
 } from './executor.js';
 export type { SandboxWorkerApi, RunJob } from './worker-api.js';
 export { CorralHost, checkHostOptions, openHostStore, type CorralHostParts, type HostExecutor, type HostOptionKind } from './host.js';
+export { decodePreparedFile } from './prepared-file.js';

@@ -14,6 +14,7 @@ export type { RunRequest, RunnerOptions } from './request.js';
 export { CodeCache, DEFAULT_CACHE_BYTES } from './code-cache.js';
 export { Preview1Runner, checkPreview1Module } from './preview1/index.js';
 export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
+export { encodePreparedFile, decodePreparedFile } from './prepared-file.js';
 export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';
 export { capModule, capComponentModules } from './limits.js';
 export { execRequest, EXEC_DEFAULTS, type ExecOptions } from './exec-options.js';

@@ -1,0 +1,63 @@
+/**
+ * A transpiled component as a file: what the build writes for each bundled
+ * component (wasm-tools/prepare-components.mjs, `<tool>.prepared.json`) so
+ * that no host runs jco for the tools Corral ships. JSON, with the core
+ * modules in base64, so a page fetches one file per tool and Node reads one.
+ *
+ * The glue is JavaScript that runs in the sandbox worker: hosts read these
+ * files only from Corral's own installed tools, never from a tool folder.
+ */
+import { PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
+
+interface PreparedFile {
+  format: string;
+  /** SHA-256 of the component it was made from. */
+  sha256: string;
+  glue: string;
+  imports: string[];
+  /** Core module name → its bytes in base64. */
+  modules: Record<string, string>;
+}
+
+/** The file's text for `prepared`, made from the component whose SHA-256 is `sha256`. */
+export function encodePreparedFile(sha256: string, prepared: PreparedComponent): string {
+  const modules = Object.fromEntries(Object.entries(prepared.modules).map(([name, bytes]) => [name, toBase64(bytes)]));
+  const file: PreparedFile = { format: PREPARED_FORMAT, sha256, glue: prepared.glue, imports: prepared.imports, modules };
+  return JSON.stringify(file);
+}
+
+/**
+ * The component in a file's text, or undefined when it was made by another
+ * transpiler or layout, from another component, or is not such a file at
+ * all: the host then transpiles as usual.
+ */
+export function decodePreparedFile(text: string, sha256: string): PreparedComponent | undefined {
+  let file: Partial<PreparedFile>;
+  try {
+    file = JSON.parse(text) as Partial<PreparedFile>;
+  } catch {
+    return undefined;
+  }
+  if (file?.format !== PREPARED_FORMAT || file.sha256 !== sha256 || typeof file.glue !== 'string') return undefined;
+  if (!Array.isArray(file.imports) || !file.imports.every((name) => typeof name === 'string')) return undefined;
+  if (typeof file.modules !== 'object' || file.modules === null) return undefined;
+  const modules: Record<string, Uint8Array> = {};
+  for (const [name, base64] of Object.entries(file.modules)) {
+    if (typeof base64 !== 'string') return undefined;
+    modules[name] = fromBase64(base64);
+  }
+  return { glue: file.glue, imports: file.imports, modules };
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  return btoa(binary);
+}
+
+function fromBase64(base64: string): Uint8Array {
+  const binary = atob(base64);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}

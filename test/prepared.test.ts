@@ -1,0 +1,91 @@
+/**
+ * The bundled components as jco transpiled them when Corral was built
+ * (wasm-tools/prepare-components.mjs): a host with an empty transpile cache
+ * runs them without jco, reads them only from Corral's own tools folder, and
+ * transpiles as before when a file is missing, stale or from another jco.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ComponentCache, Corral, type PrepareEvent } from '@corral/node';
+import { PREPARED_FORMAT, decodePreparedFile, encodePreparedFile } from '@corral/wasi';
+
+const TOOLS = new URL('../wasm-tools/', import.meta.url).pathname;
+const DIFF = { diff: 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n' };
+const scratch = mkdtempSync(join(tmpdir(), 'corral-prepared-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A Corral with its own empty transpile cache, counting transpiles. */
+async function fresh(options: Parameters<typeof Corral.create>[0] = {}) {
+  const transpiles: PrepareEvent[] = [];
+  const cache = new ComponentCache(mkdtempSync(join(scratch, 'cache-')));
+  const corral = await Corral.create({
+    size: 1,
+    store: false,
+    spareWorker: false,
+    cache,
+    onPrepare: (e) => transpiles.push(e),
+    ...options,
+  });
+  return { corral, transpiles };
+}
+
+describe('bundled components, transpiled at build time', () => {
+  it('each bundled component has its prepared file, made from exactly its bytes', () => {
+    const tools = readdirSync(TOOLS).filter((name) => existsSync(join(TOOLS, name, 'tool-spec.json')));
+    expect(tools.length).toBeGreaterThanOrEqual(7);
+    for (const name of tools) {
+      const wasm = readFileSync(join(TOOLS, name, `${name}.wasm`));
+      const sha256 = createHash('sha256').update(wasm).digest('hex');
+      const prepared = decodePreparedFile(readFileSync(join(TOOLS, name, `${name}.prepared.json`), 'utf8'), sha256);
+      expect(prepared, name).toBeDefined();
+      expect(prepared!.glue).toContain('export function instantiate');
+      expect(Object.keys(prepared!.modules).length).toBeGreaterThan(0);
+    }
+  });
+
+  it('a host with an empty transpile cache runs every bundled tool without transpiling', async () => {
+    const { corral, transpiles } = await fresh();
+    try {
+      expect((await corral.invoke('diff-summary', DIFF)).output).toMatchObject({ totals: { files: 1 } });
+      const tools = corral.registry.list();
+      expect(tools.length).toBeGreaterThanOrEqual(7);
+      for (const tool of tools) expect((await corral.executor.prepare(tool)).glue).toContain('export function instantiate');
+      expect(transpiles).toEqual([]);
+    } finally {
+      await corral.close();
+    }
+  });
+
+  it('a prepared file in a tool folder of the user is never read: the component is transpiled', async () => {
+    const folder = join(scratch, 'mine', 'diff-summary');
+    mkdirSync(folder, { recursive: true });
+    for (const file of ['tool-spec.json', 'diff-summary.wasm']) copyFileSync(join(TOOLS, 'diff-summary', file), join(folder, file));
+    // Well-formed, for these very bytes, and hostile: its glue would run in the sandbox worker.
+    const wasm = readFileSync(join(folder, 'diff-summary.wasm'));
+    const sha256 = createHash('sha256').update(wasm).digest('hex');
+    const real = decodePreparedFile(readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.prepared.json'), 'utf8'), sha256)!;
+    const hostile = { ...real, glue: 'export function instantiate() { throw new Error("hostile glue ran"); }' };
+    writeFileSync(join(folder, 'diff-summary.prepared.json'), encodePreparedFile(sha256, hostile));
+    const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [join(scratch, 'mine')] });
+    try {
+      const r = await corral.invoke('diff-summary', DIFF);
+      expect(r.error).toBeNull();
+      expect(transpiles.map((e) => e.name)).toEqual(['diff-summary']);
+    } finally {
+      await corral.close();
+    }
+  }, 60_000);
+
+  it('a prepared file from another jco, or for other bytes, is not used', () => {
+    const wasm = readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.wasm'));
+    const sha256 = createHash('sha256').update(wasm).digest('hex');
+    const text = readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.prepared.json'), 'utf8');
+    expect(decodePreparedFile(text, sha256)).toBeDefined();
+    expect(decodePreparedFile(text, '0'.repeat(64))).toBeUndefined();
+    expect(decodePreparedFile(text.replace(PREPARED_FORMAT, 'jco-0.0.0/v0'), sha256)).toBeUndefined();
+    for (const broken of ['', 'null', '[]', '{"format":1}', text.slice(0, 100)]) expect(decodePreparedFile(broken, sha256)).toBeUndefined();
+  });
+});

@@ -1,0 +1,25 @@
+// Run by `npm run build` after validate-specs.mjs: transpiles each bundled
+// component with jco once, here, and writes `<component>.prepared.json`
+// beside it (packages/wasi/src/prepared-file.ts). Hosts read it instead of
+// running jco at a tool's first call: Node from the installed @corral/tools
+// package, pages as a file the build copies (index.js, preparedUrl). A file
+// already made from the same component by the same jco is kept.
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { detectWasmKind } from '@corral/core';
+import { decodePreparedFile, encodePreparedFile, transpileComponent } from '@corral/wasi';
+
+const here = new URL('.', import.meta.url).pathname;
+for (const name of readdirSync(here).sort()) {
+  const specFile = join(here, name, 'tool-spec.json');
+  if (!existsSync(specFile)) continue;
+  const { component } = JSON.parse(readFileSync(specFile, 'utf8'));
+  const wasmFile = join(here, name, component);
+  const bytes = new Uint8Array(readFileSync(wasmFile));
+  if (detectWasmKind(bytes, wasmFile) !== 'component') continue;
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const out = wasmFile.replace(/\.wasm$/, '.prepared.json');
+  if (existsSync(out) && decodePreparedFile(readFileSync(out, 'utf8'), sha256)) continue;
+  writeFileSync(out, encodePreparedFile(sha256, await transpileComponent(bytes, name)));
+}
