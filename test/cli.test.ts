@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -283,7 +283,19 @@ describe('the first transpile of a tool', () => {
   it('is told to the host (onPrepare), once per component, with a promise that settles when it is over', async () => {
     const { Corral } = await import('@corral/node');
     const events: { name: string; sha256: string; finished: Promise<void> }[] = [];
-    const corral = await Corral.create({ cache: false, store: false, size: 1, onPrepare: (e) => void events.push(e) });
+    // diff-summary in a tools folder of its own, as a third-party component: the bundled one comes transpiled.
+    const own = join(await mkdtemp(join(tmpdir(), 'corral-own-tools-')), 'diff-summary');
+    await mkdir(own);
+    for (const file of ['tool-spec.json', 'diff-summary.wasm'])
+      await copyFile(join(ROOT, 'wasm-tools/diff-summary', file), join(own, file));
+    const corral = await Corral.create({
+      cache: false,
+      store: false,
+      size: 1,
+      bundled: false,
+      toolDirs: [dirname(own)],
+      onPrepare: (e) => void events.push(e),
+    });
     try {
       expect((await corral.invoke('diff-summary', { diff: '' })).ok).toBe(true);
       expect((await corral.invoke('diff-summary', { diff: '' })).ok).toBe(true);
@@ -301,7 +313,18 @@ describe('the first transpile of a tool', () => {
     const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     return sh('script', ['-qec', [process.execPath, CLI, ...args].map(quote).join(' '), '/dev/null'], env);
   }
-  const run = ['run', 'diff-summary', '--input', '{"diff":""}', '--no-store'];
+  // The tool given by its files, not from the bundled tools (which come transpiled).
+  const spec = join(ROOT, 'wasm-tools/diff-summary');
+  const run = [
+    'run',
+    '--wasm',
+    join(spec, 'diff-summary.wasm'),
+    '--spec',
+    join(spec, 'tool-spec.json'),
+    '--input',
+    '{"diff":""}',
+    '--no-store',
+  ];
 
   it('says what it is doing on a terminal, once; a pipe gets only the output', async () => {
     const cold = { ...process.env, CORRAL_CACHE_DIR: await mkdtemp(join(tmpdir(), 'corral-cold-')) };

@@ -9,7 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ComponentCache, Corral, type PrepareEvent } from '@corral/node';
+import { BUNDLED_TOOLS_DIR, ComponentCache, Corral, type PrepareEvent } from '@corral/node';
 import { PREPARED_FORMAT, decodePreparedFile, encodePreparedFile } from '@corral/wasi';
 
 const TOOLS = new URL('../wasm-tools/', import.meta.url).pathname;
@@ -78,6 +78,35 @@ describe('bundled components, transpiled at build time', () => {
       await corral.close();
     }
   }, 60_000);
+
+  it('nor when the same bytes were registered from a user folder before the bundled folder loaded', async () => {
+    // The bundled folder then registers nothing of its own: the tool it gets back is the user's.
+    const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [join(scratch, 'mine'), BUNDLED_TOOLS_DIR] });
+    try {
+      expect(corral.registry.resolve('diff-summary').source).toContain(join(scratch, 'mine'));
+      const r = await corral.invoke('diff-summary', DIFF);
+      expect(r.error).toBeNull();
+      expect(transpiles.map((e) => e.name)).toEqual(['diff-summary']);
+    } finally {
+      await corral.close();
+    }
+  }, 60_000);
+
+  it('a prepared form that never arrives (a stalled fetch) is given up on after the prepare time limit', async () => {
+    const { corral } = await fresh({ prepareTimeoutMs: 300 });
+    try {
+      const tool = corral.registry.resolve('diff-summary');
+      corral.executor.addPrebuilt(tool.wasmSha256, () => new Promise(() => {}));
+      const started = Date.now();
+      const r = await corral.invoke('diff-summary', DIFF);
+      // It went on to jco, which cannot finish in 300 ms either: the call ends, classified.
+      expect(r.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+      expect(r.error?.message).toMatch(/Preparing diff-summary took longer than 300 ms/);
+      expect(Date.now() - started).toBeLessThan(30_000);
+    } finally {
+      await corral.close();
+    }
+  });
 
   it('a prepared file from another jco, or for other bytes, is not used', () => {
     const wasm = readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.wasm'));

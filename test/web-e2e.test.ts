@@ -224,6 +224,7 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     await page.goto(url);
     // Picked at once, while the page prepares: queued, then summarized when it is ready.
     await page.setInputFiles('#file-input', { name: 'change.diff', mimeType: 'text/x-diff', buffer: Buffer.from(git.diff) });
+    const pickedAt = await page.evaluate(() => performance.now());
     await ready(page);
     await page.waitForSelector('#files-table');
     await page.waitForFunction(() => document.querySelector('#result')?.getAttribute('aria-busy') === 'false');
@@ -233,6 +234,8 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
         ['corral:ready', 'corral:summary-rendered'].map((m) => [m, performance.getEntriesByName(m)[0]?.startTime ?? null]),
       ),
     );
+    // The pick came before the page was ready, so the summary came from the queue.
+    expect(pickedAt).toBeLessThan(marks['corral:ready']!);
     console.log(
       `first visit (fresh profile): ready ${marks['corral:ready']?.toFixed(0)} ms, first summary drawn ${marks['corral:summary-rendered']?.toFixed(0)} ms after navigation`,
     );

@@ -8,8 +8,9 @@ export interface BundledToolFiles {
   moduleUrl: string;
   /**
    * The component transpiled by jco when this package was built
-   * (prepare-components.mjs), so a page runs it without loading jco.
-   * Missing when the package was built without that step.
+   * (prepare-components.mjs), so a page runs it without loading jco. The
+   * file is missing when the package was built without that step; the
+   * component is then transpiled as any other.
    */
   preparedUrl: string;
 }

@@ -5,9 +5,9 @@
  * the difference PORTABILITY.md documents.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -25,10 +25,10 @@ type Runtime = keyof typeof RUNTIMES;
 // biome-ignore lint/suspicious/noExplicitAny: the script's JSON, checked field by field below
 type Answers = Record<string, any>;
 
-function run(runtime: Runtime, script: string, arg: string, env: NodeJS.ProcessEnv = process.env): Promise<Answers> {
+function run(runtime: Runtime, script: string, arg: string | string[], env: NodeJS.ProcessEnv = process.env): Promise<Answers> {
   const [command, ...args] = RUNTIMES[runtime];
   return new Promise((resolve, reject) => {
-    const child = spawn(command, [...args, script, arg], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const child = spawn(command, [...args, script, ...[arg].flat()], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -47,19 +47,25 @@ const scratch: string[] = [];
 const answers = {} as Record<Runtime, Answers>;
 let bunColdCache: Answers;
 let denoColdCache: Answers;
+let bunBundledColdCache: Answers;
 beforeAll(async () => {
   const dir = (name: string) => {
     const made = mkdtempSync(join(tmpdir(), `corral-portability-${name}-`));
     scratch.push(made);
     return made;
   };
+  // diff-summary in a tools folder of its own, as a third-party component: transpiled at its first call.
+  const own = join(dir('own-tools'), 'diff-summary');
+  mkdirSync(own);
+  for (const file of ['tool-spec.json', 'diff-summary.wasm']) copyFileSync(join(ROOT, 'wasm-tools/diff-summary', file), join(own, file));
   // Node first: it fills the transpile cache (CORRAL_CACHE_DIR) the others then use.
   answers.node = await run('node', SCRIPT, dir('node'));
-  [answers.bun, answers.deno, bunColdCache, denoColdCache] = await Promise.all([
+  [answers.bun, answers.deno, bunColdCache, denoColdCache, bunBundledColdCache] = await Promise.all([
     run('bun', SCRIPT, dir('bun')),
     run('deno', SCRIPT, dir('deno')),
-    run('bun', FIRST_CALL, '0', { ...process.env, CORRAL_CACHE_DIR: dir('bun-cache') }),
-    run('deno', FIRST_CALL, '0', { ...process.env, CORRAL_CACHE_DIR: dir('deno-cache') }),
+    run('bun', FIRST_CALL, ['0', dirname(own)], { ...process.env, CORRAL_CACHE_DIR: dir('bun-cache') }),
+    run('deno', FIRST_CALL, ['0', dirname(own)], { ...process.env, CORRAL_CACHE_DIR: dir('deno-cache') }),
+    run('bun', FIRST_CALL, '0', { ...process.env, CORRAL_CACHE_DIR: dir('bun-bundled-cache') }),
   ]);
 }, 110_000);
 afterAll(() => {
@@ -146,6 +152,10 @@ describe.each(['bun', 'deno'] as const)('the Node host under %s', (runtime) => {
 });
 
 describe('transpiling a component (an empty transpile cache)', () => {
+  it('is never needed for the bundled tools, which come transpiled: they run under Bun with an empty cache', () => {
+    expect(bunBundledColdCache).toMatchObject({ ok: true, error: null });
+  });
+
   it('works under Deno', () => {
     expect(denoColdCache).toMatchObject({ ok: true, error: null });
   });

@@ -328,6 +328,8 @@ els.fileInput.addEventListener('change', () => {
   els.fileInput.value = '';
 });
 els.clear.addEventListener('click', () => {
+  state.queued = false;
+  updateStatus();
   setDiff('');
   els.fileNote.dataset.loaded = '';
   updateFileNote();

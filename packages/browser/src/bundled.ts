@@ -44,7 +44,11 @@ export interface RegisterBundledOptions {
    * transpile (one flavour per registry: both share name and version).
    */
   kind?: 'component' | 'module';
-  /** Fetches the .wasm files. Default: the global fetch. */
+  /**
+   * Fetches the .wasm files and the components' transpiled forms, whose
+   * JavaScript the sandbox workers run: give a fetch you trust as you trust
+   * the page's own scripts. Default: the global fetch.
+   */
   fetch?: (url: string) => Promise<Response>;
 }
 

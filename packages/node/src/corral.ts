@@ -96,7 +96,7 @@ export class Corral extends CorralHost<WorkerExecutor> {
       for (const dir of dirs) {
         const { loaded, errors } = await loadToolFolder(registry, dir);
         loadErrors.push(...errors);
-        if (dir === BUNDLED_TOOLS_DIR) for (const tool of loaded) usePrebuilt(executor, tool);
+        for (const tool of loaded) usePrebuilt(executor, tool);
       }
       store = given === false ? undefined : typeof given === 'object' ? given : await openStore(given ?? defaultStorePath(), storeOptions);
     } catch (err) {
@@ -110,11 +110,14 @@ export class Corral extends CorralHost<WorkerExecutor> {
 /**
  * A bundled component's transpiled form, made when Corral was built
  * (wasm-tools/prepare-components.mjs): its first call needs no jco (~1 s and
- * ~80 MB). Read only from Corral's own tools folder: the glue is code.
+ * ~80 MB). Read only from Corral's own tools folder, judged by where the
+ * registered tool came from (a folder loaded earlier may have registered the
+ * same bytes first): the glue is code the sandbox worker runs.
  */
 function usePrebuilt(executor: WorkerExecutor, tool: Tool): void {
-  if (tool.spec.kind !== 'component') return;
+  if (tool.spec.kind !== 'component' || !tool.source.startsWith(BUNDLED_TOOLS_DIR)) return;
   const file = resolve(dirname(tool.source), tool.spec.component).replace(/\.wasm$/, '.prepared.json');
+  if (!file.startsWith(BUNDLED_TOOLS_DIR)) return;
   executor.addPrebuilt(tool.wasmSha256, async () => decodePreparedFile(await readFile(file, 'utf8'), tool.wasmSha256));
 }
 

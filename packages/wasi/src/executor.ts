@@ -274,6 +274,21 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     this.#prebuilt.set(sha256, load);
   }
 
+  /** The prebuilt form, or undefined when there is none, it fails, or it takes longer than a transpile may (a stalled fetch). */
+  async #loadPrebuilt(key: string): Promise<PreparedComponent | undefined> {
+    const load = this.#prebuilt.get(key);
+    if (!load) return undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), this.#options.prepareTimeoutMs ?? 120_000)),
+    );
+    try {
+      return await Promise.race([load().catch(() => undefined), stalled]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Transpile a tool's component ahead of its first call (memory, then what was built with Corral, then the host's cache, then a worker). */
   prepare(tool: Tool): Promise<PreparedComponent> {
     return this.#prepareBytes(tool.wasmSha256, tool.wasm, tool.spec.name);
@@ -290,9 +305,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   }
 
   async #prepareUncached(key: string, wasm: Uint8Array, name: string, onTranspile?: () => void): Promise<PreparedComponent> {
-    const prebuilt = await this.#prebuilt
-      .get(key)?.()
-      .catch(() => undefined);
+    const prebuilt = await this.#loadPrebuilt(key);
     if (prebuilt) return prebuilt;
     const cached = await this.#options.cache?.get(key);
     if (cached) return cached;

@@ -41,11 +41,10 @@ export function decodePreparedFile(text: string, sha256: string): PreparedCompon
   if (file?.format !== PREPARED_FORMAT || file.sha256 !== sha256 || typeof file.glue !== 'string') return undefined;
   if (!Array.isArray(file.imports) || !file.imports.every((name) => typeof name === 'string')) return undefined;
   if (typeof file.modules !== 'object' || file.modules === null) return undefined;
-  const modules: Record<string, Uint8Array> = {};
-  for (const [name, base64] of Object.entries(file.modules)) {
-    if (typeof base64 !== 'string') return undefined;
-    modules[name] = fromBase64(base64);
-  }
+  const entries = Object.entries(file.modules);
+  if (!entries.every(([, base64]) => typeof base64 === 'string')) return undefined;
+  // fromEntries: a module named __proto__ stays a module.
+  const modules = Object.fromEntries(entries.map(([name, base64]) => [name, fromBase64(base64 as string)]));
   return { glue: file.glue, imports: file.imports, modules };
 }
 
