@@ -32,6 +32,19 @@ async function fresh(options: Parameters<typeof Corral.create>[0] = {}) {
   return { corral, transpiles };
 }
 
+/** diff-summary answers through a Corral made with `options`, and was transpiled with jco for it (no prepared file was used). */
+async function expectTranspiled(options: Parameters<typeof Corral.create>[0], before?: (corral: Corral) => void) {
+  const { corral, transpiles } = await fresh(options);
+  try {
+    before?.(corral);
+    const r = await corral.invoke('diff-summary', DIFF);
+    expect(r.error).toBeNull();
+    expect(transpiles.map((e) => e.name)).toEqual(['diff-summary']);
+  } finally {
+    await corral.close();
+  }
+}
+
 describe('bundled components, transpiled at build time', () => {
   it('each bundled component has its prepared file, made from exactly its bytes', () => {
     const tools = readdirSync(TOOLS).filter((name) => existsSync(join(TOOLS, name, 'tool-spec.json')));
@@ -69,27 +82,14 @@ describe('bundled components, transpiled at build time', () => {
     const real = decodePreparedFile(readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.prepared.json'), 'utf8'), sha256)!;
     const hostile = { ...real, glue: 'export function instantiate() { throw new Error("hostile glue ran"); }' };
     writeFileSync(join(folder, 'diff-summary.prepared.json'), encodePreparedFile(sha256, hostile));
-    const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [join(scratch, 'mine')] });
-    try {
-      const r = await corral.invoke('diff-summary', DIFF);
-      expect(r.error).toBeNull();
-      expect(transpiles.map((e) => e.name)).toEqual(['diff-summary']);
-    } finally {
-      await corral.close();
-    }
+    await expectTranspiled({ bundled: false, toolDirs: [join(scratch, 'mine')] });
   }, 60_000);
 
   it('nor when the same bytes were registered from a user folder before the bundled folder loaded', async () => {
     // The bundled folder then registers nothing of its own: the tool it gets back is the user's.
-    const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [join(scratch, 'mine'), BUNDLED_TOOLS_DIR] });
-    try {
-      expect(corral.registry.resolve('diff-summary').source).toContain(join(scratch, 'mine'));
-      const r = await corral.invoke('diff-summary', DIFF);
-      expect(r.error).toBeNull();
-      expect(transpiles.map((e) => e.name)).toEqual(['diff-summary']);
-    } finally {
-      await corral.close();
-    }
+    await expectTranspiled({ bundled: false, toolDirs: [join(scratch, 'mine'), BUNDLED_TOOLS_DIR] }, (corral) =>
+      expect(corral.registry.resolve('diff-summary').source).toContain(join(scratch, 'mine')),
+    );
   }, 60_000);
 
   it('a prepared form that never arrives (a stalled fetch) is given up on after the prepare time limit', async () => {
