@@ -8,24 +8,12 @@
 // history across a reload.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { build, preview, type PreviewServer } from 'vite';
+import { preview, type PreviewServer } from 'vite';
 import { diffTrees, type GitDiff, type Tree } from './helpers/gitdiff.js';
-
-const REPO = fileURLToPath(new URL('../', import.meta.url));
-const APP = join(REPO, 'apps/web');
-const RESULTS = fileURLToPath(new URL('../test-results/', import.meta.url));
-// Launch settings shared by every test and benchmark that drives Chromium (see chromium.json).
-const chromiumConfig = JSON.parse(readFileSync(new URL('../chromium.json', import.meta.url), 'utf8')) as {
-  executablePath: string;
-  args: string[];
-};
-const CHROMIUM = process.env.CORRAL_CHROMIUM ?? chromiumConfig.executablePath;
-const CHROMIUM_FLAGS = chromiumConfig.args;
+import { APP, CHROMIUM, CHROMIUM_FLAGS, REPO, RESULTS, appReady, buildApp, freePort } from './helpers/web-app.js';
 
 const LETTER_STATUS: Record<string, string> = { A: 'added', D: 'deleted', M: 'modified', R: 'renamed', C: 'copied', T: 'modified' };
 
@@ -90,14 +78,6 @@ function expectedRows(git: GitDiff): Row[] {
   });
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
 async function tableRows(page: Page): Promise<Row[]> {
   return page.$$eval('#files-table tbody tr[data-path]', (rows) =>
     rows.map((r) => ({
@@ -108,27 +88,6 @@ async function tableRows(page: Page): Promise<Row[]> {
       hunks: r.querySelector('.c-hunks')!.textContent!,
     })),
   );
-}
-
-/**
- * Build the app for production into `outDir`; `mode: 'test'` adds the page's
- * handle for tests (globalThis.corralApp). vitest sets NODE_ENV=test, and
- * vite builds for production only under NODE_ENV=production.
- */
-async function buildApp(outDir: string, mode: 'production' | 'test'): Promise<void> {
-  const nodeEnv = process.env.NODE_ENV;
-  process.env.NODE_ENV = 'production';
-  try {
-    await build({
-      root: APP,
-      configFile: join(APP, 'vite.config.ts'),
-      mode,
-      logLevel: 'error',
-      build: { outDir, emptyOutDir: true, sourcemap: false },
-    });
-  } finally {
-    process.env.NODE_ENV = nodeEnv;
-  }
 }
 
 /** Every file of a build, as [path, text]. */
@@ -159,13 +118,7 @@ describe('apps/web: what the production build ships', () => {
 });
 
 const tiles = (page: Page) => page.$$eval('.tiles .tile b', (bs) => bs.map((b) => b.textContent));
-/** The app is ready to summarize and has nothing left in flight (history drawn, service worker registered). */
-const ready = (page: Page) =>
-  page.waitForFunction(
-    () => (globalThis as unknown as { corralApp?: { idle(): Promise<void> } }).corralApp?.idle().then(() => true),
-    null,
-    { timeout: 90_000 },
-  );
+const ready = appReady;
 
 describe('apps/web: the offline diff summarizer on its production build', () => {
   let scratch: string;
