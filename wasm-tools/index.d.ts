@@ -13,6 +13,12 @@ export interface BundledToolFiles {
    * component is then transpiled as any other.
    */
   preparedUrl: string;
+  /**
+   * The code of the tool's input and output validators, compiled from its
+   * tool-spec.json when this package was built (validate-specs.mjs), so a
+   * page need not compile the JSON Schemas. Missing without that step.
+   */
+  validatorsUrl: string;
 }
 
 /** Every tool of this package, in name order. */

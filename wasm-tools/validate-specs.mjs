@@ -3,7 +3,9 @@
 // that passes, its SHA-256 and the code of its input and output validators
 // to validated-specs.json. A host registering these very specs then neither
 // validates them again nor compiles their JSON Schemas at the first call
-// (see packages/node/src/tool-folder.ts). A bundled spec that fails stops the build.
+// (see packages/node/src/tool-folder.ts). Each tool's folder also gets its
+// own <name>.validators.json, for pages (@corral/browser fetches only the
+// tools it registers). A bundled spec that fails stops the build.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,7 +26,10 @@ for (const name of readdirSync(here).sort()) {
   const code = { input: validatorSource(input), ...(output === undefined ? {} : { output: validatorSource(output) }) };
   // Loaded once here, so code a host could not load never ships.
   for (const source of Object.values(code)) prebuiltValidator(source);
-  specs[createHash('sha256').update(JSON.stringify(raw)).digest('hex')] = { tool: name, ...code };
+  const sha256 = createHash('sha256').update(JSON.stringify(raw)).digest('hex');
+  specs[sha256] = { tool: name, ...code };
+  const own = { generatedBy: 'wasm-tools/validate-specs.mjs', format: VALIDATOR_FORMAT, spec: sha256, ...code };
+  writeFileSync(join(here, name, `${name}.validators.json`), `${JSON.stringify(own)}\n`);
 }
 const text = JSON.stringify({ generatedBy: 'wasm-tools/validate-specs.mjs', format: VALIDATOR_FORMAT, specs }, null, 2);
 writeFileSync(join(here, 'validated-specs.json'), `${text}\n`);

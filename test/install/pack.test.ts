@@ -248,7 +248,7 @@ describe('the packed packages, installed in an empty folder', () => {
         }
       }
     }
-    // The tools package: each tool's spec, both builds, the component as jco transpiled it, and its examples; not the sources.
+    // The tools package: each tool's spec, both builds, the component as jco transpiled it, its compiled validators, and its examples; not the sources.
     const tools = packed.find((p) => p.name === '@corral/tools')!.files.map((f) => f.path);
     for (const tool of BUNDLED) {
       expect(tools).toEqual(
@@ -257,6 +257,7 @@ describe('the packed packages, installed in an empty folder', () => {
           `${tool}/${tool}.wasm`,
           `${tool}/${tool}.module.wasm`,
           `${tool}/${tool}.prepared.json`,
+          `${tool}/${tool}.validators.json`,
         ]),
       );
     }

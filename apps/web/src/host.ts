@@ -4,7 +4,16 @@
  * Nothing here runs a tool itself; every call goes through the runtime, so
  * input and output are validated, limits apply, and each call is recorded.
  */
-import { BrowserCorral, CorralError, ErrorCodes, Runtime, registerBundledTools, type InvokeResult, type Tool } from '@corral/browser';
+import {
+  BrowserCorral,
+  CorralError,
+  ErrorCodes,
+  Runtime,
+  bundledTools,
+  registerBundledTools,
+  type InvokeResult,
+  type Tool,
+} from '@corral/browser';
 import type { DiffSummary, Language } from './summary.js';
 
 export type PrepStep = 'workers' | 'tools' | 'prepare' | 'warm' | 'done';
@@ -20,6 +29,12 @@ export interface Host {
   corral: BrowserCorral;
   /** Why there is no history (the store could not be opened), or null. */
   storeError: string | null;
+  /**
+   * Registers the other bundled tools (the review and the advanced panel run
+   * them): not at start, where only diff-summary is needed. Once; later calls
+   * return the same promise.
+   */
+  allTools(): Promise<Tool[]>;
   /** One diff-summary call; `record: false` keeps it out of the history (the benchmark's "sandbox alone"). */
   summarize(diff: string, language: Language, options?: { record?: boolean }): Promise<Summarized>;
 }
@@ -29,6 +44,20 @@ const POOL_SIZE = 2;
 
 export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFlavor = 'component'): Promise<Host> {
   onStep('workers');
+  // diff-summary's files download while the workers start and the store opens.
+  const files = bundledTools.find((tool) => tool.name === 'diff-summary');
+  if (!files) throw new Error('the bundled tools have no diff-summary');
+  const early = new Map(
+    [flavor === 'module' ? files.moduleUrl : files.wasmUrl, files.validatorsUrl, ...(flavor === 'module' ? [] : [files.preparedUrl])].map(
+      (url) => [url, fetch(url)] as const,
+    ),
+  );
+  // Each early response is read once; a second read (none is expected) fetches again.
+  const fetchEarly = (url: string): Promise<Response> => {
+    const response = early.get(url);
+    early.delete(url);
+    return response ?? fetch(url);
+  };
   let corral: BrowserCorral;
   let storeError: string | null = null;
   try {
@@ -52,9 +81,8 @@ export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFl
     })
     .catch(() => {}); // the warm-up call below reports a worker that cannot start
   onStep('tools');
-  const tools = await registerBundledTools(corral, { kind: flavor });
-  const diffTool = tools.find((tool) => tool.spec.name === 'diff-summary');
-  if (!diffTool) throw new Error('the bundled tools have no diff-summary');
+  const [diffTool] = await registerBundledTools(corral, { kind: flavor, names: ['diff-summary'], fetch: fetchEarly });
+  if (!diffTool) throw new Error('diff-summary did not register');
   if (flavor === 'component') {
     // The component as jco transpiled it when Corral was built (one fetch, no
     // transpiler in the page; registerBundledTools says where it is).
@@ -65,7 +93,13 @@ export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFl
   await booting;
   await warmUp(corral, diffTool);
   onStep('done');
-  return { corral, storeError, summarize: (diff, language, options) => summarize(corral, diff, language, options) };
+  let others: Promise<Tool[]> | undefined;
+  return {
+    corral,
+    storeError,
+    allTools: () => (others ??= registerBundledTools(corral, { kind: flavor })),
+    summarize: (diff, language, options) => summarize(corral, diff, language, options),
+  };
 }
 
 /**

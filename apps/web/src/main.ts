@@ -147,6 +147,8 @@ async function prepare(): Promise<void> {
   try {
     const flavor = new URLSearchParams(location.search).get('tools') === 'module' ? 'module' : 'component';
     showPrep('workers');
+    // The first summary formats numbers: ICU's data loads now, while the page waits for its workers.
+    requestIdleCallback(() => new Intl.NumberFormat(state.lang === 'zh' ? 'zh-CN' : 'en').format(0), { timeout: 1000 });
     const { startHost } = await hostModule;
     state.host = await startHost(showPrep, flavor);
     performance.mark('corral:ready');
@@ -155,8 +157,6 @@ async function prepare(): Promise<void> {
     els.prep.hidden = true;
     updateStatus();
     resolveReady();
-    void refreshHistory({ prune: true });
-    loadReview();
   } catch (err) {
     clearTimeout(showBar);
     els.prep.hidden = false;
@@ -180,16 +180,32 @@ async function runWhenReady(): Promise<void> {
     if (state.hostError) return; // the bar says why nothing can run
     state.queued = true;
     updateStatus();
-    try {
-      await ready;
-    } catch {
-      return;
-    }
-    if (!state.queued) return;
-    state.queued = false;
+    queuedRun ??= ready.then(
+      () => {
+        if (!state.queued) return;
+        state.queued = false;
+        return run();
+      },
+      () => {},
+    );
+    await queuedRun;
+    return;
   }
   await run();
 }
+
+/** The summary asked for while the page prepared, if any: it runs before anything else the page has to do. */
+let queuedRun: Promise<unknown> | null = null;
+
+/**
+ * What a page does once ready but nobody waits for (the history, the review
+ * panel, the service worker's download of the whole app): after a summary
+ * asked for while preparing, so that first summary has the machine to itself.
+ */
+const afterStart: Promise<void> = ready.then(
+  () => (queuedRun ?? Promise.resolve()).then(() => {}),
+  () => {},
+);
 
 function currentDiff(): string {
   return state.bigFile?.text ?? els.input.value;
@@ -417,7 +433,8 @@ function renderHistory(): void {
   els.historyEmpty.textContent = unavailable ? s.historyUnavailable : s.historyEmpty;
   els.historyEmpty.hidden = state.history.length > 0;
   els.clearHistory.hidden = state.history.length === 0;
-  const nf = new Intl.NumberFormat(state.lang === 'zh' ? 'zh-CN' : 'en');
+  // Not made for an empty history: a page's first Intl object loads ICU's data (60+ ms here), which waits for idle time.
+  const nf = state.history.length > 0 ? new Intl.NumberFormat(state.lang === 'zh' ? 'zh-CN' : 'en') : null;
   els.history.replaceChildren(
     ...state.history.map((entry) => {
       const title =
@@ -432,10 +449,10 @@ function renderHistory(): void {
         ? h(
             'span',
             { class: 'h-stats' },
-            h('span', { class: 'a' }, `+${nf.format(entry.totals.additions)}`),
+            h('span', { class: 'a' }, `+${nf!.format(entry.totals.additions)}`),
             ' ',
-            h('span', { class: 'd' }, `−${nf.format(entry.totals.deletions)}`),
-            ` · ${nf.format(entry.totals.files)} ${s.files}`,
+            h('span', { class: 'd' }, `−${nf!.format(entry.totals.deletions)}`),
+            ` · ${nf!.format(entry.totals.files)} ${s.files}`,
           )
         : h('span', { class: 'h-failed' }, entry.error ?? entry.status);
       const button = h(
@@ -514,17 +531,26 @@ let advancedPanel: { setStrings(s: Strings): void } | null = null;
 els.advanced.addEventListener('toggle', async () => {
   if (!els.advanced.open || advancedPanel) return;
   const { mountAdvanced } = await import('./advanced.js');
-  advancedPanel = mountAdvanced(els.advancedBody, { ready: () => ready.then(() => state.host!.corral), strings: t() });
+  advancedPanel = mountAdvanced(els.advancedBody, {
+    ready: () => ready.then(() => state.host!.allTools()).then(() => state.host!.corral),
+    strings: t(),
+  });
 });
 
 // ---- review and apply: the patch-review workflow (loaded once the runtime is ready) ----
+
+void afterStart.then(() => {
+  if (!state.host) return;
+  void refreshHistory({ prune: true });
+  loadReview();
+});
 
 let reviewPanel: { setStrings(s: Strings): void } | null = null;
 let reviewLoading: Promise<void> = Promise.resolve();
 
 function loadReview(): void {
-  reviewLoading = import('./review.js')
-    .then(async ({ mountReview }) => {
+  reviewLoading = Promise.all([import('./review.js'), state.host!.allTools()])
+    .then(async ([{ mountReview }]) => {
       const panel = mountReview(
         { body: els.reviewBody, runs: els.runs, runsEmpty: els.runsEmpty },
         {
@@ -560,6 +586,7 @@ function registerServiceWorker(): Promise<void> {
 }
 
 async function registerServiceWorkerNow(): Promise<void> {
+  await afterStart;
   // Not under the dev server (import.meta.hot): it serves sources that change under a cache.
   if (import.meta.hot || !('serviceWorker' in navigator)) return;
   const hadController = navigator.serviceWorker.controller !== null;
@@ -584,6 +611,7 @@ const hook = {
   /** Resolves once the page is ready and has nothing left to do (history and reviews drawn, service worker registered). */
   async idle(): Promise<void> {
     await ready;
+    await afterStart;
     await Promise.all([historyLoading, serviceWorkerRegistered, reviewLoading]);
   },
   /** The page's BrowserCorral, once ready. */

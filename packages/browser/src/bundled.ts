@@ -5,7 +5,7 @@
  * `new URL('./…', import.meta.url)` literals, so bundlers (Vite, webpack)
  * copy the files into the build and rewrite the URLs.
  */
-import { CorralError, ErrorCodes, type Tool } from '@corral/core';
+import { CorralError, ErrorCodes, VALIDATOR_FORMAT, sha256Hex, type PrebuiltValidators, type Tool } from '@corral/core';
 import { decodePreparedFile } from '@corral/wasi/host-kit';
 import { toolFiles } from '@corral/tools';
 import { BUNDLED_SPECS } from './bundled-specs.js';
@@ -21,6 +21,8 @@ export interface BundledTool {
   moduleUrl: string;
   /** The component as jco transpiled it when Corral was built: a page runs it without loading jco. */
   preparedUrl: string;
+  /** Its input and output validators, compiled when Corral was built: a page need not compile the schemas. */
+  validatorsUrl: string;
 }
 
 function spec(name: string): object {
@@ -35,7 +37,27 @@ export const bundledTools: BundledTool[] = toolFiles.map((files) => ({
   wasmUrl: files.wasmUrl,
   moduleUrl: files.moduleUrl,
   preparedUrl: files.preparedUrl,
+  validatorsUrl: files.validatorsUrl,
 }));
+
+/**
+ * The validators' code made for this very spec by Corral's build, or
+ * undefined (missing, unreadable, for another spec or another ajv): the
+ * schemas are then compiled at the first call, as for any tool.
+ */
+async function builtValidators(tool: BundledTool, get: (url: string) => Promise<Response>): Promise<PrebuiltValidators | undefined> {
+  try {
+    const response = await get(tool.validatorsUrl);
+    if (!response.ok) return undefined;
+    const file = (await response.json()) as { format?: unknown; spec?: unknown; input?: unknown; output?: unknown };
+    if (file.format !== VALIDATOR_FORMAT || typeof file.input !== 'string') return undefined;
+    if (!(file.output === undefined || typeof file.output === 'string')) return undefined;
+    if (file.spec !== (await sha256Hex(JSON.stringify(tool.spec)))) return undefined;
+    return { format: file.format, input: file.input, ...(file.output === undefined ? {} : { output: file.output }) };
+  } catch {
+    return undefined;
+  }
+}
 
 export interface RegisterBundledOptions {
   /**
@@ -50,15 +72,39 @@ export interface RegisterBundledOptions {
    * the page's own scripts. Default: the global fetch.
    */
   fetch?: (url: string) => Promise<Response>;
+  /**
+   * Register only these tools (by name), e.g. the one a page needs first;
+   * call again with others later. Default: every bundled tool. Tools
+   * already registered are returned as they are, without a fetch.
+   */
+  names?: readonly string[];
 }
 
-/** Fetch and register every bundled tool. Throws E_REGISTRATION when a file cannot be fetched. */
+/**
+ * Fetch and register the bundled tools (every one, or `options.names`).
+ * Throws E_REGISTRATION when a file cannot be fetched or a name is not a
+ * bundled tool.
+ */
 export async function registerBundledTools(corral: BrowserCorral, options: RegisterBundledOptions = {}): Promise<Tool[]> {
   const kind = options.kind ?? 'component';
   const get = options.fetch ?? ((url: string) => fetch(url));
+  const unknown = options.names?.filter((name) => !bundledTools.some((tool) => tool.name === name)) ?? [];
+  if (unknown.length > 0) {
+    throw new CorralError(
+      ErrorCodes.REGISTRATION,
+      `Not bundled tools: ${unknown.join(', ')}. Bundled: ${bundledTools.map((tool) => tool.name).join(', ')}`,
+      { name: unknown.join(', ') },
+    );
+  }
+  const wanted = options.names ? bundledTools.filter((tool) => options.names!.includes(tool.name)) : bundledTools;
   return Promise.all(
-    bundledTools.map(async (tool) => {
+    wanted.map(async (tool) => {
+      const spec = kind === 'module' ? { ...tool.spec, component: `${tool.name}.module.wasm`, kind: 'module' } : tool.spec;
+      const version = (tool.spec as { version: string }).version;
+      const known = corral.registry.list().find((t) => t.spec.name === tool.name && t.spec.version === version);
+      if (known && known.spec.kind === (kind === 'module' ? 'module' : 'component')) return known;
       const url = kind === 'module' ? tool.moduleUrl : tool.wasmUrl;
+      const validators = builtValidators(tool, get);
       let bytes: Uint8Array;
       try {
         const response = await get(url);
@@ -72,8 +118,13 @@ export async function registerBundledTools(corral: BrowserCorral, options: Regis
           reason,
         });
       }
-      const spec = kind === 'module' ? { ...tool.spec, component: `${tool.name}.module.wasm`, kind: 'module' } : tool.spec;
-      const registered = await corral.register(spec, bytes, `bundled ${tool.name}`);
+      // Validated when Corral was built (wasm-tools/validate-specs.mjs; bundled-specs.ts is checked
+      // to be those very files): the page need not compile the meta-schemas to check them again.
+      const built = await validators;
+      const registered = await corral.registry.register(spec, bytes, `bundled ${tool.name}`, {
+        validated: true,
+        ...(built ? { validators: built } : {}),
+      });
       // Fetched at the tool's first call, not now; a missing or stale file means jco transpiles as before.
       if (kind === 'component') {
         const sha256 = registered.wasmSha256;

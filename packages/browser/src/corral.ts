@@ -52,9 +52,6 @@ export class BrowserCorral extends CorralHost<BrowserExecutor> {
       createWorker: 'function',
       prestart: 'count',
     });
-    // Open the store before starting workers, so a refused store costs nothing to report.
-    const given = options.store;
-    const store = given === false ? undefined : (given ?? (await openStore()));
     const executor = new BrowserExecutor({
       ...(options.size !== undefined ? { size: options.size } : {}),
       ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
@@ -62,7 +59,17 @@ export class BrowserCorral extends CorralHost<BrowserExecutor> {
       ...(options.prepareTimeoutMs !== undefined ? { prepareTimeoutMs: options.prepareTimeoutMs } : {}),
       ...(options.createWorker ? { createWorker: options.createWorker } : {}),
     });
+    // The first worker boots while the store opens (creating a database on a
+    // first visit takes a while); a store that cannot be opened stops it again.
     executor.pool.prestart(options.prestart ?? 1);
+    const given = options.store;
+    let store: Store | undefined;
+    try {
+      store = given === false ? undefined : (given ?? (await openStore()));
+    } catch (err) {
+      await executor.close();
+      throw err;
+    }
     return new BrowserCorral({ executor, store, ownsStore: given === undefined, recordInputs: options.recordInputs });
   }
 }

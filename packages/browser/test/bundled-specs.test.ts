@@ -11,3 +11,12 @@ it('src/bundled-specs.ts matches wasm-tools/*/tool-spec.json', () => {
   const script = fileURLToPath(new URL('../scripts/bundled-specs.mjs', import.meta.url));
   expect(() => execFileSync(process.execPath, [script, '--check'], { stdio: 'pipe' })).not.toThrow();
 });
+
+// registerBundledTools registers these specs as validated (no meta-schema
+// compile in the page): this is the check it relies on.
+it('every spec in src/bundled-specs.ts passes validateSpec', async () => {
+  const { validateSpec } = await import('@corral/core');
+  const { BUNDLED_SPECS } = await import('../src/bundled-specs.js');
+  expect(Object.keys(BUNDLED_SPECS).length).toBeGreaterThanOrEqual(7);
+  for (const [name, spec] of Object.entries(BUNDLED_SPECS)) expect(validateSpec(spec), name).toMatchObject({ ok: true });
+});

@@ -200,6 +200,51 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
     }
   });
 
+  it('registerBundledTools({ names }) fetches and registers only those, and again only what is missing', async () => {
+    const fetched: string[] = [];
+    const counting = (url: string) => (fetched.push(url), fetch(url));
+    const some = await BrowserCorral.create({ size: 1, store: false, cache: false, prestart: 0 });
+    try {
+      const [diff] = await registerBundledTools(some, { names: ['diff-summary'], fetch: counting });
+      expect(some.registry.list().map((t) => t.spec.name)).toEqual(['diff-summary']);
+      const files = bundledTools.find((t) => t.name === 'diff-summary')!;
+      expect(fetched.sort()).toEqual([files.validatorsUrl, files.wasmUrl].sort());
+      const all = await registerBundledTools(some, { fetch: counting });
+      expect(all.map((t) => t.spec.name)).toEqual(bundledTools.map((t) => t.name));
+      expect(all.find((t) => t.spec.name === 'diff-summary')).toBe(diff);
+      expect(fetched).toHaveLength(2 * bundledTools.length); // diff-summary's files were not fetched twice
+      await expect(registerBundledTools(some, { names: ['diff-summary', 'nope'] })).rejects.toMatchObject({
+        code: 'E_REGISTRATION',
+        message: /Not bundled tools: nope\. Bundled: apply-patch, diff-summary/,
+      });
+    } finally {
+      await some.close();
+    }
+  });
+
+  it("uses the validators Corral's build compiled for a bundled spec, and only for that very spec", async () => {
+    const files = bundledTools.find((t) => t.name === 'diff-summary')!;
+    const real = (await (await fetch(files.validatorsUrl)).json()) as { spec: string; input: string; output: string };
+    expect(real.spec).toMatch(/^[0-9a-f]{64}$/);
+    // The output's validator in the input's place: used, it refuses every input.
+    const swapped = (spec: string) => (url: string) =>
+      url === files.validatorsUrl ? Promise.resolve(Response.json({ ...real, spec, input: real.output })) : fetch(url);
+    for (const [spec, used] of [
+      [real.spec, true],
+      ['0'.repeat(64), false],
+    ] as const) {
+      const c = await BrowserCorral.create({ size: 1, store: false, prestart: 0 });
+      try {
+        await registerBundledTools(c, { names: ['diff-summary'], fetch: swapped(spec) });
+        const r = await c.invoke('diff-summary', { diff: '' });
+        if (used) expect(r.error?.code).toBe('E_INPUT_VALIDATION');
+        else expect(r.error).toBeNull();
+      } finally {
+        await c.close();
+      }
+    }
+  });
+
   it('register refuses a bad spec, JSON text that is not JSON, and bytes that are not wasm (E_REGISTRATION)', async () => {
     const wasm = new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]);
     await expect(corral.register({ name: 'x' }, wasm)).rejects.toMatchObject({ code: 'E_REGISTRATION', message: /problem/ });
