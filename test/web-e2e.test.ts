@@ -190,7 +190,7 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     // The pick came before the page was ready, so the summary came from the queue.
     expect(pickedAt).toBeLessThan(marks['corral:ready']!);
     console.log(
-      `first visit (fresh profile): ready ${marks['corral:ready']?.toFixed(0)} ms, first summary drawn ${marks['corral:summary-rendered']?.toFixed(0)} ms after navigation`,
+      `first visit (fresh profile): ready ${marks['corral:ready']?.toFixed(0)} ms, first summary drawn ${marks['corral:summary-rendered']?.toFixed(0)} ms after navigation (issue 16's target: 800 ms; timed by npm run bench, not asserted)`,
     );
     // The bundled component came transpiled: nothing was transpiled, so nothing was kept for a next visit.
     const transpiled = await page.evaluate(

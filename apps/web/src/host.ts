@@ -42,7 +42,18 @@ export interface Host {
 /** Workers in the pool: one for summaries, one so a slow tool in the advanced panel never blocks them. */
 const POOL_SIZE = 2;
 
-export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFlavor = 'component'): Promise<Host> {
+export interface StartOptions {
+  flavor?: ToolFlavor;
+  /**
+   * Asked before the warm-up call (an empty diff, so the first summary
+   * costs what later ones do): false skips it, e.g. when a summary is
+   * already waiting, which then warms the worker itself, sooner.
+   */
+  warm?: () => boolean;
+}
+
+export async function startHost(onStep: (step: PrepStep) => void, options: StartOptions = {}): Promise<Host> {
+  const flavor = options.flavor ?? 'component';
   onStep('workers');
   // diff-summary's files download while the workers start and the store opens.
   const files = bundledTools.find((tool) => tool.name === 'diff-summary');
@@ -89,9 +100,11 @@ export async function startHost(onStep: (step: PrepStep) => void, flavor: ToolFl
     onStep('prepare');
     await corral.executor.prepare(diffTool);
   }
-  onStep('warm');
-  await booting;
-  await warmUp(corral, diffTool);
+  if (options.warm?.() ?? true) {
+    onStep('warm');
+    await booting;
+    await warmUp(corral, diffTool);
+  }
   onStep('done');
   let others: Promise<Tool[]> | undefined;
   return {

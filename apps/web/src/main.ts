@@ -150,7 +150,7 @@ async function prepare(): Promise<void> {
     // The first summary formats numbers: ICU's data loads now, while the page waits for its workers.
     requestIdleCallback(() => new Intl.NumberFormat(state.lang === 'zh' ? 'zh-CN' : 'en').format(0), { timeout: 1000 });
     const { startHost } = await hostModule;
-    state.host = await startHost(showPrep, flavor);
+    state.host = await startHost(showPrep, { flavor, warm: () => !state.queued });
     performance.mark('corral:ready');
     clearTimeout(showBar);
     els.prepText.textContent = t().prepDone;
