@@ -224,4 +224,96 @@ describe('apps/web: input of any size and kind, without stalling the page', () =
     // Not asserted ≤100 ms: the runtime serializes, encodes, hashes and stores the input on the
     // main thread (see the report); the numbers are logged above.
   }, 180_000);
+
+  it('lists a history of 1,000 entries from metadata alone, and reads an input only when its entry is reopened', async () => {
+    const context = await app.freshContext();
+    const p = context.pages()[0] ?? (await context.newPage());
+    // Every read of the 'inputs' object store, counted where IndexedDB is called (idb wraps these).
+    await p.addInitScript(() => {
+      const g = globalThis as unknown as { __inputReads: number };
+      g.__inputReads = 0;
+      for (const method of ['get', 'getAll', 'openCursor', 'openKeyCursor'] as const) {
+        const original = IDBObjectStore.prototype[method] as (...args: unknown[]) => IDBRequest;
+        (IDBObjectStore.prototype as unknown as Record<string, unknown>)[method] = function (this: IDBObjectStore, ...args: unknown[]) {
+          if (this.name === 'inputs') g.__inputReads++;
+          return original.apply(this, args);
+        };
+      }
+    });
+    await p.goto(app.url);
+    await appReady(p);
+    // One real call, then 999 earlier ones like it, each with its own 50 KB diff, written through the page's store.
+    const written = await p.evaluate(async () => {
+      type App = { corral: import('@corral/browser').BrowserCorral; summarize(diff: string): Promise<{ snapshotId?: string }> };
+      const corralApp = (globalThis as unknown as { corralApp: App }).corralApp;
+      const diff = 'diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n';
+      const { snapshotId } = await corralApp.summarize(diff);
+      const store = corralApp.corral.store!;
+      const real = (await store.getExecution(snapshotId!))!;
+      const hex = async (text: string) =>
+        [...new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))]
+          .map((b) => b.toString(16).padStart(2, '0'))
+          .join('');
+      const writes: Promise<void>[] = [];
+      const diffs: string[] = [];
+      for (let i = 1; i < 1000; i++) {
+        const cloneDiff = `${diff}+clone ${i}\n${'+'.repeat(99).concat('\n').repeat(500)}`;
+        diffs.push(cloneDiff);
+        const input_json = JSON.stringify({ diff: cloneDiff, language: 'en' });
+        const intent_ns = (BigInt(real.intent_ns) - BigInt(i) * 1_000_000_000n).toString();
+        const id = crypto.randomUUID();
+        const begin = store.beginExecution({
+          id,
+          decision_id: null,
+          tool: real.tool,
+          version: real.version,
+          wasm_sha256: real.wasm_sha256,
+          input_sha256: await hex(input_json),
+          input_json,
+          intent_ns,
+        });
+        writes.push(
+          begin.then(() =>
+            store.finishExecution(id, {
+              result_ns: (BigInt(intent_ns) + 1_000_000n).toString(),
+              exit_code: real.exit_code,
+              error_code: null,
+              error_message: null,
+              stdout_sha256: real.stdout_sha256,
+              stdout_head: real.stdout_head,
+              stdout_tail: real.stdout_tail,
+              stderr_head: real.stderr_head,
+              stderr_tail: real.stderr_tail,
+              duration_ms: real.duration_ms,
+              peak_memory_bytes: real.peak_memory_bytes,
+            }),
+          ),
+        );
+      }
+      await Promise.all(writes);
+      return { total: (await store.listExecutions({ withInput: false })).length, fifth: diffs[4]! };
+    });
+    expect(written.total).toBe(1000);
+    // A new visit: the history is listed (and pruned to 1,000: nothing to remove) without reading one input.
+    await p.reload();
+    await appReady(p);
+    const listing = await p.evaluate(() => ({
+      reads: (globalThis as unknown as { __inputReads: number }).__inputReads,
+      ms: performance
+        .getEntriesByType('measure')
+        .filter((m) => m.name === 'corral:history-list')
+        .map((m) => Math.round(m.duration)),
+    }));
+    const shown = await p.locator('#history button[data-snapshot]').count();
+    console.log(
+      `history of 1,000 entries: listing took ${JSON.stringify(listing.ms)} ms, ${shown} entries shown, ${listing.reads} reads of inputs`,
+    );
+    expect(shown).toBe(20);
+    expect(listing.reads).toBe(0);
+    // Reopening the sixth entry (the fifth clone) reads its input, once, and puts it in the box.
+    await p.locator('#history button[data-snapshot]').nth(5).click();
+    await p.waitForFunction((text) => document.querySelector<HTMLTextAreaElement>('#diff-input')?.value === text, written.fifth);
+    expect(await p.evaluate(() => (globalThis as unknown as { __inputReads: number }).__inputReads)).toBe(1);
+    expect(await p.locator('#summary-text').textContent()).toMatch(/1 file/);
+  }, 240_000);
 });

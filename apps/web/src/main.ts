@@ -273,6 +273,7 @@ async function run(): Promise<RunTimings | null> {
       invokeMs: ms,
       renderMs,
       files: result.output?.files.length ?? 0,
+      ...(snapshotId ? { snapshotId } : {}),
       ...(result.ok ? {} : { error: failureMessage(result) }),
     };
   } catch (err) {
