@@ -327,10 +327,10 @@ function utf8Length(text: string): number {
  * (the whole text is summarized from state.bigFile). `file`: where it came
  * from and its size in bytes.
  */
-function setDiff(text: string, file?: { name: string; bytes: number }): void {
+function setDiff(text: string, file?: { name: string; bytes: number }, label?: (s: Strings) => string): void {
   fileNote = file ? { kind: 'loaded', ...file } : null;
   if (text.length > TEXTAREA_LIMIT) {
-    state.bigFile = { name: file?.name ?? t().pastedText, text, bytes: file?.bytes ?? utf8Length(text) };
+    state.bigFile = { name: file?.name ?? (label ?? ((s) => s.pastedText))(t()), text, bytes: file?.bytes ?? utf8Length(text) };
     // Cut at a line end, so the box never shows half a line.
     const cut = text.lastIndexOf('\n', PREVIEW_CHARS);
     els.input.value = `${text.slice(0, cut > 0 ? cut : PREVIEW_CHARS)}\n…`;
@@ -573,7 +573,7 @@ async function reopen(entry: HistoryEntry): Promise<void> {
     toast(t().historyNoInput);
     return;
   }
-  setDiff(input.diff);
+  setDiff(input.diff, undefined, (s) => s.fromHistory);
   if (input.language !== state.lang) {
     state.lang = input.language;
     saveLanguage(state.lang);
