@@ -196,6 +196,21 @@ describe('apps/web: input of any size and kind, without stalling the page', () =
     expect(typing.filter((ms) => ms > MAX_TASK_MS)).toEqual([]);
   });
 
+  it('says which file it summarizes when several are dropped at once', async () => {
+    await page.click('#clear');
+    await page.evaluate(() => {
+      const data = new DataTransfer();
+      const diff = (name: string) => `diff --git a/${name} b/${name}\n--- a/${name}\n+++ b/${name}\n@@ -1 +1,2 @@\n one\n+two\n`;
+      data.items.add(new File([diff('first.txt')], 'first.diff'));
+      data.items.add(new File([diff('second.txt')], 'second.diff'));
+      document.querySelector('#drop')!.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    });
+    await page.waitForFunction(() => /first\.txt/.test(document.querySelector('#result-body')?.textContent ?? ''));
+    expect(await page.textContent('#toast')).toBe('2 files were dropped; one is summarized at a time: first.diff.');
+    expect(await page.textContent('#result-body')).not.toContain('second.txt');
+    await resultSettled();
+  });
+
   it('summarizes a 50 MB diff picked as a file, and reports the main-thread long tasks', async () => {
     const diff = makeDiff(2000, 250);
     const bytes = Buffer.byteLength(diff);

@@ -36,6 +36,7 @@ const en = {
   // ---- input: large and binary files (helper "input") ----
   pastedText: 'pasted text',
   fromHistory: 'the diff from the history',
+  oneFileOnly: (n: number, name: string) => `${n} files were dropped; one is summarized at a time: ${name}.`,
   binaryFile: 'This is a binary file',
   binaryMessage: (name: string, size: string) =>
     `${name} (${size}) has binary content (a NUL byte, or bytes that are not UTF-8 text, near its start), so it was not loaded or summarized.`,
@@ -185,6 +186,7 @@ const zh: Strings = {
   bigFile: (name, size) => `已载入 ${name}（${size}）；此处只读显示其开头部分，摘要会覆盖完整内容；点“清空”可改为输入。`,
   pastedText: '粘贴的文本',
   fromHistory: '历史记录中的 diff',
+  oneFileOnly: (n, name) => `拖入了 ${n} 个文件；一次只为一个文件生成摘要：${name}。`,
   binaryFile: '这是二进制文件',
   binaryMessage: (name, size) => `${name}（${size}）含有二进制内容（开头处有 NUL 字节或不是 UTF-8 文本的字节），因此未载入，也未生成摘要。`,
   binaryHint: '请选择文本 diff：git diff（或 diff -u）的输出，或 .diff / .patch 文件。',

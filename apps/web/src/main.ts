@@ -448,8 +448,12 @@ document.addEventListener('drop', (e) => {
   e.preventDefault();
   dragDepth = 0;
   els.drop.classList.remove('dragging');
-  const file = e.dataTransfer?.files[0];
-  if (file && !(e.target instanceof Element && e.target.closest('#advanced'))) void loadFile(file);
+  const files = e.dataTransfer?.files;
+  const file = files?.[0];
+  if (!file || (e.target instanceof Element && e.target.closest('#advanced'))) return;
+  // Said, not done silently: which of several dropped files is summarized.
+  if (files.length > 1) toast(t().oneFileOnly(files.length, file.name));
+  void loadFile(file);
 });
 
 // ---- language -----------------------------------------------------------------------
@@ -645,7 +649,11 @@ function toast(message: string, action?: { label: string; run: () => void }): vo
   els.toast.replaceChildren(h('span', {}, message));
   if (action) els.toast.append(h('button', { type: 'button', onclick: action.run }, action.label));
   els.toast.hidden = false;
+  // A note goes by itself; one that offers an action stays until used.
+  clearTimeout(toastTimer);
+  if (!action) toastTimer = setTimeout(() => (els.toast.hidden = true), 8000);
 }
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
 
 let serviceWorkerRegistered: Promise<void> = Promise.resolve();
 
