@@ -431,6 +431,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       await refused(store.listExecutions({ status: 'done' as 'ok' }), 'status');
       await refused(store.listExecutions({ tool: 5 as unknown as string }), 'tool');
       await refused(store.listExecutions(null as unknown as object), 'filter');
+      await refused(store.listExecutions({ withInput: 'no' as unknown as boolean }), 'withInput');
       await refused(store.recordDecision(decision({ time_ns: 'now' })), 'time_ns');
       await refused(store.recordDecision(null as unknown as DecisionSnapshot), 'decision');
       await refused(store.beginExecution(intent({ intent_ns: (2n ** 63n).toString() })), 'intent_ns');
@@ -461,6 +462,23 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       const d = intent({ intent_ns: at(5), input_sha256: 'f'.repeat(64), input_json: '{"diff":""}' });
       await store.beginExecution(d);
       expect((await store.getExecution(d.id))?.input_json).toBe('{"diff":""}');
+    });
+
+    // Issue 16: a history of 1,000 calls must list without reading each call's (maybe 50 MB) input.
+    it('lists without inputs when asked (withInput: false), and still reads one with getExecution', async () => {
+      const { store } = await open();
+      const text = JSON.stringify({ diff: `--- a\n+++ b\n${'y'.repeat(5000)}` });
+      const kept = intent({ intent_ns: at(1), input_sha256: 'e'.repeat(64), input_json: text });
+      const inline = intent({ intent_ns: at(2), input_sha256: null });
+      for (const i of [kept, inline]) await store.beginExecution(i);
+      await store.finishExecution(kept.id, outcome({ result_ns: at(3) }));
+      const full = await store.listExecutions();
+      const bare = await store.listExecutions({ withInput: false });
+      expect(full.map((e) => e.input_json)).toEqual([inline.input_json, text]);
+      // Everything else is the same, field for field.
+      expect(bare).toEqual(full.map((e) => ({ ...e, input_json: null })));
+      expect(await store.listExecutions({ withInput: false, tool: 'diff-summary', limit: 1 })).toEqual([{ ...full[0], input_json: null }]);
+      expect((await store.getExecution(kept.id))?.input_json).toBe(text);
     });
 
     it('refuses a different text under an input hash it holds, and keeps calls without an input or without a hash', async () => {

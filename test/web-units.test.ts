@@ -4,6 +4,8 @@
 //   on real git output and on the benchmark's synthetic diffs;
 // - schema-form.ts, the advanced panel's input form from an input_schema;
 // - history.ts, reading summaries back from execution snapshots;
+// - read-file.ts, telling a binary file from a text diff by its first bytes
+//   (as git does), and i18n.ts's sizes (a file's bytes, in SI units);
 // - review-model.ts, the review panel's step rows and outcomes, folded from
 //   journals the real engine writes running patch-review.yaml (fake tools).
 import { describe, expect, it } from 'vitest';
@@ -11,6 +13,8 @@ import { readFileSync } from 'node:fs';
 import { summarizeDiff } from '../apps/web/src/js-diff.js';
 import { FormError, fieldsFromSchema, initialValue, inputFromValues } from '../apps/web/src/schema-form.js';
 import { entryFromSnapshot, historyEntries, inputOf } from '../apps/web/src/history.js';
+import { classifyHead } from '../apps/web/src/read-file.js';
+import { formatBytes } from '../apps/web/src/i18n.js';
 import { firstPathOf, reviewOutcome, stepIdsOf, stepRows } from '../apps/web/src/review-model.js';
 import { loadWorkflow, resumeWorkflow, runWorkflow } from '@corral/workflow';
 import { ApprovalDesk, MemoryJournal, Tools, failure, host, ok } from './workflow/helpers.js';
@@ -186,7 +190,17 @@ describe('history entries from execution snapshots', () => {
     expect(e.output).toEqual(output);
     expect(e.language).toBe('zh');
     expect(e.when.toISOString()).toBe('2023-11-14T22:13:20.000Z');
-    expect(inputOf(e)).toEqual({ diff: 'd', language: 'zh' });
+    expect(inputOf(e.snapshot)).toEqual({ diff: 'd', language: 'zh' });
+  });
+
+  it('tells the language without the input, as the history lists entries (withInput: false)', () => {
+    for (const language of ['zh', 'en'] as const) {
+      const text = JSON.stringify(summarizeDiff(syntheticDiff(50_000), language));
+      const e = entryFromSnapshot(snapshot({ input_json: null, stdout_head: text.slice(0, 1024), stdout_tail: text.slice(-1024) }));
+      expect(e.language).toBe(language);
+      expect(e.hasInput).toBe(true);
+      expect(inputOf(e.snapshot)).toBeNull();
+    }
   });
 
   it('reads totals and summary from the tail of a long output', () => {
@@ -324,5 +338,28 @@ describe('the review panel (review-model.ts) on journals of patch-review.yaml', 
     expect(firstPathOf('--- old.c\t2024-01-01\n+++ new.c\t2024-01-02\n')).toBe('new.c\t2024-01-02');
     expect(firstPathOf('no diff here')).toBeNull();
     expect(firstPathOf(undefined)).toBeNull();
+  });
+});
+
+describe('binary detection (read-file.ts) and file sizes', () => {
+  const utf8 = (text: string) => new TextEncoder().encode(text);
+
+  it('calls text what git calls text, and binary a NUL or bytes that are not UTF-8', () => {
+    expect(classifyHead(utf8('diff --git a/x b/x\n+é中文\n'), true)).toBe('text');
+    expect(classifyHead(new Uint8Array(0), true)).toBe('text');
+    expect(classifyHead(utf8('PNG\0\0'), true)).toBe('nul');
+    expect(classifyHead(Uint8Array.of(0x2b, 0xe9, 0x74, 0xe9, 0x0a), true)).toBe('not-utf8'); // "+été" in Latin-1
+    // A first chunk may end inside a character: not binary unless it is the whole file.
+    const cut = utf8('+中').subarray(0, 2);
+    expect(classifyHead(cut, false)).toBe('text');
+    expect(classifyHead(cut, true)).toBe('not-utf8');
+  });
+
+  it("gives a file's size in bytes, SI units, one decimal for MB", () => {
+    expect(formatBytes(999)).toBe('999 B');
+    expect(formatBytes(1_000)).toBe('1.0 KB');
+    expect(formatBytes(256_000)).toBe('256 KB');
+    expect(formatBytes(1_000_000)).toBe('1.0 MB');
+    expect(formatBytes(50_000_000)).toBe('50.0 MB');
   });
 });

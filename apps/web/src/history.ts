@@ -5,6 +5,9 @@
  * outcome, so an entry can show its totals without rerunning anything, and
  * be reopened: from its stdout when that was short enough to be kept whole,
  * else by running the kept input again.
+ *
+ * The list is read without the inputs (`withInput: false`: metadata only,
+ * however large the diffs were); an entry's input is read when it is reopened.
  */
 import type { ExecutionSnapshot } from '@corral/core';
 import { isDiffSummary, type DiffSummary, type Language, type Totals } from './summary.js';
@@ -13,6 +16,7 @@ export interface HistoryEntry {
   id: string;
   when: Date;
   status: ExecutionSnapshot['status'];
+  /** The summary's language, told from its sentence (the input, which says it, is not read for the list). */
   language: Language;
   durationMs: number | null;
   /** Known from the stdout tail of a successful call. */
@@ -21,7 +25,7 @@ export interface HistoryEntry {
   firstPath: string | null;
   /** The tool's error message for a failed call. */
   error: string | null;
-  /** Whether the input was kept (the entry can be reopened). */
+  /** Whether the call had an input to keep (a recorded one is read on reopening). */
   hasInput: boolean;
   /** The whole output, when stdout fitted in the kept head. */
   output: DiffSummary | null;
@@ -30,7 +34,8 @@ export interface HistoryEntry {
 
 const TAIL = /"totals":(\{[^{}]*\}),"summary":("(?:[^"\\]|\\.)*")\}\s*$/;
 const FIRST_PATH = /^\{"files":\[\{"path":("(?:[^"\\]|\\.)*")/;
-const LANGUAGE = /"language":"(en|zh)"\}$/;
+/** Han characters: the Chinese summary sentence (and the tool's Chinese errors) have them, the English ones never. */
+const HAN = /[\u3400-\u9fff]/;
 
 function tryJson(text: string | null): unknown {
   if (!text) return undefined;
@@ -64,13 +69,13 @@ export function entryFromSnapshot(s: ExecutionSnapshot): HistoryEntry {
     id: s.id,
     when: new Date(Number(BigInt(s.intent_ns) / 1_000_000n)),
     status: s.status,
-    language: (LANGUAGE.exec(s.input_json?.slice(-32) ?? '')?.[1] as Language | undefined) ?? 'en',
+    language: HAN.test(summary ?? error ?? '') ? 'zh' : 'en',
     durationMs: s.duration_ms,
     totals,
     summary,
     firstPath: output?.files[0]?.path ?? (first ? (tryJson(first[1]!) as string) : null),
     error,
-    hasInput: s.input_json !== null,
+    hasInput: s.input_sha256 !== null,
     output,
     snapshot: s,
   };
@@ -89,9 +94,9 @@ export function historyEntries(snapshots: ExecutionSnapshot[]): HistoryEntry[] {
   return entries;
 }
 
-/** The diff and language a snapshot ran with, or null when the input was not kept. */
-export function inputOf(entry: HistoryEntry): { diff: string; language: Language } | null {
-  const input = tryJson(entry.snapshot.input_json) as { diff?: unknown; language?: unknown } | undefined;
+/** The diff and language a snapshot (as getExecution reads it) ran with, or null when the input was not kept. */
+export function inputOf(snapshot: ExecutionSnapshot): { diff: string; language: Language } | null {
+  const input = tryJson(snapshot.input_json) as { diff?: unknown; language?: unknown } | undefined;
   if (!input || typeof input.diff !== 'string') return null;
   return { diff: input.diff, language: input.language === 'zh' ? 'zh' : 'en' };
 }

@@ -31,7 +31,21 @@ const en = {
   readyOffline: 'Ready · works offline',
   offline: 'Offline',
   loadedFile: (name: string, size: string) => `Loaded ${name} (${size})`,
-  bigFile: (name: string, size: string) => `${name} (${size}) is loaded; it is too large to show here, but it will be summarized in full.`,
+  bigFile: (name: string, size: string) =>
+    `${name} (${size}) is loaded; the box shows its start, read-only. It is summarized in full; Clear to type instead.`,
+  // ---- input: large and binary files (helper "input") ----
+  pastedText: 'pasted text',
+  fromHistory: 'the diff from the history',
+  oneFileOnly: (n: number, name: string) => `${n} files were dropped; one is summarized at a time: ${name}.`,
+  binaryFile: 'This is a binary file',
+  binaryMessage: (name: string, size: string) =>
+    `${name} (${size}) has binary content (a NUL byte, or bytes that are not UTF-8 text, near its start), so it was not loaded or summarized.`,
+  binaryHint: 'Pick a text diff: the output of git diff (or diff -u), a .diff or .patch file.',
+  fileTooLarge: 'This file is too large',
+  fileTooLargeMessage: (name: string, size: string, limit: string) => `${name} is ${size}; the summarizer reads diffs of up to ${limit}.`,
+  fileTooLargeHint: 'Split the diff, e.g. run git diff -- <folder> for each part of the tree.',
+  fileUnreadable: 'The file could not be read',
+  fileRefused: (name: string, size: string) => `${name} (${size}) was not loaded.`,
   resultHeading: 'Summary',
   empty: 'The summary appears here: files changed, lines added and removed, and the largest changes.',
   notADiff: 'This is not a diff',
@@ -169,7 +183,18 @@ const zh: Strings = {
   readyOffline: '就绪 · 可离线使用',
   offline: '离线',
   loadedFile: (name, size) => `已载入 ${name}（${size}）`,
-  bigFile: (name, size) => `已载入 ${name}（${size}）；文件太大无法在此显示，但会完整地生成摘要。`,
+  bigFile: (name, size) => `已载入 ${name}（${size}）；此处只读显示其开头部分，摘要会覆盖完整内容；点“清空”可改为输入。`,
+  pastedText: '粘贴的文本',
+  fromHistory: '历史记录中的 diff',
+  oneFileOnly: (n, name) => `拖入了 ${n} 个文件；一次只为一个文件生成摘要：${name}。`,
+  binaryFile: '这是二进制文件',
+  binaryMessage: (name, size) => `${name}（${size}）含有二进制内容（开头处有 NUL 字节或不是 UTF-8 文本的字节），因此未载入，也未生成摘要。`,
+  binaryHint: '请选择文本 diff：git diff（或 diff -u）的输出，或 .diff / .patch 文件。',
+  fileTooLarge: '文件太大',
+  fileTooLargeMessage: (name, size, limit) => `${name} 大小为 ${size}；摘要工具最多读取 ${limit} 的 diff。`,
+  fileTooLargeHint: '请拆分 diff，例如对每个目录分别运行 git diff -- <目录>。',
+  fileUnreadable: '无法读取该文件',
+  fileRefused: (name, size) => `${name}（${size}）未载入。`,
   resultHeading: '摘要',
   empty: '摘要会显示在这里：变更的文件、增删的行数，以及改动最大的文件。',
   notADiff: '这不是 diff',
@@ -285,10 +310,11 @@ export function saveLanguage(lang: Language): void {
   }
 }
 
+/** Bytes in SI units (1 KB = 1,000 bytes), as file managers show a file's size: a 50,000,000-byte file is "50.0 MB". */
 export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+  if (n < 1000) return `${n} B`;
+  if (n < 999_500) return `${(n / 1000).toFixed(n < 9_950 ? 1 : 0)} KB`;
+  return `${(n / 1_000_000).toFixed(1)} MB`;
 }
 
 export function formatMs(ms: number): string {

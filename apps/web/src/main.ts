@@ -10,6 +10,7 @@ import { h, byId } from './dom.js';
 import type { Host, PrepStep } from './host.js';
 import { historyEntries, inputOf, relativeTime, type HistoryEntry } from './history.js';
 import { STRINGS, formatBytes, initialLanguage, saveLanguage, type Strings } from './i18n.js';
+import { readFile } from './read-file.js';
 import { renderError, renderSummary } from './render.js';
 import { failureMessage, type DiffSummary, type Language } from './summary.js';
 
@@ -19,14 +20,23 @@ performance.mark('corral:app-start');
 // the page is drawn and takes input at once, and summarizing starts when it is ready.
 const hostModule = import('./host.js');
 
-/** Larger files are summarized whole but not put into the text box (a 5 MB textarea makes typing sluggish). */
-const TEXTAREA_LIMIT = 1_500_000;
+/**
+ * Larger text is summarized whole but not put into the text box: the box
+ * shows its start, read-only (a 1.8 MB textarea lags 200–600 ms a key).
+ */
+const TEXTAREA_LIMIT = 256_000;
+/** What the read-only box shows of a larger text. */
+const PREVIEW_CHARS = 16_000;
+/** Larger files are refused before they are decoded: their JSON would pass the runtime's 64 MiB input limit. */
+const MAX_FILE_BYTES = 64_000_000;
 const HISTORY_SHOWN = 20;
 /**
  * Snapshots kept in IndexedDB; older ones are pruned at start. Each keeps
- * its diff (that is what makes it reopenable), and listing reads them whole.
+ * its diff (that is what makes it reopenable), but the list reads metadata
+ * only (a snapshot's input is read when it is reopened), so a long history
+ * lists as fast as a short one.
  */
-const HISTORY_KEPT = 40;
+const HISTORY_KEPT = 1000;
 
 const els = {
   status: byId('status'),
@@ -59,14 +69,16 @@ const els = {
 type Shown =
   | { kind: 'none' }
   | { kind: 'summary'; diff: string; language: Language; output: DiffSummary; ms?: number; pageMs?: number; snapshotId?: string }
-  | { kind: 'error'; diff: string; language: Language; notADiff: boolean; message: string; code: string; snapshotId?: string };
+  | { kind: 'error'; diff: string; language: Language; notADiff: boolean; message: string; code: string; snapshotId?: string }
+  /** Input the page itself turned away (a binary file, say): nothing ran. */
+  | { kind: 'refused'; words: (s: Strings) => [title: string, message: string, hint: string | undefined] };
 
 const state = {
   lang: initialLanguage(),
   host: null as Host | null,
   hostError: null as string | null,
-  /** A file too large for the text box: summarized from here. */
-  bigFile: null as { name: string; text: string } | null,
+  /** Text too large for the text box (a file or a paste): summarized from here; `bytes` as UTF-8. */
+  bigFile: null as { name: string; text: string; bytes: number } | null,
   busy: false,
   /** A summary asked for while the runtime prepares: run once it is ready. */
   queued: false,
@@ -115,7 +127,14 @@ function updateStatus(): void {
 
 function updateFileNote(): void {
   const big = state.bigFile;
-  els.fileNote.textContent = big ? t().bigFile(big.name, formatBytes(big.text.length)) : (els.fileNote.dataset.loaded ?? '');
+  const note = fileNote;
+  els.fileNote.textContent = big
+    ? t().bigFile(big.name, formatBytes(big.bytes))
+    : note?.kind === 'loaded'
+      ? t().loadedFile(note.name, formatBytes(note.bytes))
+      : note?.kind === 'refused'
+        ? t().fileRefused(note.name, formatBytes(note.bytes))
+        : '';
 }
 
 // ---- first-run preparation ----------------------------------------------------
@@ -270,6 +289,7 @@ async function run(): Promise<RunTimings | null> {
       invokeMs: ms,
       renderMs,
       files: result.output?.files.length ?? 0,
+      ...(snapshotId ? { snapshotId } : {}),
       ...(result.ok ? {} : { error: failureMessage(result) }),
     };
   } catch (err) {
@@ -295,6 +315,9 @@ function redrawShown(): void {
     // A non-diff gets a hint of what to paste; other failures their error code.
     if (shown.notADiff) renderError(els.resultBody, t().notADiff, shown.message, t().notADiffHint);
     else renderError(els.resultBody, t().failed, shown.message, undefined, shown.code);
+  } else if (shown.kind === 'refused') {
+    const [title, message, hint] = shown.words(t());
+    renderError(els.resultBody, title, message, hint);
   } else {
     els.resultBody.replaceChildren(h('p', { class: 'empty' }, t().empty));
   }
@@ -302,21 +325,77 @@ function redrawShown(): void {
 
 // ---- input: typing, pasting, files ----------------------------------------------
 
-function setDiff(text: string, fileName?: string): void {
-  els.fileNote.dataset.loaded = fileName ? t().loadedFile(fileName, formatBytes(text.length)) : '';
+/** What the note under the box says of the last file: loaded (with its size on disk), or turned away. */
+let fileNote: { kind: 'loaded' | 'refused'; name: string; bytes: number } | null = null;
+
+/** UTF-8 length of a string, without encoding it (a 50 MB copy just to count). */
+function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) n += c < 0x800 ? 1 : c >= 0xd800 && c <= 0xdbff ? 0 : 2;
+  }
+  return n;
+}
+
+/**
+ * Puts a diff in the box, or, past TEXTAREA_LIMIT, its start read-only
+ * (the whole text is summarized from state.bigFile). `file`: where it came
+ * from and its size in bytes.
+ */
+function setDiff(text: string, file?: { name: string; bytes: number }, label?: (s: Strings) => string): void {
+  fileNote = file ? { kind: 'loaded', ...file } : null;
   if (text.length > TEXTAREA_LIMIT) {
-    state.bigFile = { name: fileName ?? 'diff', text };
-    els.input.value = '';
+    state.bigFile = { name: file?.name ?? (label ?? ((s) => s.pastedText))(t()), text, bytes: file?.bytes ?? utf8Length(text) };
+    // Cut at a line end, so the box never shows half a line.
+    const cut = text.lastIndexOf('\n', PREVIEW_CHARS);
+    els.input.value = `${text.slice(0, cut > 0 ? cut : PREVIEW_CHARS)}\n…`;
+    els.input.readOnly = true;
   } else {
     state.bigFile = null;
+    els.input.readOnly = false;
     els.input.value = text;
   }
   updateFileNote();
 }
 
+/** A file that never reaches the box or the tool: say why, in the result area. */
+function refuse(file: File, words: (s: Strings) => [string, string, string | undefined]): void {
+  fileNote = { kind: 'refused', name: file.name, bytes: file.size };
+  updateFileNote();
+  state.shown = { kind: 'refused', words };
+  redrawShown();
+  markCurrentHistory();
+  els.announce.textContent = words(t()).slice(0, 2).join(': ');
+}
+
 async function loadFile(file: File): Promise<void> {
-  setDiff(await file.text(), file.name);
+  // Read, checked and decoded in a worker: the page never holds a binary file's bytes.
+  const reply = await readFile(file, MAX_FILE_BYTES);
+  const size = formatBytes(reply.bytes);
+  if (reply.kind === 'binary') return refuse(file, (s) => [s.binaryFile, s.binaryMessage(file.name, size), s.binaryHint]);
+  if (reply.kind === 'too-large') {
+    return refuse(file, (s) => [s.fileTooLarge, s.fileTooLargeMessage(file.name, size, formatBytes(MAX_FILE_BYTES)), s.fileTooLargeHint]);
+  }
+  if (reply.kind === 'error') return refuse(file, (s) => [s.fileUnreadable, `${file.name}: ${reply.message}`, undefined]);
+  setDiff(reply.text, { name: file.name, bytes: reply.bytes });
+  await inputShown();
   await runWhenReady();
+}
+
+/**
+ * Resolves once the loaded input is on screen: the summary's own work then
+ * starts in a task of its own, after the user has seen the file arrive.
+ */
+function inputShown(): Promise<void> {
+  return new Promise((resolve) =>
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        performance.mark('corral:input-shown');
+        setTimeout(resolve);
+      }),
+    ),
+  );
 }
 
 els.input.addEventListener('input', () => {
@@ -325,7 +404,15 @@ els.input.addEventListener('input', () => {
     updateFileNote();
   }
 });
-els.input.addEventListener('paste', () => {
+els.input.addEventListener('paste', (e) => {
+  const pasted = e.clipboardData?.getData('text/plain') ?? '';
+  // A large paste, or any paste over a large text's read-only start, replaces the whole diff.
+  if (pasted.length > TEXTAREA_LIMIT || state.bigFile) {
+    e.preventDefault();
+    setDiff(pasted);
+    if (pasted.trim()) void inputShown().then(runWhenReady);
+    return;
+  }
   // After the pasted text is in the box.
   setTimeout(() => {
     if (els.input.value.trim()) void runWhenReady();
@@ -347,8 +434,6 @@ els.clear.addEventListener('click', () => {
   state.queued = false;
   updateStatus();
   setDiff('');
-  els.fileNote.dataset.loaded = '';
-  updateFileNote();
   state.shown = { kind: 'none' };
   redrawShown();
   markCurrentHistory();
@@ -379,8 +464,12 @@ document.addEventListener('drop', (e) => {
   e.preventDefault();
   dragDepth = 0;
   els.drop.classList.remove('dragging');
-  const file = e.dataTransfer?.files[0];
-  if (file && !(e.target instanceof Element && e.target.closest('#advanced'))) void loadFile(file);
+  const files = e.dataTransfer?.files;
+  const file = files?.[0];
+  if (!file || (e.target instanceof Element && e.target.closest('#advanced'))) return;
+  // Said, not done silently: which of several dropped files is summarized.
+  if (files.length > 1) toast(t().oneFileOnly(files.length, file.name));
+  void loadFile(file);
 });
 
 // ---- language -----------------------------------------------------------------------
@@ -415,10 +504,11 @@ function refreshHistory(options: { prune?: boolean } = {}): Promise<void> {
     if (!store) return renderHistory();
     if (options.prune) await pruneHistory();
     try {
-      state.history = historyEntries(await store.listExecutions({ tool: 'diff-summary', limit: HISTORY_SHOWN * 2 })).slice(
-        0,
-        HISTORY_SHOWN,
-      );
+      performance.mark('corral:history-list');
+      // Metadata only: the inputs (up to 64 MB each) are read one at a time, when an entry is reopened.
+      const listed = await store.listExecutions({ tool: 'diff-summary', limit: HISTORY_SHOWN * 2, withInput: false });
+      performance.measure('corral:history-list', 'corral:history-list');
+      state.history = historyEntries(listed).slice(0, HISTORY_SHOWN);
     } catch {
       state.history = [];
     }
@@ -485,7 +575,7 @@ function renderHistory(): void {
 
 function markCurrentHistory(): void {
   const shown = state.shown;
-  const id = shown.kind === 'none' ? undefined : shown.snapshotId;
+  const id = shown.kind === 'summary' || shown.kind === 'error' ? shown.snapshotId : undefined;
   for (const b of els.history.querySelectorAll<HTMLButtonElement>('button[data-snapshot]')) {
     if (id && b.dataset.snapshot === id) b.setAttribute('aria-current', 'true');
     else b.removeAttribute('aria-current');
@@ -493,9 +583,18 @@ function markCurrentHistory(): void {
 }
 
 async function reopen(entry: HistoryEntry): Promise<void> {
-  const input = inputOf(entry);
-  if (!input) return;
-  setDiff(input.diff);
+  let input: ReturnType<typeof inputOf> = null;
+  try {
+    const snapshot = await state.host?.corral.store?.getExecution(entry.id);
+    input = snapshot ? inputOf(snapshot) : null;
+  } catch {
+    // Read failed: said below, as for an input that was not kept.
+  }
+  if (!input) {
+    toast(t().historyNoInput);
+    return;
+  }
+  setDiff(input.diff, undefined, (s) => s.fromHistory);
   if (input.language !== state.lang) {
     state.lang = input.language;
     saveLanguage(state.lang);
@@ -576,7 +675,11 @@ function toast(message: string, action?: { label: string; run: () => void }): vo
   els.toast.replaceChildren(h('span', {}, message));
   if (action) els.toast.append(h('button', { type: 'button', onclick: action.run }, action.label));
   els.toast.hidden = false;
+  // A note goes by itself; one that offers an action stays until used.
+  clearTimeout(toastTimer);
+  if (!action) toastTimer = setTimeout(() => (els.toast.hidden = true), 8000);
 }
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
 
 let serviceWorkerRegistered: Promise<void> = Promise.resolve();
 

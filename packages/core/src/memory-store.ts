@@ -126,7 +126,8 @@ export class MemoryStore implements Store {
     this.#open();
     const found = [...this.#executions.values()].map((r) => this.#snapshotOf(r)).filter((e) => matchesFilter(e, filter));
     found.sort(newestFirst);
-    return filter.limit === undefined ? found : found.slice(0, filter.limit);
+    const listed = filter.limit === undefined ? found : found.slice(0, filter.limit);
+    return filter.withInput === false ? listed.map((e) => ({ ...e, input_json: null })) : listed;
   }
 
   async *export(): AsyncIterable<SnapshotRecord> {

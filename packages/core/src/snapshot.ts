@@ -89,6 +89,12 @@ export interface ExecutionFilter {
   status?: ExecutionStatus;
   /** At most this many, newest first. */
   limit?: number;
+  /**
+   * `false`: leave the inputs out (every listed snapshot's `input_json` is
+   * null, kept or not), so a listing reads metadata only however large the
+   * inputs are; `getExecution(id)` reads one with its input. Default true.
+   */
+  withInput?: boolean;
 }
 
 export interface PruneOptions {
@@ -533,6 +539,8 @@ export function checkExecutionFilter(filter: ExecutionFilter): void {
   for (const key of ['tool', 'errorCode', 'decisionId'] as const) {
     if (filter[key] !== undefined && typeof filter[key] !== 'string') bad(key, `must be a string (got a ${typeof filter[key]})`);
   }
+  if (filter.withInput !== undefined && typeof filter.withInput !== 'boolean')
+    bad('withInput', `must be true or false (got a ${typeof filter.withInput})`);
 }
 
 const STATUSES: readonly ExecutionStatus[] = ['ok', 'failed', 'interrupted'];

@@ -259,6 +259,11 @@ const MIGRATIONS: string[] = [
 const EXECUTIONS = `SELECT e.*, CASE WHEN e.input_kept = 1 THEN (SELECT json FROM inputs WHERE sha256 = e.input_sha256)
                       ELSE e.input_json END AS input_text FROM executions e`;
 
+/** The same rows without their inputs' text, which may be megabytes each (`withInput: false`). */
+const EXECUTIONS_WITHOUT_INPUT = `SELECT e.id, e.decision_id, e.tool, e.version, e.wasm_sha256, e.input_sha256, NULL AS input_text, e.intent_ns,
+  e.result_ns, e.exit_code, e.error_code, e.error_message, e.stdout_sha256, e.stdout_head, e.stdout_tail, e.stderr_head, e.stderr_tail,
+  e.duration_ms, e.peak_memory_bytes FROM executions e`;
+
 /** Drops every input no execution keeps. */
 const COLLECT_INPUTS = `DELETE FROM inputs WHERE NOT EXISTS
   (SELECT 1 FROM executions WHERE input_kept = 1 AND input_sha256 = inputs.sha256)`;
@@ -578,7 +583,7 @@ export class SqliteStore implements Store {
     if (filter.status === 'ok') where.push('result_ns IS NOT NULL AND error_code IS NULL');
     if (filter.status === 'failed') where.push('result_ns IS NOT NULL AND error_code IS NOT NULL');
     const sql =
-      `${EXECUTIONS} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY intent_ns DESC, id DESC` +
+      `${filter.withInput === false ? EXECUTIONS_WITHOUT_INPUT : EXECUTIONS} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY intent_ns DESC, id DESC` +
       (filter.limit !== undefined ? ` LIMIT ${Math.max(0, Math.floor(filter.limit))}` : '');
     return this.#read(() => (this.#stmt(sql).all(...params) as Row[]).map(toExecution));
   }
