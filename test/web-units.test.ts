@@ -94,10 +94,21 @@ describe('js-diff (the benchmark baseline) answers exactly as the diff-summary t
     'not a diff': 'hello\nworld\n',
     'hunks without files': '@@ -1 +1 @@\n-a\n+b\n',
     'malformed hunk header': 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @\n',
+    'truncated mid-line, inside a hunk': git.diff.slice(0, git.diff.indexOf('+r seven') + 4),
+    'truncated after a line, inside a hunk': git.diff.slice(0, git.diff.indexOf('+r seven') + 9),
+    'truncated in a hunk header': git.diff.slice(0, git.diff.indexOf('@@ -') + 8),
+    'a hunk cut short by the next file, garbage in a hunk, a bad @@ line, a hunk longer than its header': [
+      'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n',
+      'diff --git a/y b/y\n--- a/y\n+++ b/y\n@@ -1,2 +1,2 @@\n-a\ngarbage\n+b\n',
+      'diff --git a/z b/z\n--- a/z\n+++ b/z\n@@ -1,q +1 @@\n-a\n+b\n@@ -5 +5 @@\n-c\n+d\n',
+      'diff --git a/w b/w\n--- a/w\n+++ b/w\n@@ -1 +1 @@\n-a\n+b\n+extra\n@@ -5 +5 @@\n-c\n+d\n',
+    ].join(''),
   };
   for (const [name, diff] of Object.entries(cases)) {
     it(name, async () => {
       for (const language of ['en', 'zh'] as const) expect(jsSays(diff, language), language).toEqual(await toolSays(diff, language));
+      // The damaged ones are reported as such (the comparison above is not between two silences).
+      if (/truncated|cut short/.test(name)) expect((jsSays(diff, 'en') as { problems?: unknown[] }).problems?.length).toBeGreaterThan(0);
     });
   }
 });
@@ -197,6 +208,16 @@ describe('history entries from execution snapshots', () => {
     expect(e.totals).toEqual(output.totals);
     expect(e.summary).toBe(output.summary);
     expect(e.firstPath).toBe(output.files[0]!.path);
+  });
+
+  it('reads totals and summary from the tail of a long output that lists problems', () => {
+    const whole = syntheticDiff(50_000);
+    const output = summarizeDiff(whole.slice(0, whole.lastIndexOf('\n+') + 3), 'en');
+    expect(output.problems?.[0]?.kind).toBe('truncated');
+    const text = `${JSON.stringify(output)}\n`;
+    const e = entryFromSnapshot(snapshot({ stdout_head: text.slice(0, 1024), stdout_tail: text.slice(-1024) }));
+    expect(e.totals).toEqual(output.totals);
+    expect(e.summary).toBe(output.summary);
   });
 
   it("keeps a failed call's own message", () => {
