@@ -9,6 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { summarizeDiff } from '../apps/web/src/js-diff.js';
+import { FAILURE_KINDS, failureKind } from '../apps/web/src/failure.js';
+import { STRINGS } from '../apps/web/src/i18n.js';
 import { FormError, fieldsFromSchema, initialValue, inputFromValues } from '../apps/web/src/schema-form.js';
 import { entryFromSnapshot, historyEntries, inputOf } from '../apps/web/src/history.js';
 import { firstPathOf, reviewOutcome, stepIdsOf, stepRows } from '../apps/web/src/review-model.js';
@@ -111,6 +113,34 @@ describe('js-diff (the benchmark baseline) answers exactly as the diff-summary t
       if (/truncated|cut short/.test(name)) expect((jsSays(diff, 'en') as { problems?: unknown[] }).problems?.length).toBeGreaterThan(0);
     });
   }
+});
+
+describe('failures are labelled as what they are (failure.ts), from what the runtime really reports', () => {
+  const many = syntheticDiff(2_000_000);
+  const kindOf = (r: Awaited<ReturnType<typeof runTool>>) => {
+    const toolError = (r.error?.details as { tool_error?: { message?: string } } | undefined)?.tool_error?.message;
+    return failureKind(r.error?.code, toolError ?? r.error?.message);
+  };
+
+  it('not a diff, output over the limit, out of memory, timed out, too large; each kind has a title, advice and label in both languages', async () => {
+    expect(kindOf(await runTool('diff-summary', { diff: 'hello\n' }))).toBe('not-diff');
+    expect(kindOf(await runTool('diff-summary', { diff: many }, { outputLimitBytes: 1000 }))).toBe('output');
+    expect(kindOf(await runTool('diff-summary', { diff: many }, { memoryMb: 2 }))).toBe('memory');
+    expect(kindOf(await runTool('diff-summary', { diff: many }, { timeoutMs: 1 }))).toBe('time');
+    expect(kindOf(await runTool('diff-summary', { diff: 'x'.repeat(64 * 2 ** 20 + 1) }))).toBe('too-large');
+    // A history entry has only the snapshot's code and message: the same label.
+    const r = await runTool('diff-summary', { diff: many }, { outputLimitBytes: 1000 });
+    expect(failureKind(r.error?.code, r.error?.message)).toBe('output');
+    for (const lang of ['en', 'zh'] as const) {
+      const s = STRINGS[lang];
+      for (const k of FAILURE_KINDS) {
+        expect(s.failTitle[k], `${lang} ${k}`).not.toBe('');
+        expect(s.failAdvice[k], `${lang} ${k}`).not.toBe('');
+        expect(s.failLabel[k], `${lang} ${k}`).not.toBe('');
+      }
+      expect(new Set(FAILURE_KINDS.map((k) => s.failLabel[k])).size).toBe(FAILURE_KINDS.length);
+    }
+  }, 60_000);
 });
 
 describe('schema-form', () => {

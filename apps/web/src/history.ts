@@ -21,6 +21,8 @@ export interface HistoryEntry {
   firstPath: string | null;
   /** The tool's error message for a failed call. */
   error: string | null;
+  /** The runtime's error code of a failed call (E_RESOURCE_EXHAUSTED, ...), for its label. */
+  errorCode: string | null;
   /** Whether the input was kept (the entry can be reopened). */
   hasInput: boolean;
   /** The whole output, when stdout fitted in the kept head. */
@@ -70,6 +72,7 @@ export function entryFromSnapshot(s: ExecutionSnapshot): HistoryEntry {
     summary,
     firstPath: output?.files[0]?.path ?? (first ? (tryJson(first[1]!) as string) : null),
     error,
+    errorCode: s.error_code,
     hasInput: s.input_json !== null,
     output,
     snapshot: s,

@@ -368,7 +368,7 @@ export const BUNDLED_SPECS: Record<string, object> = {
     },
     "resources": {
       "cpu_cores": 0.5,
-      "memory_mb": 128,
+      "memory_mb": 256,
       "disk_mb": 0,
       "timeout_ms": 10000,
       "network_access": [
