@@ -106,10 +106,21 @@ export function outputLimitFor(diff: string): number {
   return 2 ** 20 + 4 * diff.length;
 }
 
+/**
+ * The time a summary may take, scaled to the diff: the spec's 10 s fits any
+ * everyday diff, but a 50 MB one measured 8.7-13.5 s from input to answer
+ * in Node on this 2-core machine under load (the tool's own share grows
+ * linearly). 10 s plus 0.4 ms per KB keeps more than twice that margin up
+ * to the 64 MiB the tool accepts, and a stuck tool is still stopped.
+ */
+export function timeoutFor(diff: string): number {
+  return 10_000 + Math.ceil(diff.length / 2_500);
+}
+
 async function summarize(corral: BrowserCorral, diff: string, language: Language, options: { record?: boolean } = {}): Promise<Summarized> {
   const t = performance.now();
   const input = { diff, language };
-  const call = { outputLimitBytes: outputLimitFor(diff) };
+  const call = { outputLimitBytes: outputLimitFor(diff), timeoutMs: timeoutFor(diff) };
   const result = (
     options.record === false
       ? await unrecorded(corral).invoke('diff-summary', input, call)
