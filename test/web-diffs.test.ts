@@ -99,6 +99,18 @@ describe('web app: any PR size, truncated diffs', () => {
     expect(await page.$('#diff-problems')).toBeNull();
   }, 60_000);
 
+  it('names a failure for what it is, with advice, and labels it so in the history', async () => {
+    const r = await page.evaluate(() => (globalThis as unknown as { corralApp: Hook }).corralApp.summarize('hello\nnot a patch\n'));
+    expect(r.ok).toBe(false);
+    expect(await page.textContent('#result-error h3')).toBe('This is not a diff');
+    expect(await page.textContent('#result-error')).toContain('Paste the output of git diff');
+    await page.waitForFunction(() => document.querySelector('#history .h-title')?.textContent === 'not a diff');
+    // The successful entries above are named by their files, not as failures.
+    const titles = await page.$$eval('#history .h-title', (els) => els.map((e) => e.textContent));
+    expect(titles.filter((x) => x === 'not a diff')).toHaveLength(1);
+    expect(titles.length).toBeGreaterThan(1);
+  }, 60_000);
+
   it('summarizes a 50 MB diff picked with the file input', async () => {
     const diff = syntheticDiff(50 * 1024 * 1024);
     const expected = summarizeDiff(diff).totals; // the pure-JS parser, held to the tool's answers in web-units.test.ts
