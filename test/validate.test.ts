@@ -52,7 +52,7 @@ describe('corral validate checks the wasm too', () => {
   it('a first-party tool is valid: exit 0', async () => {
     const r = await corral(['validate', join(DIFF_SUMMARY, 'tool-spec.json')]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/tool-spec\.json: valid \(diff-summary@1\.0\.0\)\n$/);
+    expect(r.stdout).toMatch(/tool-spec\.json: valid \(diff-summary@1\.1\.0\)\n$/);
     expect(await validateJson(join(DIFF_SUMMARY, 'tool-spec.json'))).toEqual({ code: 0, ok: true, problems: [] });
   });
 

@@ -11,6 +11,8 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { summarizeDiff } from '../apps/web/src/js-diff.js';
+import { FAILURE_KINDS, failureKind } from '../apps/web/src/failure.js';
+import { STRINGS } from '../apps/web/src/i18n.js';
 import { FormError, fieldsFromSchema, initialValue, inputFromValues } from '../apps/web/src/schema-form.js';
 import { entryFromSnapshot, historyEntries, inputOf } from '../apps/web/src/history.js';
 import { classifyHead } from '../apps/web/src/read-file.js';
@@ -98,12 +100,51 @@ describe('js-diff (the benchmark baseline) answers exactly as the diff-summary t
     'not a diff': 'hello\nworld\n',
     'hunks without files': '@@ -1 +1 @@\n-a\n+b\n',
     'malformed hunk header': 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @\n',
+    'truncated mid-line, inside a hunk': git.diff.slice(0, git.diff.indexOf('+r seven') + 4),
+    'truncated after a line, inside a hunk': git.diff.slice(0, git.diff.indexOf('+r seven') + 9),
+    'truncated in a hunk header': git.diff.slice(0, git.diff.indexOf('@@ -') + 8),
+    'a hunk cut short by the next file, garbage in a hunk, a bad @@ line, a hunk longer than its header': [
+      'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n',
+      'diff --git a/y b/y\n--- a/y\n+++ b/y\n@@ -1,2 +1,2 @@\n-a\ngarbage\n+b\n',
+      'diff --git a/z b/z\n--- a/z\n+++ b/z\n@@ -1,q +1 @@\n-a\n+b\n@@ -5 +5 @@\n-c\n+d\n',
+      'diff --git a/w b/w\n--- a/w\n+++ b/w\n@@ -1 +1 @@\n-a\n+b\n+extra\n@@ -5 +5 @@\n-c\n+d\n',
+    ].join(''),
   };
   for (const [name, diff] of Object.entries(cases)) {
     it(name, async () => {
       for (const language of ['en', 'zh'] as const) expect(jsSays(diff, language), language).toEqual(await toolSays(diff, language));
+      // The damaged ones are reported as such (the comparison above is not between two silences).
+      if (/truncated|cut short/.test(name)) expect((jsSays(diff, 'en') as { problems?: unknown[] }).problems?.length).toBeGreaterThan(0);
     });
   }
+});
+
+describe('failures are labelled as what they are (failure.ts), from what the runtime really reports', () => {
+  const many = syntheticDiff(2_000_000);
+  const kindOf = (r: Awaited<ReturnType<typeof runTool>>) => {
+    const toolError = (r.error?.details as { tool_error?: { message?: string } } | undefined)?.tool_error?.message;
+    return failureKind(r.error?.code, toolError ?? r.error?.message);
+  };
+
+  it('not a diff, output over the limit, out of memory, timed out, too large; each kind has a title, advice and label in both languages', async () => {
+    expect(kindOf(await runTool('diff-summary', { diff: 'hello\n' }))).toBe('not-diff');
+    expect(kindOf(await runTool('diff-summary', { diff: many }, { outputLimitBytes: 1000 }))).toBe('output');
+    expect(kindOf(await runTool('diff-summary', { diff: many }, { memoryMb: 2 }))).toBe('memory');
+    expect(kindOf(await runTool('diff-summary', { diff: many }, { timeoutMs: 1 }))).toBe('time');
+    expect(kindOf(await runTool('diff-summary', { diff: 'x'.repeat(64 * 2 ** 20 + 1) }))).toBe('too-large');
+    // A history entry has only the snapshot's code and message: the same label.
+    const r = await runTool('diff-summary', { diff: many }, { outputLimitBytes: 1000 });
+    expect(failureKind(r.error?.code, r.error?.message)).toBe('output');
+    for (const lang of ['en', 'zh'] as const) {
+      const s = STRINGS[lang];
+      for (const k of FAILURE_KINDS) {
+        expect(s.failTitle[k], `${lang} ${k}`).not.toBe('');
+        expect(s.failAdvice[k], `${lang} ${k}`).not.toBe('');
+        expect(s.failLabel[k], `${lang} ${k}`).not.toBe('');
+      }
+      expect(new Set(FAILURE_KINDS.map((k) => s.failLabel[k])).size).toBe(FAILURE_KINDS.length);
+    }
+  }, 60_000);
 });
 
 describe('schema-form', () => {
@@ -211,6 +252,16 @@ describe('history entries from execution snapshots', () => {
     expect(e.totals).toEqual(output.totals);
     expect(e.summary).toBe(output.summary);
     expect(e.firstPath).toBe(output.files[0]!.path);
+  });
+
+  it('reads totals and summary from the tail of a long output that lists problems', () => {
+    const whole = syntheticDiff(50_000);
+    const output = summarizeDiff(whole.slice(0, whole.lastIndexOf('\n+') + 3), 'en');
+    expect(output.problems?.[0]?.kind).toBe('truncated');
+    const text = `${JSON.stringify(output)}\n`;
+    const e = entryFromSnapshot(snapshot({ stdout_head: text.slice(0, 1024), stdout_tail: text.slice(-1024) }));
+    expect(e.totals).toEqual(output.totals);
+    expect(e.summary).toBe(output.summary);
   });
 
   it("keeps a failed call's own message", () => {

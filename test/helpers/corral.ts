@@ -18,6 +18,11 @@ afterAll(async () => {
   corral = undefined;
 });
 
-export async function runTool(name: string, input: unknown, opts: { mounts?: MountBinding[] } = {}): Promise<InvokeResult> {
-  return (await runtime()).invoke(name, input, { mounts: opts.mounts ?? [] });
+export async function runTool(
+  name: string,
+  input: unknown,
+  opts: { mounts?: MountBinding[]; outputLimitBytes?: number; memoryMb?: number; timeoutMs?: number } = {},
+): Promise<InvokeResult> {
+  const { mounts, ...limits } = opts;
+  return (await runtime()).invoke(name, input, { mounts: mounts ?? [], ...limits });
 }

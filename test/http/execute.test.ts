@@ -33,11 +33,11 @@ describe('POST /execute', () => {
     const r = await execute(t.url, { tool: 'diff-summary', input: example });
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(r.json).toMatchObject({ ok: true, tool: 'diff-summary', version: '1.0.0', error: null, exit_code: 0 });
+    expect(r.json).toMatchObject({ ok: true, tool: 'diff-summary', version: '1.1.0', error: null, exit_code: 0 });
     expect(r.json.output.files.length).toBeGreaterThan(0);
     expect(r.json.output.summary).toMatch(/files? changed/);
     const snapshot = await recorded(r.json.snapshot.id);
-    expect(snapshot).toMatchObject({ status: 'ok', tool: 'diff-summary', version: '1.0.0', error_code: null });
+    expect(snapshot).toMatchObject({ status: 'ok', tool: 'diff-summary', version: '1.1.0', error_code: null });
     expect(JSON.parse(snapshot!.input_json!)).toEqual(example);
   });
 
@@ -48,7 +48,7 @@ describe('POST /execute', () => {
     // A range, percent-encoded.
     const ranged = await send(t.url, `/execute/${encodeURIComponent('diff-summary@^1')}`, { json: { input: { diff: '' } } });
     expect(ranged.status).toBe(200);
-    expect(ranged.json.version).toBe('1.0.0');
+    expect(ranged.json.version).toBe('1.1.0');
     const named = await execute(t.url, { tool: 'diff-summary@^1', input: { diff: '' } });
     expect(named.status).toBe(200);
   });
@@ -68,7 +68,7 @@ describe('POST /execute', () => {
   it("input that fails the tool's input_schema is 422 with the E_INPUT_VALIDATION envelope, recorded", async () => {
     const r = await execute(t.url, { tool: 'diff-summary', input: { diff: 5 } });
     expect(r.status).toBe(422);
-    expect(r.json).toMatchObject({ ok: false, tool: 'diff-summary', version: '1.0.0', error: { code: 'E_INPUT_VALIDATION' } });
+    expect(r.json).toMatchObject({ ok: false, tool: 'diff-summary', version: '1.1.0', error: { code: 'E_INPUT_VALIDATION' } });
     expect(r.json.error.details.problems).toEqual([expect.objectContaining({ path: '/diff' })]);
     expect(await recorded(r.json.snapshot.id)).toMatchObject({ status: 'failed', error_code: 'E_INPUT_VALIDATION' });
   });
@@ -214,7 +214,7 @@ describe('the other endpoints', () => {
     expect(names).toEqual([...names].sort());
     expect(names).toEqual(expect.arrayContaining(['diff-summary', 'file-stats', 'slow', 'spin', 'echo']));
     const diff = r.json.tools.find((tool: { name: string }) => tool.name === 'diff-summary');
-    expect(diff).toMatchObject({ version: '1.0.0', kind: 'component', resources: { timeout_ms: 10_000 } });
+    expect(diff).toMatchObject({ version: '1.1.0', kind: 'component', resources: { timeout_ms: 10_000 } });
     expect(diff.input_schema.required).toEqual(['diff']);
     expect(diff.output_schema.required).toEqual(['files', 'totals', 'summary']);
     expect(diff.wasm_sha256).toMatch(/^[0-9a-f]{64}$/);

@@ -69,7 +69,7 @@ export function mcpScenarios(label: string, start: () => Promise<ServerUnderTest
       const ref = result._meta?.['corral/snapshot'] as { id: string; error?: string };
       expect(ref.error).toBeUndefined();
       const snapshot = await sut.snapshot(ref.id);
-      expect(snapshot).toMatchObject({ tool: 'diff-summary', version: '1.0.0', status: 'ok', exit_code: 0 });
+      expect(snapshot).toMatchObject({ tool: 'diff-summary', version: '1.1.0', status: 'ok', exit_code: 0 });
     });
 
     it('bad input is an isError result with E_INPUT_VALIDATION, and no structuredContent', async () => {

@@ -25,6 +25,8 @@ export interface HistoryEntry {
   firstPath: string | null;
   /** The tool's error message for a failed call. */
   error: string | null;
+  /** The runtime's error code of a failed call (E_RESOURCE_EXHAUSTED, ...), for its label. */
+  errorCode: string | null;
   /** Whether the call had an input to keep (a recorded one is read on reopening). */
   hasInput: boolean;
   /** The whole output, when stdout fitted in the kept head. */
@@ -75,6 +77,7 @@ export function entryFromSnapshot(s: ExecutionSnapshot): HistoryEntry {
     summary,
     firstPath: output?.files[0]?.path ?? (first ? (tryJson(first[1]!) as string) : null),
     error,
+    errorCode: s.error_code,
     hasInput: s.input_sha256 !== null,
     output,
     snapshot: s,

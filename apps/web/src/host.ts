@@ -141,11 +141,37 @@ export interface Summarized {
   ms: number;
 }
 
+/**
+ * The stdout cap for one summary, scaled to the diff: the runtime's default
+ * (1 MiB) is about 8,700 files, and a 50,000-file PR writes 6 MB. Each file
+ * costs at most a few times its header's bytes in the answer (measured:
+ * 121 output bytes per 242-byte section; the path is written once, the diff
+ * names it four times), so 4 bytes per input character is a ceiling no real
+ * diff reaches, while a runaway tool still stops. Output is not preallocated.
+ */
+export function outputLimitFor(diff: string): number {
+  return 2 ** 20 + 4 * diff.length;
+}
+
+/**
+ * The time a summary may take, scaled to the diff: the spec's 10 s fits any
+ * everyday diff, but a 50 MB one measured 8.7-13.5 s from input to answer
+ * in Node on this 2-core machine under load (the tool's own share grows
+ * linearly). 10 s plus 0.4 ms per KB keeps more than twice that margin up
+ * to the 64 MiB the tool accepts, and a stuck tool is still stopped.
+ */
+export function timeoutFor(diff: string): number {
+  return 10_000 + Math.ceil(diff.length / 2_500);
+}
+
 async function summarize(corral: BrowserCorral, diff: string, language: Language, options: { record?: boolean } = {}): Promise<Summarized> {
   const t = performance.now();
   const input = { diff, language };
+  const call = { outputLimitBytes: outputLimitFor(diff), timeoutMs: timeoutFor(diff) };
   const result = (
-    options.record === false ? await unrecorded(corral).invoke('diff-summary', input) : await corral.invoke('diff-summary', input)
+    options.record === false
+      ? await unrecorded(corral).invoke('diff-summary', input, call)
+      : await corral.invoke('diff-summary', input, call)
   ) as InvokeResult<DiffSummary>;
   return { result, ms: performance.now() - t };
 }

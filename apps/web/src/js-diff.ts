@@ -9,10 +9,10 @@
  * names come from rename/copy lines, then ---/+++, then `diff --git`;
  * git's C-quoted names are decoded; binary sections count 0/0; a
  * symlink <-> file type change (a deleted then a new section for one path)
- * is one modified file. test/web-js-diff.test.ts checks it against the tool
+ * is one modified file. test/web-units.test.ts checks it against the tool
  * on real git output.
  */
-import type { DiffSummary, FileStatus, FileSummary, Language } from './summary.js';
+import type { DiffProblem, DiffSummary, FileStatus, FileSummary, Language, ProblemKind } from './summary.js';
 
 const MAX_PARENTS = 16;
 
@@ -41,7 +41,21 @@ interface Section {
   hunks: number;
   oldLeft: number[];
   newLeft: number;
+  /** A line in no hunk was read since the last complete hunk / a problem was already reported for it. */
+  stray: boolean;
+  skipping: boolean;
 }
+
+/** As the tool keeps them: messages are written at the end, in the summary's language. */
+interface RawProblem {
+  path: string;
+  line: number;
+  kind: ProblemKind;
+  oldMissing: number;
+  newMissing: number;
+}
+
+const MAX_PROBLEMS = 100;
 
 const section = (isGit: boolean, parents: number): Section => ({
   isGit,
@@ -67,6 +81,8 @@ const section = (isGit: boolean, parents: number): Section => ({
   hunks: 0,
   oldLeft: [],
   newLeft: 0,
+  stray: false,
+  skipping: false,
 });
 
 const IN_NONE = 0;
@@ -243,13 +259,23 @@ function hunkLine(f: Section, l: string): boolean {
   return true;
 }
 
-/** Parses a unified diff into per-file entries (no summary sentence). Throws on a malformed hunk header. */
-export function parseDiff(text: string): { files: FileSummary[]; orphanHunks: number } {
+const isHeaderLine = (h: string) => h.startsWith('diff ') || h.startsWith('--- ') || (h.length > 2 && h.startsWith('@@'));
+
+/** Parses a unified diff into per-file entries and problems (no sentences). Never throws: damage is a problem. */
+export function parseDiff(text: string): { files: FileSummary[]; orphanHunks: number; problems: RawProblem[] } {
   const files: FileSummary[] = [];
+  const problems: RawProblem[] = [];
+  let unnamed = 0; // problems from here on belong to the open section
   let orphanHunks = 0;
   let lastDelete: string | null = null; // mode of the last pushed git "deleted file" section
   let f: Section | null = null;
   let state = IN_NONE;
+
+  const problem = (sec: Section, line: number, kind: ProblemKind) => {
+    if (problems.length === MAX_PROBLEMS) return;
+    const counts = kind === 'truncated' || kind === 'short_hunk' || kind === 'bad_line';
+    problems.push({ path: '', line, kind, oldMissing: counts ? (sec.oldLeft[0] ?? 0) : 0, newMissing: counts ? sec.newLeft : 0 });
+  };
 
   const finish = () => {
     if (!f) return;
@@ -274,6 +300,7 @@ export function parseDiff(text: string): { files: FileSummary[]; orphanHunks: nu
     if (!f.isBinary) (d.additions = f.additions), (d.deletions = f.deletions), (d.hunks = f.hunks);
     if (f.oldMode && f.newMode && f.oldMode !== f.newMode) (d.old_mode = f.oldMode), (d.new_mode = f.newMode);
     const prev = files[files.length - 1];
+    for (; unnamed < problems.length; unnamed++) problems[unnamed]!.path = d.path;
     if (lastDelete !== null && f.isGit && f.isNew && !f.isRename && !f.isCopy && prev && prev.path === d.path) {
       prev.binary ||= d.binary;
       prev.status = prev.binary ? 'binary' : 'modified';
@@ -306,6 +333,8 @@ export function parseDiff(text: string): { files: FileSummary[]; orphanHunks: nu
         pos = next;
         continue;
       }
+      problem(f!, lineno, isHeaderLine(line.endsWith('\r') ? line.slice(0, -1) : line) ? 'short_hunk' : 'bad_line');
+      f!.skipping = true;
       state = IN_BODY;
     }
     const h = line.endsWith('\r') ? line.slice(0, -1) : line;
@@ -326,9 +355,16 @@ export function parseDiff(text: string): { files: FileSummary[]; orphanHunks: nu
     } else if (h.length > 2 && h[0] === '@' && h[1] === '@' && (h[2] === ' ' || h[2] === '@')) {
       if (!f || state === IN_NONE) orphanHunks++;
       else {
-        if (!parseHunkHeader(h, f)) throw new Error(`malformed hunk header at line ${lineno}: ${h.slice(0, 80)}`);
-        f.hunks++;
-        state = hunkDone(f) ? IN_BODY : IN_HUNK;
+        if (f.stray && !f.skipping) problem(f, lineno, 'extra_lines');
+        if (!parseHunkHeader(h, f)) {
+          problem(f, lineno, 'bad_hunk_header');
+          f.skipping = true;
+          state = IN_BODY;
+        } else {
+          f.hunks++;
+          f.stray = f.skipping = false;
+          state = hunkDone(f) ? IN_BODY : IN_HUNK;
+        }
       }
     } else if (h.startsWith('--- ') && text.startsWith('+++ ', next)) {
       let nl2 = text.indexOf('\n', next);
@@ -360,11 +396,14 @@ export function parseDiff(text: string): { files: FileSummary[]; orphanHunks: nu
       f.isBinary = true;
       state = IN_NONE;
       finish();
+    } else if (state === IN_BODY && f && f.hunks && h[0] !== '\\') {
+      f.stray = true;
     }
     pos = next;
   }
+  if (state === IN_HUNK) problem(f!, text.endsWith('\n') ? lineno + 1 : lineno, 'truncated');
   finish();
-  return { files, orphanHunks };
+  return { files, orphanHunks, problems };
 }
 
 /** Key order as the tool writes it, so JSON of both compares equal. */
@@ -387,8 +426,31 @@ const ZH: Record<FileStatus, string> = {
 };
 
 /** The whole tool answer: files, totals and the summary sentence; throws Error(message) where the tool reports an error. */
+function problemMessage(p: RawProblem, language: Language): string {
+  const [o, n] = [p.oldMissing, p.newMissing];
+  const zh = language === 'zh';
+  switch (p.kind) {
+    case 'truncated':
+      return zh
+        ? `差异在变更块中途结束：缺少 ${o} 行旧内容和 ${n} 行新内容`
+        : `the diff ends inside a hunk: ${o} old and ${n} new lines are missing`;
+    case 'short_hunk':
+      return zh ? `变更块提前结束：缺少 ${o} 行旧内容和 ${n} 行新内容` : `the hunk ends early: ${o} old and ${n} new lines are missing`;
+    case 'bad_line':
+      return zh
+        ? `变更块中有一行不是变更内容（应以空格、-、+ 或 \\ 开头）；仍缺少 ${o} 行旧内容和 ${n} 行新内容`
+        : `a line inside a hunk that is not hunk content (a space, -, + or \\ first); ${o} old and ${n} new lines were still expected`;
+    case 'bad_hunk_header':
+      return zh ? '无法解析的变更块头（@@ 行），其中的行未计入' : 'a hunk header (@@ line) that does not parse; its lines are not counted';
+    default:
+      return zh
+        ? '变更块头之前有不属于任何变更块的行：上一个变更块的行数比其头部所写的多'
+        : 'a hunk header after lines that are in no hunk: the previous hunk has more lines than its header says';
+  }
+}
+
 export function summarizeDiff(diff: string, language: Language = 'en'): DiffSummary {
-  const { files, orphanHunks } = parseDiff(diff);
+  const { files, orphanHunks, problems } = parseDiff(diff);
   if (files.length === 0 && diff.trim() !== '') {
     throw new Error(
       orphanHunks
@@ -422,5 +484,8 @@ export function summarizeDiff(diff: string, language: Language = 'en'): DiffSumm
       `；+${totals.additions} −${totals.deletions}，共 ${totals.hunks} 个变更块。`;
     if (largest) summary += `改动最大的文件：${largest.path}（+${largest.additions} −${largest.deletions}）。`;
   }
-  return { files, totals, summary };
+  if (!problems.length) return { files, totals, summary };
+  const listed: DiffProblem[] = problems.map((p) => ({ path: p.path, line: p.line, kind: p.kind, message: problemMessage(p, language) }));
+  // Key order as the tool writes it.
+  return { files, problems: listed, totals, summary };
 }

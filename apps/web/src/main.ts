@@ -7,6 +7,7 @@
  * with the network off, and summarizing never makes a request at all.
  */
 import { h, byId } from './dom.js';
+import { failureKind, type FailureKind } from './failure.js';
 import type { Host, PrepStep } from './host.js';
 import { historyEntries, inputOf, relativeTime, type HistoryEntry } from './history.js';
 import { STRINGS, formatBytes, initialLanguage, saveLanguage, type Strings } from './i18n.js';
@@ -69,7 +70,7 @@ const els = {
 type Shown =
   | { kind: 'none' }
   | { kind: 'summary'; diff: string; language: Language; output: DiffSummary; ms?: number; pageMs?: number; snapshotId?: string }
-  | { kind: 'error'; diff: string; language: Language; notADiff: boolean; message: string; code: string; snapshotId?: string }
+  | { kind: 'error'; diff: string; language: Language; failure: FailureKind; message: string; code: string; snapshotId?: string }
   /** Input the page itself turned away (a binary file, say): nothing ran. */
   | { kind: 'refused'; words: (s: Strings) => [title: string, message: string, hint: string | undefined] };
 
@@ -271,7 +272,7 @@ async function run(): Promise<RunTimings | null> {
         kind: 'error',
         diff,
         language,
-        notADiff: /not a unified diff|malformed hunk header/.test(message),
+        failure: failureKind(result.error?.code, result.error?.message ? `${result.error.message} ${message}` : message),
         message,
         code: result.error?.code ?? 'error',
         ...(snapshotId ? { snapshotId } : {}),
@@ -294,7 +295,7 @@ async function run(): Promise<RunTimings | null> {
     };
   } catch (err) {
     // invoke answers tool failures in its envelope; this is the page's own trouble (a closed pool, say).
-    state.shown = { kind: 'error', diff, language, notADiff: false, message: (err as Error).message, code: 'error' };
+    state.shown = { kind: 'error', diff, language, failure: 'other', message: (err as Error).message, code: 'error' };
     redrawShown();
     return { ok: false, invokeMs: 0, renderMs: 0, files: 0, error: (err as Error).message };
   } finally {
@@ -312,9 +313,10 @@ function redrawShown(): void {
       ...(shown.pageMs !== undefined ? { pageMs: shown.pageMs } : {}),
     });
   } else if (shown.kind === 'error') {
-    // A non-diff gets a hint of what to paste; other failures their error code.
-    if (shown.notADiff) renderError(els.resultBody, t().notADiff, shown.message, t().notADiffHint);
-    else renderError(els.resultBody, t().failed, shown.message, undefined, shown.code);
+    // Named for what went wrong, with what to do about it; a non-diff needs no error code.
+    const s = t();
+    const code = shown.failure === 'not-diff' ? undefined : shown.code;
+    renderError(els.resultBody, s.failTitle[shown.failure], shown.message, s.failAdvice[shown.failure], code);
   } else if (shown.kind === 'refused') {
     const [title, message, hint] = shown.words(t());
     renderError(els.resultBody, title, message, hint);
@@ -529,7 +531,7 @@ function renderHistory(): void {
     ...state.history.map((entry) => {
       const title =
         entry.status !== 'ok'
-          ? s.historyFailed
+          ? s.failLabel[failureKind(entry.errorCode, entry.error)]
           : entry.firstPath === null
             ? s.noChanges
             : entry.totals && entry.totals.files > 1

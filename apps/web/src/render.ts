@@ -4,7 +4,7 @@
  */
 import { h, svg } from './dom.js';
 import { formatMs, type Strings } from './i18n.js';
-import { largestChanges, type DiffSummary, type FileSummary } from './summary.js';
+import { largestChanges, type DiffProblem, type DiffSummary, type FileSummary } from './summary.js';
 
 /** Rows drawn before "show all": enough for any reviewable PR, cheap for a 50k-file one. */
 const FIRST_ROWS = 400;
@@ -42,6 +42,7 @@ export function renderSummary(container: HTMLElement, result: DiffSummary, t: St
     ),
   );
   container.replaceChildren(body);
+  if (result.problems?.length) body.append(problemsNotice(result.problems, t));
   if (result.files.length === 0) {
     body.append(h('p', { class: 'empty' }, t.noChanges));
     return;
@@ -66,6 +67,29 @@ export function renderError(container: HTMLElement, title: string, message: stri
       hint ? h('p', {}, hint) : null,
       code ? h('p', {}, h('code', {}, code)) : null,
     ),
+  );
+}
+
+/** Problems shown before "and N more". */
+const SHOWN_PROBLEMS = 5;
+
+/** A truncated or damaged diff: which file, which line, what is missing (text only: paths come from the diff). */
+function problemsNotice(problems: DiffProblem[], t: Strings): HTMLElement {
+  const nf = new Intl.NumberFormat();
+  const truncated = problems.some((p) => p.kind === 'truncated' || p.kind === 'short_hunk');
+  return h(
+    'div',
+    { class: 'alert problems', role: 'status', id: 'diff-problems' },
+    h('h3', {}, truncated ? t.problemsTruncated : t.problemsDamaged),
+    h(
+      'ul',
+      {},
+      ...problems
+        .slice(0, SHOWN_PROBLEMS)
+        .map((p) => h('li', { 'data-line': String(p.line) }, h('b', {}, t.problemAt(p.path, nf.format(p.line))), `: ${p.message}`)),
+      problems.length > SHOWN_PROBLEMS ? h('li', {}, t.problemsMore(problems.length - SHOWN_PROBLEMS)) : null,
+    ),
+    h('p', {}, t.problemsNote),
   );
 }
 

@@ -24,8 +24,23 @@ export interface Totals {
   hunks: number;
 }
 
+/** What `git apply --check` would call a corrupt patch (tool-spec.json, output_schema.problems). */
+export type ProblemKind = 'truncated' | 'short_hunk' | 'bad_line' | 'bad_hunk_header' | 'extra_lines';
+
+export interface DiffProblem {
+  /** The file being read. */
+  path: string;
+  /** 1-based line of the diff, numbered as git apply does. */
+  line: number;
+  kind: ProblemKind;
+  /** One sentence in the summary's language. */
+  message: string;
+}
+
 export interface DiffSummary {
   files: FileSummary[];
+  /** Present only when the diff is damaged; what could be read is still counted. */
+  problems?: DiffProblem[];
   totals: Totals;
   summary: string;
 }

@@ -190,7 +190,7 @@ export const BUNDLED_SPECS: Record<string, object> = {
   },
   "diff-summary": {
     "name": "diff-summary",
-    "version": "1.0.0",
+    "version": "1.1.0",
     "description": "Summarize a unified diff (git diff output, including renames, copies, mode changes and binary files, or plain diff -u output): per-file status and line counts, totals, and a one-paragraph summary in English or Chinese.",
     "component": "diff-summary.wasm",
     "input_schema": {
@@ -285,6 +285,47 @@ export const BUNDLED_SPECS: Record<string, object> = {
             "additionalProperties": false
           }
         },
+        "problems": {
+          "type": "array",
+          "maxItems": 100,
+          "description": "Present only when the diff is damaged: what `git apply --check` would call a corrupt patch (a truncated diff, a hunk cut short, a line that cannot be in a hunk, an @@ line that does not parse, a hunk longer than its @@ line says), in diff order, the first 100. The files and totals still count everything that could be read.",
+          "items": {
+            "type": "object",
+            "properties": {
+              "path": {
+                "type": "string",
+                "description": "The file being read when the problem was found (as in files[].path)."
+              },
+              "line": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "1-based line of the diff, numbered as git apply does: a diff that ends inside a hunk names the line after its last one (or its last line, when that has no newline)."
+              },
+              "kind": {
+                "type": "string",
+                "enum": [
+                  "truncated",
+                  "short_hunk",
+                  "bad_line",
+                  "bad_hunk_header",
+                  "extra_lines"
+                ],
+                "description": "truncated: the input ends inside a hunk; short_hunk: a file or hunk header comes before the hunk's lines are all there; bad_line: a line in a hunk that is not ' ', '-', '+' or '\\'; bad_hunk_header: an @@ line that does not parse (its lines are not counted); extra_lines: an @@ line after lines that are in no hunk."
+              },
+              "message": {
+                "type": "string",
+                "description": "One sentence in the summary's language, with the number of old and new lines missing where that applies."
+              }
+            },
+            "required": [
+              "path",
+              "line",
+              "kind",
+              "message"
+            ],
+            "additionalProperties": false
+          }
+        },
         "totals": {
           "type": "object",
           "properties": {
@@ -327,7 +368,7 @@ export const BUNDLED_SPECS: Record<string, object> = {
     },
     "resources": {
       "cpu_cores": 0.5,
-      "memory_mb": 128,
+      "memory_mb": 256,
       "disk_mb": 0,
       "timeout_ms": 10000,
       "network_access": [

@@ -433,7 +433,7 @@ describe('snapshots in IndexedDB', () => {
       const result = await byDefault.invoke('diff-summary', { diff: '' });
       expect(result.ok).toBe(true);
       const snapshot = await byDefault.store!.getExecution(result.snapshot!.id);
-      expect(snapshot).toMatchObject({ tool: 'diff-summary', version: '1.0.0', status: 'ok', exit_code: 0 });
+      expect(snapshot).toMatchObject({ tool: 'diff-summary', version: '1.1.0', status: 'ok', exit_code: 0 });
     } finally {
       await byDefault.close();
     }

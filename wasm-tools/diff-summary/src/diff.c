@@ -35,8 +35,6 @@
 /* Octopus merges can have many parents; beyond this a combined hunk is
  * reported as malformed rather than tracked. */
 #define MAX_PARENTS 16
-/* Diagnostics go to stderr; cap them so a garbage input cannot flood it. */
-#define MAX_WARNINGS 20
 
 enum { IN_NONE, IN_HEADER, IN_BODY, IN_HUNK, IN_BINARY };
 
@@ -59,9 +57,15 @@ typedef struct {
   char deleted_mode[8], created_mode[8]; /* "deleted/new file mode" */
   uint64_t additions, deletions, hunks;
   uint64_t old_left[MAX_PARENTS], new_left; /* lines left in current hunk */
+  /* Since the last complete hunk: a line that is in no hunk was read (git
+   * apply ends the patch there, so a later @@ is an error), and whether a
+   * problem was already reported for it. */
+  int stray, skipping;
 } pending;
 
-static unsigned warnings;
+/* Problems from this index on belong to the section being read; finish()
+ * names them once the section's path is known. */
+static size_t unnamed_problems;
 
 /* The last file pushed was a git "deleted file" section; remembered so the
  * "new file" section git prints right after it for the same path (a type
@@ -72,16 +76,27 @@ static struct {
   char mode[8];
 } last_delete;
 
-static void warn(uint64_t lineno, const char *msg) {
-  if (warnings++ < MAX_WARNINGS)
-    fprintf(stderr, "warning: line %llu: %s\n", (unsigned long long)lineno,
-            msg);
+static void problem(diff_result *out, const pending *f, uint64_t line,
+                    problem_kind kind) {
+  if (out->problem_count == MAX_PROBLEMS) return;
+  diff_problem *p = &out->problems[out->problem_count++];
+  p->path = NULL;
+  p->line = line;
+  p->kind = kind;
+  p->old_missing = kind <= PB_BAD_LINE ? f->old_left[0] : 0;
+  p->new_missing = kind <= PB_BAD_LINE ? f->new_left : 0;
 }
 
 const char *status_name(file_status s) {
   static const char *const names[ST_COUNT] = {
       "added", "deleted", "modified", "renamed", "copied", "binary"};
   return (unsigned)s < ST_COUNT ? names[s] : "modified";
+}
+
+const char *problem_name(problem_kind k) {
+  static const char *const names[PB_COUNT] = {
+      "truncated", "short_hunk", "bad_line", "bad_hunk_header", "extra_lines"};
+  return (unsigned)k < PB_COUNT ? names[k] : "bad_line";
 }
 
 /* ---- small string helpers -------------------------------------------- */
@@ -322,8 +337,11 @@ static void finish(pending *f, diff_result *out) {
   }
 
   diff_file *prev = out->count ? &out->files[out->count - 1] : NULL;
-  if (last_delete.valid && f->is_git && f->is_new && !f->is_rename &&
-      !f->is_copy && prev && strcmp(prev->path, d.path) == 0) {
+  int folded = last_delete.valid && f->is_git && f->is_new && !f->is_rename &&
+               !f->is_copy && prev && strcmp(prev->path, d.path) == 0;
+  for (; unnamed_problems < out->problem_count; unnamed_problems++)
+    out->problems[unnamed_problems].path = dupn(d.path, strlen(d.path));
+  if (folded) {
     /* Type change: fold the "new file" half into the "deleted" half. */
     prev->binary = prev->binary || d.binary;
     prev->status = prev->binary ? ST_BINARY : ST_MODIFIED;
@@ -539,12 +557,17 @@ static slice trim_cr(slice l) {
   return l;
 }
 
-int diff_parse(const char *text, size_t len, diff_result *out, char *err,
-               size_t err_size) {
+/* Lines that end a hunk cut short, rather than damage inside it. */
+static int is_header_line(slice h) {
+  return starts(h, "diff ") || starts(h, "--- ") ||
+         (h.n > 2 && h.s[0] == '@' && h.s[1] == '@');
+}
+
+void diff_parse(const char *text, size_t len, diff_result *out) {
   pending f;
   memset(&f, 0, sizeof f);
   memset(out, 0, sizeof *out);
-  warnings = 0;
+  unnamed_problems = 0;
   last_delete.valid = 0;
   int state = IN_NONE;
   uint64_t lineno = 0;
@@ -563,7 +586,11 @@ int diff_parse(const char *text, size_t len, diff_result *out, char *err,
         pos = next;
         continue;
       }
-      warn(lineno, "hunk is shorter than its @@ header says; reading on");
+      /* git apply stops here with "corrupt patch at line N"; we report it
+       * and read the line as what it looks like. */
+      problem(out, &f, lineno,
+              is_header_line(trim_cr(line)) ? PB_SHORT_HUNK : PB_BAD_LINE);
+      f.skipping = 1;
       state = IN_BODY;
     }
 
@@ -593,15 +620,17 @@ int diff_parse(const char *text, size_t len, diff_result *out, char *err,
       if (!f.active || state == IN_NONE) {
         out->orphan_hunks++;
       } else {
+        if (f.stray && !f.skipping) problem(out, &f, lineno, PB_EXTRA_LINES);
         if (parse_hunk_header(h, &f)) {
-          snprintf(err, err_size, "malformed hunk header at line %llu: %.*s",
-                   (unsigned long long)lineno, (int)(h.n > 80 ? 80 : h.n),
-                   h.s);
-          clear(&f);
-          return -1;
+          /* Its lines cannot be counted: skip to the next header. */
+          problem(out, &f, lineno, PB_BAD_HUNK_HEADER);
+          f.skipping = 1;
+          state = IN_BODY;
+        } else {
+          f.hunks++;
+          f.stray = f.skipping = 0;
+          state = hunk_done(&f) ? IN_BODY : IN_HUNK;
         }
-        f.hunks++;
-        state = hunk_done(&f) ? IN_BODY : IN_HUNK;
       }
     } else if (starts(h, "--- ") && next < len &&
                starts((slice){text + next, len - next}, "+++ ")) {
@@ -633,14 +662,18 @@ int diff_parse(const char *text, size_t len, diff_result *out, char *err,
       plain_binary(&f, h);
       state = IN_NONE;
       finish(&f, out);
+    } else if (state == IN_BODY && f.hunks && !(h.n && h.s[0] == '\\')) {
+      f.stray = 1;
     }
     /* Anything else outside a hunk (commit messages, "index" lines of
      * plain diffs, "Only in ..." from diff -r, format-patch trailers) is
      * not part of any file's counts. */
     pos = next;
   }
+  /* git numbers the line after the last one, or the last one when it has
+   * no newline (it rejects an unterminated hunk line). */
   if (state == IN_HUNK)
-    warn(lineno, "input ended inside a hunk (truncated diff?)");
+    problem(out, &f, len && text[len - 1] == '\n' ? lineno + 1 : lineno,
+            PB_TRUNCATED);
   finish(&f, out);
-  return 0;
 }

@@ -28,20 +28,43 @@ typedef struct {
   char old_mode[8], new_mode[8]; /* both "" unless the mode changed */
 } diff_file;
 
+/* What `git apply --check` would call a corrupt patch; reported, not
+ * fatal, so a truncated diff still summarizes what could be read. */
+typedef enum {
+  PB_TRUNCATED,       /* the input ends inside a hunk */
+  PB_SHORT_HUNK,      /* a header line arrives before the hunk is complete */
+  PB_BAD_LINE,        /* a line inside a hunk that cannot be hunk content */
+  PB_BAD_HUNK_HEADER, /* an @@ line that does not parse */
+  PB_EXTRA_LINES,     /* an @@ header after lines that are in no hunk */
+  PB_COUNT
+} problem_kind;
+
+typedef struct {
+  char *path;    /* the file being read; set when its section closes */
+  uint64_t line; /* 1-based line of the diff, as git apply numbers it */
+  problem_kind kind;
+  uint64_t old_missing, new_missing; /* for the first three kinds */
+} diff_problem;
+
+/* Reported problems beyond this are dropped (the first ones say enough). */
+#define MAX_PROBLEMS 100
+
 typedef struct {
   diff_file *files;
   size_t count, cap;
+  diff_problem problems[MAX_PROBLEMS];
+  size_t problem_count;
   /* Lines that looked like hunk headers outside any file; used only to
    * explain why a headerless input is rejected. */
   uint64_t orphan_hunks;
 } diff_result;
 
 const char *status_name(file_status s);
+const char *problem_name(problem_kind k);
 
-/* Parses `len` bytes of `text`. Returns 0, or -1 with a message in err
- * (e.g. a malformed hunk header). An input with no file headers yields
- * zero files; deciding whether that is an error is the caller's job. */
-int diff_parse(const char *text, size_t len, diff_result *out, char *err,
-               size_t err_size);
+/* Parses `len` bytes of `text` into `out` (never fails: damage is listed
+ * in out->problems). An input with no file headers yields zero files;
+ * deciding whether that is an error is the caller's job. */
+void diff_parse(const char *text, size_t len, diff_result *out);
 
 #endif

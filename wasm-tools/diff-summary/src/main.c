@@ -96,6 +96,39 @@ static void build_summary(corral_writer *s, const diff_result *r, lang lg) {
   }
 }
 
+/* One sentence per problem, in the summary's language. */
+static void problem_message(corral_writer *s, const diff_problem *p, lang lg) {
+  unsigned long long o = p->old_missing, n = p->new_missing;
+  switch (p->kind) {
+    case PB_TRUNCATED:
+      if (lg == LANG_ZH)
+        corral_appendf(s, "差异在变更块中途结束：缺少 %llu 行旧内容和 %llu 行新内容", o, n);
+      else
+        corral_appendf(s, "the diff ends inside a hunk: %llu old and %llu new lines are missing", o, n);
+      break;
+    case PB_SHORT_HUNK:
+      if (lg == LANG_ZH)
+        corral_appendf(s, "变更块提前结束：缺少 %llu 行旧内容和 %llu 行新内容", o, n);
+      else
+        corral_appendf(s, "the hunk ends early: %llu old and %llu new lines are missing", o, n);
+      break;
+    case PB_BAD_LINE:
+      if (lg == LANG_ZH)
+        corral_appendf(s, "变更块中有一行不是变更内容（应以空格、-、+ 或 \\ 开头）；仍缺少 %llu 行旧内容和 %llu 行新内容", o, n);
+      else
+        corral_appendf(s, "a line inside a hunk that is not hunk content (a space, -, + or \\ first); %llu old and %llu new lines were still expected", o, n);
+      break;
+    case PB_BAD_HUNK_HEADER:
+      append_str(s, lg == LANG_ZH ? "无法解析的变更块头（@@ 行），其中的行未计入"
+                                  : "a hunk header (@@ line) that does not parse; its lines are not counted");
+      break;
+    default:
+      append_str(s, lg == LANG_ZH ? "变更块头之前有不属于任何变更块的行：上一个变更块的行数比其头部所写的多"
+                                  : "a hunk header after lines that are in no hunk: the previous hunk has more lines than its header says");
+      break;
+  }
+}
+
 static void write_output(corral_writer *o, const diff_result *r, lang lg) {
   uint64_t add = 0, del = 0, hunks = 0;
   corral_begin_object(o);
@@ -132,6 +165,31 @@ static void write_output(corral_writer *o, const diff_result *r, lang lg) {
     corral_end_object(o);
   }
   corral_end_array(o);
+  /* Only when there are any, and before totals and summary: readers find
+   * those two at the end of a long output (apps/web history). */
+  if (r->problem_count) {
+    corral_key(o, "problems");
+    corral_begin_array(o);
+    corral_writer m;
+    corral_writer_init(&m);
+    for (size_t i = 0; i < r->problem_count; i++) {
+      const diff_problem *p = &r->problems[i];
+      corral_begin_object(o);
+      corral_key(o, "path");
+      corral_cstring(o, p->path ? p->path : "");
+      corral_key(o, "line");
+      corral_uint(o, p->line);
+      corral_key(o, "kind");
+      corral_cstring(o, problem_name(p->kind));
+      corral_key(o, "message");
+      m.len = 0;
+      problem_message(&m, p, lg);
+      corral_string(o, m.data, m.len);
+      corral_end_object(o);
+    }
+    corral_writer_free(&m);
+    corral_end_array(o);
+  }
   corral_key(o, "totals");
   corral_begin_object(o);
   corral_key(o, "files");
@@ -170,9 +228,8 @@ int main(void) {
     else corral_fail("\"language\" must be \"en\" or \"zh\"");
   }
 
-  diff_result r;
-  char err[256];
-  if (diff_parse(diff, diff_len, &r, err, sizeof err)) corral_fail("%s", err);
+  static diff_result r; /* static: its problem list is a few KiB */
+  diff_parse(diff, diff_len, &r);
   if (r.count == 0 && !is_blank(diff, diff_len)) {
     if (r.orphan_hunks)
       corral_fail("the input is not a unified diff: it has @@ hunk headers but "
