@@ -1,7 +1,9 @@
 /**
- * A pure-JavaScript unified diff summarizer: the benchmark's baseline only.
- * The page never uses it to answer a user; `npm run bench` loads it into
- * the same page as the WASI tool and times both on the same diffs.
+ * A pure-JavaScript unified diff summarizer: the benchmark's baseline.
+ * The page never uses its parser to answer a user; `npm run bench` loads it
+ * into the same page as the WASI tool and times both on the same diffs.
+ * The page does use summarySentence, to write the tool's sentence in the
+ * other language (and with grouped numbers) without running the tool again.
  *
  * It follows the diff-summary tool's contract (same fields, same summary
  * sentence) and its reading rules, so the two do the same work:
@@ -386,6 +388,45 @@ const ZH: Record<FileStatus, string> = {
   binary: '二进制',
 };
 
+/**
+ * The tool's summary sentence for these files and totals, in `language`.
+ * `num` writes the numbers: the tool writes them plain (1031); the page
+ * passes its own formatter, so the sentence reads like the tiles (1,031),
+ * and uses this to rewrite a shown sentence in the other language without
+ * running the tool again.
+ */
+export function summarySentence(
+  files: readonly FileSummary[],
+  totals: { additions: number; deletions: number; hunks: number },
+  language: Language,
+  num: (n: number) => string = String,
+): string {
+  const byStatus = new Map<FileStatus, number>();
+  let largest: FileSummary | null = null;
+  for (const f of files) {
+    byStatus.set(f.status, (byStatus.get(f.status) ?? 0) + 1);
+    if (f.additions + f.deletions > 0 && (!largest || f.additions + f.deletions > largest.additions + largest.deletions)) largest = f;
+  }
+  const kinds = SUMMARY_ORDER.filter((s) => byStatus.has(s));
+  const n = files.length;
+  if (n === 0) return language === 'zh' ? '没有变更。' : 'No changes.';
+  let summary: string;
+  if (language === 'en') {
+    summary =
+      `${num(n)} file${n === 1 ? '' : 's'} changed: ` +
+      kinds.map((s) => `${num(byStatus.get(s)!)} ${s}`).join(', ') +
+      `; +${num(totals.additions)} −${num(totals.deletions)} in ${num(totals.hunks)} hunk${totals.hunks === 1 ? '' : 's'}.`;
+    if (largest) summary += ` Largest change: ${largest.path} (+${num(largest.additions)} −${num(largest.deletions)}).`;
+  } else {
+    summary =
+      `${num(n)} 个文件变更：` +
+      kinds.map((s) => `${ZH[s]} ${num(byStatus.get(s)!)} 个`).join('，') +
+      `；+${num(totals.additions)} −${num(totals.deletions)}，共 ${num(totals.hunks)} 个变更块。`;
+    if (largest) summary += `改动最大的文件：${largest.path}（+${num(largest.additions)} −${num(largest.deletions)}）。`;
+  }
+  return summary;
+}
+
 /** The whole tool answer: files, totals and the summary sentence; throws Error(message) where the tool reports an error. */
 export function summarizeDiff(diff: string, language: Language = 'en'): DiffSummary {
   const { files, orphanHunks } = parseDiff(diff);
@@ -397,30 +438,11 @@ export function summarizeDiff(diff: string, language: Language = 'en'): DiffSumm
     );
   }
   const totals = { files: files.length, additions: 0, deletions: 0, hunks: 0 };
-  const byStatus = new Map<FileStatus, number>();
-  let largest: FileSummary | null = null;
   for (const f of files) {
     totals.additions += f.additions;
     totals.deletions += f.deletions;
     totals.hunks += f.hunks;
-    byStatus.set(f.status, (byStatus.get(f.status) ?? 0) + 1);
-    if (f.additions + f.deletions > 0 && (!largest || f.additions + f.deletions > largest.additions + largest.deletions)) largest = f;
   }
-  let summary: string;
-  const kinds = SUMMARY_ORDER.filter((s) => byStatus.has(s));
-  if (files.length === 0) summary = language === 'zh' ? '没有变更。' : 'No changes.';
-  else if (language === 'en') {
-    summary =
-      `${files.length} file${files.length === 1 ? '' : 's'} changed: ` +
-      kinds.map((s) => `${byStatus.get(s)} ${s}`).join(', ') +
-      `; +${totals.additions} −${totals.deletions} in ${totals.hunks} hunk${totals.hunks === 1 ? '' : 's'}.`;
-    if (largest) summary += ` Largest change: ${largest.path} (+${largest.additions} −${largest.deletions}).`;
-  } else {
-    summary =
-      `${files.length} 个文件变更：` +
-      kinds.map((s) => `${ZH[s]} ${byStatus.get(s)} 个`).join('，') +
-      `；+${totals.additions} −${totals.deletions}，共 ${totals.hunks} 个变更块。`;
-    if (largest) summary += `改动最大的文件：${largest.path}（+${largest.additions} −${largest.deletions}）。`;
-  }
+  const summary = summarySentence(files, totals, language);
   return { files, totals, summary };
 }
