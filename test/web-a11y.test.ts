@@ -273,6 +273,9 @@ describe('web app: accessibility, focus, language switch, screenshots (Chromium)
         await page.goto(app.url);
         await appReady(page);
         await setLanguage(page, lang);
+        const name = `${lang}-${scheme}-${viewport.width}x${viewport.height}`;
+        await page.fill('#diff-input', '');
+        await page.screenshot({ path: join(SHOTS, `${name}-empty.png`) });
         await summarize(page, git.diff);
         // The result is brought into view on its own (on a phone it is below the input).
         await page.waitForFunction(() => {
@@ -282,9 +285,13 @@ describe('web app: accessibility, focus, language switch, screenshots (Chromium)
         // Nothing is wider than the screen.
         expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
         await page.waitForTimeout(400); // the smooth scroll settles
-        const name = `${lang}-${scheme}-${viewport.width}x${viewport.height}`;
         await page.screenshot({ path: join(SHOTS, `${name}.png`) });
         await page.screenshot({ path: join(SHOTS, `${name}-full.png`), fullPage: true });
+        // The advanced panel, after running the bundled tool in it.
+        await page.click('#advanced summary');
+        await page.click('#adv-run-button');
+        await page.waitForSelector('#adv-result');
+        await page.locator('#advanced').screenshot({ path: join(SHOTS, `${name}-advanced.png`) });
       }
     }
     await page.setViewportSize({ width: 1280, height: 900 });
