@@ -259,6 +259,47 @@ describe('web app: accessibility, focus, language switch, screenshots (Chromium)
     await setLanguage(page, 'en');
   }, 120_000);
 
+  it('sorts numbers both ways, counts in the singular, and says when only one of several dropped files is used', async () => {
+    await page.goto(app.url);
+    await appReady(page);
+    await setLanguage(page, 'en');
+    await summarize(page, git.diff);
+    const added = async () =>
+      page.$$eval('#files-table tbody tr .c-add', (cells) => cells.map((c) => Number(c.textContent!.replace(/[^\d]/g, ''))));
+    const inDiffOrder = await added();
+    const header = page.locator('#files-table th[data-key="additions"]');
+    await header.locator('button').click();
+    expect(await header.getAttribute('aria-sort')).toBe('descending');
+    expect(await added()).toEqual([...inDiffOrder].sort((a, b) => b - a));
+    await header.locator('button').click();
+    expect(await header.getAttribute('aria-sort')).toBe('ascending');
+    expect(await added()).toEqual([...inDiffOrder].sort((a, b) => a - b));
+    await header.locator('button').click();
+    expect(await header.getAttribute('aria-sort')).toBeNull();
+    expect(await added()).toEqual(inDiffOrder);
+
+    // One file, one hunk: "1 file", "1 hunk".
+    await summarize(page, '--- a.txt\n+++ a.txt\n@@ -1 +1 @@\n-a\n+b\n');
+    expect(await page.$$eval('.tiles .tile span', (s) => s.map((x) => x.textContent))).toEqual([
+      'file',
+      'addition',
+      'deletion',
+      'hunk',
+      'time taken',
+    ]);
+
+    // Two files dropped at once: the first is summarized, and the page says so.
+    await page.evaluate(() => {
+      const data = new DataTransfer();
+      data.items.add(new File(['--- x\n+++ x\n@@ -1 +1 @@\n-1\n+2\n'], 'first.diff'));
+      data.items.add(new File(['not this one'], 'second.diff'));
+      document.getElementById('drop')!.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    });
+    await page.waitForFunction(() => !document.getElementById('toast')!.hidden);
+    expect(await page.textContent('#toast')).toBe('2 files were dropped; one diff is summarized at a time, so only first.diff was loaded.');
+    await page.waitForSelector('#files-table tr[data-path="x"]');
+  }, 120_000);
+
   it('takes screenshots at 1280×800 and 390×844 (English light, 中文 dark)', async () => {
     for (const [scheme, lang] of [
       ['light', 'en'],

@@ -494,11 +494,7 @@ async function reopen(entry: HistoryEntry, title: string): Promise<void> {
   const input = inputOf(entry);
   if (!input) return;
   setDiff(input.diff, t().fromHistory(title));
-  if (input.language !== state.lang) {
-    state.lang = input.language;
-    saveLanguage(state.lang);
-    applyStrings();
-  }
+  // The page keeps its language: a kept output in the other one is shown with its sentence rewritten.
   if (entry.output) {
     // The whole output was kept: show it as it was, without running anything.
     state.shown = {
