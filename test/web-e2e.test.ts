@@ -422,7 +422,9 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
     await page.setInputFiles('#advanced input[webkitdirectory]', folder);
     await page.waitForSelector('#advanced small:text-matches("src/ · 3 files")');
     await page.click('#adv-run-button');
-    await page.waitForSelector('#adv-envelope', { timeout: 60_000 });
+    // The output shown readably; the whole envelope folded away beneath it.
+    await page.waitForSelector('#adv-result pre.output', { timeout: 60_000 });
+    expect(await page.textContent('#adv-result pre.output')).toContain('"totals"');
     const envelope = JSON.parse((await page.textContent('#adv-envelope'))!) as {
       ok: boolean;
       tool: string;

@@ -206,7 +206,7 @@ describe('apps/web: input of any size and kind, without stalling the page', () =
       document.querySelector('#drop')!.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
     });
     await page.waitForFunction(() => /first\.txt/.test(document.querySelector('#result-body')?.textContent ?? ''));
-    expect(await page.textContent('#toast')).toBe('2 files were dropped; one is summarized at a time: first.diff.');
+    expect(await page.textContent('#toast')).toBe('2 files were dropped; one diff is summarized at a time, so only first.diff was loaded.');
     expect(await page.textContent('#result-body')).not.toContain('second.txt');
     await resultSettled();
   });

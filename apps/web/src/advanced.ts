@@ -6,9 +6,9 @@
  * them and nothing else, and never reaches the network.
  */
 import type { BrowserCorral } from '@corral/browser';
-import type { InvokeOptions, MemoryTree, MountBinding, Tool } from '@corral/core';
+import type { InvokeOptions, InvokeResult, MemoryTree, MountBinding, Tool } from '@corral/core';
 import { h } from './dom.js';
-import { formatBytes, type Strings } from './i18n.js';
+import { formatBytes, formatMs, type Strings } from './i18n.js';
 import { FormError, fieldsFromSchema, initialValue, inputFromValues, type Field, type FieldValue } from './schema-form.js';
 
 interface ToolState {
@@ -33,7 +33,7 @@ export function mountAdvanced(
   const pending: { wasm: File | null; spec: File | null } = { wasm: null, spec: null };
   let loadMessage: { ok: boolean; text: string } | null = null;
   let runMessage: string | null = null;
-  let envelope: { ok: boolean; text: string } | null = null;
+  let envelope: { result: InvokeResult | null; text: string } | null = null;
   let running = false;
 
   const stateOf = (tool: Tool): ToolState => {
@@ -120,9 +120,9 @@ export function mountAdvanced(
       const result = await corral.invokeTool(tool, input, invokeOptions);
       let text = JSON.stringify(result, null, 2);
       if (text.length > 400_000) text = `${text.slice(0, 400_000)}\n… (${formatBytes(text.length)} in all)`;
-      envelope = { ok: result.ok, text };
+      envelope = { result, text };
     } catch (err) {
-      envelope = { ok: false, text: String((err as Error).message ?? err) };
+      envelope = { result: null, text: String((err as Error).message ?? err) };
     } finally {
       running = false;
       draw();
@@ -211,41 +211,93 @@ export function mountAdvanced(
         bytes += data.length;
       }
       const folder = (files[0]!.webkitRelativePath || files[0]!.name).split('/')[0];
-      s.mounts[guest] = { tree, label: `${folder}/ · ${files.length} files · ${formatBytes(bytes)}` };
+      s.mounts[guest] = { tree, label: t.reviewPicked(folder ?? '', files.length, formatBytes(bytes)) };
       draw();
     });
-    return h('label', { class: 'field' }, h('span', {}, t.mountFolder(guest, access)), input, picked ? h('small', {}, picked.label) : null);
+    return filePicker(t.mountFolder(guest, access), t.chooseFolder, input, picked?.label ?? null);
+  };
+
+  /** A file input drawn like the page's main picker: a button-like label around the hidden input, and what was chosen beside it. */
+  let pickers = 0;
+  const filePicker = (title: string, choose: string, input: HTMLInputElement, chosen: string | null): HTMLElement => {
+    const id = `adv-picker-${pickers++}`;
+    input.classList.add('visually-hidden');
+    input.setAttribute('aria-describedby', `${id}-title ${id}-chosen`);
+    return h(
+      'div',
+      { class: 'field' },
+      h('span', { id: `${id}-title` }, title),
+      h(
+        'div',
+        { class: 'row' },
+        h('label', { class: 'button ghost picker' }, h('span', {}, choose), input),
+        h('small', { id: `${id}-chosen`, class: chosen ? 'chosen' : 'chosen none' }, chosen ?? t.nothingChosen),
+      ),
+    );
+  };
+
+  /** The result, readable: what happened, the output, any error; the whole envelope folded away below. */
+  const resultView = (e: { result: InvokeResult | null; text: string }): HTMLElement => {
+    const r = e.result;
+    const view = h('div', { class: `result-view ${r?.ok ? 'ok' : 'failed'}`, id: 'adv-result' });
+    if (r) {
+      view.append(
+        h(
+          'p',
+          { class: `message ${r.ok ? 'ok' : 'error'}`, role: 'status' },
+          r.ok ? t.resultOk(formatMs(r.duration_ms)) : t.resultFailed(formatMs(r.duration_ms)),
+        ),
+      );
+      if (r.ok) {
+        const out = typeof r.output === 'string' ? r.output : JSON.stringify(r.output, null, 2);
+        view.append(
+          h('h4', {}, t.output),
+          h('pre', { class: 'output', tabindex: 0 }, out.length > 200_000 ? `${out.slice(0, 200_000)}\n…` : out),
+        );
+      } else if (r.error) {
+        view.append(h('h4', {}, t.toolError), h('p', { class: 'error-message' }, h('code', {}, r.error.code), ` ${r.error.message}`));
+        if (r.stderr_tail) view.append(h('h4', {}, t.stderr), h('pre', { class: 'output', tabindex: 0 }, r.stderr_tail));
+      }
+    }
+    view.append(
+      h(
+        'details',
+        { class: 'envelope-details', open: r === null },
+        h('summary', {}, t.envelopeJson),
+        h('pre', { class: 'envelope', id: 'adv-envelope', tabindex: 0 }, e.text),
+      ),
+    );
+    return view;
   };
 
   const draw = () => {
+    pickers = 0;
     const tool = current();
     const loadPanel = h(
       'section',
       { class: 'panel', 'aria-labelledby': 'adv-load' },
       h('h3', { id: 'adv-load' }, t.register),
-      h(
-        'label',
-        { class: 'field' },
-        h('span', {}, t.toolWasm),
+      filePicker(
+        t.toolWasm,
+        t.chooseWasm,
         h('input', {
           type: 'file',
           accept: '.wasm,application/wasm',
           id: 'adv-wasm',
           onchange: (e: Event) => takeFiles((e.target as HTMLInputElement).files ?? []),
         }),
-        pending.wasm ? h('small', {}, `${pending.wasm.name} · ${formatBytes(pending.wasm.size)}`) : null,
+        pending.wasm ? `${pending.wasm.name} · ${formatBytes(pending.wasm.size)}` : null,
       ),
-      h(
-        'label',
-        { class: 'field' },
-        h('span', {}, t.toolSpec),
+      filePicker(
+        t.toolSpec,
+        t.chooseSpec,
         h('input', {
           type: 'file',
           accept: '.json,application/json',
           id: 'adv-spec',
           onchange: (e: Event) => takeFiles((e.target as HTMLInputElement).files ?? []),
         }),
-        pending.spec ? h('small', {}, pending.spec.name) : null,
+        pending.spec ? pending.spec.name : null,
       ),
       h(
         'div',
@@ -348,12 +400,7 @@ export function mountAdvanced(
         ),
       );
       if (runMessage) runPanel.append(h('p', { class: 'message error', role: 'alert' }, runMessage));
-      if (envelope) {
-        runPanel.append(
-          h('h3', {}, t.envelope),
-          h('pre', { class: `envelope ${envelope.ok ? 'ok' : 'failed'}`, id: 'adv-envelope', tabindex: 0 }, envelope.text),
-        );
-      }
+      if (envelope) runPanel.append(h('h3', {}, t.envelope), resultView(envelope));
     }
     container.replaceChildren(h('p', { class: 'intro' }, t.advancedIntro), loadPanel, runPanel);
   };

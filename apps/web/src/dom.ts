@@ -31,3 +31,20 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   if (!el) throw new Error(`#${id} is missing from the page`);
   return el as T;
 }
+
+/**
+ * A path as pieces that each end at a `/` (inline blocks: .path-part), so a
+ * narrow column wraps it between folders, never inside a name or at its
+ * hyphens; only a single name longer than the line is broken inside.
+ */
+export function pathParts(path: string): HTMLElement[] {
+  return path.split(/(?<=\/)/).map((piece) => h('span', { class: 'path-part' }, piece));
+}
+
+/** Text with a line-break opportunity after each `/` (a sentence naming a path). */
+export function slashBreaks(text: string): Array<string | HTMLElement> {
+  const parts: Array<string | HTMLElement> = [];
+  for (const piece of text.split(/(?<=\/)/)) parts.push(piece, document.createElement('wbr'));
+  parts.pop();
+  return parts;
+}

@@ -4,10 +4,24 @@
  */
 import type { ReviewOutcome, StepState } from './review-model.js';
 import type { FailureKind } from './failure.js';
-import type { FileStatus, Language } from './summary.js';
+import { summarySentence } from './sentence.js';
+import type { DiffSummary, FileStatus, Language } from './summary.js';
+
+/** The label after a count, in the right number: "1 file", "2 files". */
+type Counted = 'files' | 'additions' | 'deletions' | 'hunks';
+const EN_COUNTED: Record<Counted, [one: string, other: string]> = {
+  files: ['file', 'files'],
+  additions: ['addition', 'additions'],
+  deletions: ['deletion', 'deletions'],
+  hunks: ['hunk', 'hunks'],
+};
+const enPlural = new Intl.PluralRules('en');
 
 const en = {
+  /** For Intl number and date formatting. */
+  locale: 'en',
   title: 'Diff summarizer',
+  skip: 'Skip to the diff input',
   tagline: 'Summaries of your diffs, computed on this machine by a sandboxed WASI tool. Nothing is uploaded.',
   languageLabel: 'Summary language',
   inputHeading: 'Your diff',
@@ -36,8 +50,6 @@ const en = {
     `${name} (${size}) is loaded; the box shows its start, read-only. It is summarized in full; Clear to type instead.`,
   // ---- input: large and binary files (helper "input") ----
   pastedText: 'pasted text',
-  fromHistory: 'the diff from the history',
-  oneFileOnly: (n: number, name: string) => `${n} files were dropped; one is summarized at a time: ${name}.`,
   binaryFile: 'This is a binary file',
   binaryMessage: (name: string, size: string) =>
     `${name} (${size}) has binary content (a NUL byte, or bytes that are not UTF-8 text, near its start), so it was not loaded or summarized.`,
@@ -85,6 +97,11 @@ const en = {
   additions: 'additions',
   deletions: 'deletions',
   hunks: 'hunks',
+  counted: (n: number, what: Counted) => EN_COUNTED[what][enPlural.select(n) === 'one' ? 0 : 1],
+  totals: 'Totals',
+  diffstat: 'Size of the change',
+  droppedMany: (n: number, name: string) => `${n} files were dropped; one diff is summarized at a time, so only ${name} was loaded.`,
+  fromHistory: (title: string) => `“${title}” from the history`,
   toolTime: 'time taken',
   pageTime: (ms: string) => `${ms} in all, with saving it to the history`,
   chartHeading: 'Largest changes',
@@ -169,6 +186,16 @@ const en = {
   run: 'Run',
   running: 'Running…',
   envelope: 'Result envelope',
+  envelopeJson: 'The whole result envelope (JSON)',
+  output: 'Output',
+  toolError: 'Error',
+  stderr: 'Standard error (last lines)',
+  resultOk: (ms: string) => `Succeeded in ${ms}`,
+  resultFailed: (ms: string) => `Failed after ${ms}`,
+  chooseWasm: 'Choose the .wasm…',
+  chooseSpec: 'Choose the tool-spec.json…',
+  chooseFolder: 'Choose a folder…',
+  nothingChosen: 'nothing chosen',
   invalidJson: (field: string, message: string) => `${field}: not valid JSON (${message})`,
   required: 'required',
   footer: 'Corral runs WASI tools in sandboxed workers. This page keeps working with the network off once it has loaded.',
@@ -187,7 +214,9 @@ const en = {
 export type Strings = typeof en;
 
 const zh: Strings = {
+  locale: 'zh-CN',
   title: 'Diff 摘要',
+  skip: '跳到 diff 输入框',
   tagline: '在本机由沙箱中的 WASI 工具计算 diff 摘要，不上传任何内容。',
   languageLabel: '摘要语言',
   inputHeading: '你的 diff',
@@ -214,8 +243,6 @@ const zh: Strings = {
   loadedFile: (name, size) => `已载入 ${name}（${size}）`,
   bigFile: (name, size) => `已载入 ${name}（${size}）；此处只读显示其开头部分，摘要会覆盖完整内容；点“清空”可改为输入。`,
   pastedText: '粘贴的文本',
-  fromHistory: '历史记录中的 diff',
-  oneFileOnly: (n, name) => `拖入了 ${n} 个文件；一次只为一个文件生成摘要：${name}。`,
   binaryFile: '这是二进制文件',
   binaryMessage: (name, size) => `${name}（${size}）含有二进制内容（开头处有 NUL 字节或不是 UTF-8 文本的字节），因此未载入，也未生成摘要。`,
   binaryHint: '请选择文本 diff：git diff（或 diff -u）的输出，或 .diff / .patch 文件。',
@@ -262,6 +289,11 @@ const zh: Strings = {
   additions: '行新增',
   deletions: '行删除',
   hunks: '个变更块',
+  counted: (_n, what) => ({ files: '个文件', additions: '行新增', deletions: '行删除', hunks: '个变更块' })[what],
+  totals: '合计',
+  diffstat: '改动大小',
+  droppedMany: (n, name) => `拖入了 ${n} 个文件；一次只生成一个 diff 的摘要，所以只载入了 ${name}。`,
+  fromHistory: (title) => `历史中的“${title}”`,
   toolTime: '用时',
   pageTime: (ms) => `总计 ${ms}（含保存到历史）`,
   chartHeading: '改动最大的文件',
@@ -338,6 +370,16 @@ const zh: Strings = {
   run: '运行',
   running: '正在运行…',
   envelope: '结果信封',
+  envelopeJson: '完整的结果信封（JSON）',
+  output: '输出',
+  toolError: '错误',
+  stderr: '标准错误（最后几行）',
+  resultOk: (ms) => `成功，用时 ${ms}`,
+  resultFailed: (ms) => `失败，用时 ${ms}`,
+  chooseWasm: '选择 .wasm…',
+  chooseSpec: '选择 tool-spec.json…',
+  chooseFolder: '选择文件夹…',
+  nothingChosen: '未选择',
   invalidJson: (field, message) => `${field}：不是有效的 JSON（${message}）`,
   required: '必填',
   footer: 'Corral 在沙箱 worker 中运行 WASI 工具。页面载入一次之后，断网也能继续使用。',
@@ -374,6 +416,25 @@ export function formatBytes(n: number): string {
   return `${(n / 1_000_000).toFixed(1)} MB`;
 }
 
+/** Numbers are written one way on the whole page (grouped: 1,031), in the page's language. */
+const numberFormats = new Map<string, Intl.NumberFormat>();
+export function formatNumber(n: number, t: Strings): string {
+  let nf = numberFormats.get(t.locale);
+  if (!nf) numberFormats.set(t.locale, (nf = new Intl.NumberFormat(t.locale)));
+  return nf.format(n);
+}
+
 export function formatMs(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(1)} ms`;
+}
+
+/**
+ * The summary sentence as the page shows it: the tool's sentence, written
+ * in the page's language and with its numbers formatted like the rest of
+ * the page. Rebuilt from the files and totals only when that rebuilds the
+ * tool's own sentence exactly (else the tool's words are shown as they are).
+ */
+export function shownSentence(output: DiffSummary, toolLanguage: Language, t: Strings): string {
+  if (summarySentence(output.files, output.totals, toolLanguage) !== output.summary) return output.summary;
+  return summarySentence(output.files, output.totals, t.locale === 'zh-CN' ? 'zh' : 'en', (n) => formatNumber(n, t));
 }

@@ -1,7 +1,9 @@
 /**
- * A pure-JavaScript unified diff summarizer: the benchmark's baseline only.
- * The page never uses it to answer a user; `npm run bench` loads it into
- * the same page as the WASI tool and times both on the same diffs.
+ * A pure-JavaScript unified diff summarizer: the benchmark's baseline.
+ * The page never uses its parser to answer a user; `npm run bench` loads it
+ * into the same page as the WASI tool and times both on the same diffs.
+ * The page does use summarySentence, to write the tool's sentence in the
+ * other language (and with grouped numbers) without running the tool again.
  *
  * It follows the diff-summary tool's contract (same fields, same summary
  * sentence) and its reading rules, so the two do the same work:
@@ -12,6 +14,7 @@
  * is one modified file. test/web-units.test.ts checks it against the tool
  * on real git output.
  */
+import { summarySentence } from './sentence.js';
 import type { DiffProblem, DiffSummary, FileStatus, FileSummary, Language, ProblemKind } from './summary.js';
 
 const MAX_PARENTS = 16;
@@ -415,17 +418,6 @@ function orderFields(d: FileSummary): FileSummary {
   return o;
 }
 
-const SUMMARY_ORDER: FileStatus[] = ['added', 'deleted', 'renamed', 'copied', 'modified', 'binary'];
-const ZH: Record<FileStatus, string> = {
-  added: '新增',
-  deleted: '删除',
-  modified: '修改',
-  renamed: '重命名',
-  copied: '复制',
-  binary: '二进制',
-};
-
-/** The whole tool answer: files, totals and the summary sentence; throws Error(message) where the tool reports an error. */
 function problemMessage(p: RawProblem, language: Language): string {
   const [o, n] = [p.oldMissing, p.newMissing];
   const zh = language === 'zh';
@@ -449,6 +441,7 @@ function problemMessage(p: RawProblem, language: Language): string {
   }
 }
 
+/** The whole tool answer: files, totals and the summary sentence; throws Error(message) where the tool reports an error. */
 export function summarizeDiff(diff: string, language: Language = 'en'): DiffSummary {
   const { files, orphanHunks, problems } = parseDiff(diff);
   if (files.length === 0 && diff.trim() !== '') {
@@ -459,31 +452,12 @@ export function summarizeDiff(diff: string, language: Language = 'en'): DiffSumm
     );
   }
   const totals = { files: files.length, additions: 0, deletions: 0, hunks: 0 };
-  const byStatus = new Map<FileStatus, number>();
-  let largest: FileSummary | null = null;
   for (const f of files) {
     totals.additions += f.additions;
     totals.deletions += f.deletions;
     totals.hunks += f.hunks;
-    byStatus.set(f.status, (byStatus.get(f.status) ?? 0) + 1);
-    if (f.additions + f.deletions > 0 && (!largest || f.additions + f.deletions > largest.additions + largest.deletions)) largest = f;
   }
-  let summary: string;
-  const kinds = SUMMARY_ORDER.filter((s) => byStatus.has(s));
-  if (files.length === 0) summary = language === 'zh' ? '没有变更。' : 'No changes.';
-  else if (language === 'en') {
-    summary =
-      `${files.length} file${files.length === 1 ? '' : 's'} changed: ` +
-      kinds.map((s) => `${byStatus.get(s)} ${s}`).join(', ') +
-      `; +${totals.additions} −${totals.deletions} in ${totals.hunks} hunk${totals.hunks === 1 ? '' : 's'}.`;
-    if (largest) summary += ` Largest change: ${largest.path} (+${largest.additions} −${largest.deletions}).`;
-  } else {
-    summary =
-      `${files.length} 个文件变更：` +
-      kinds.map((s) => `${ZH[s]} ${byStatus.get(s)} 个`).join('，') +
-      `；+${totals.additions} −${totals.deletions}，共 ${totals.hunks} 个变更块。`;
-    if (largest) summary += `改动最大的文件：${largest.path}（+${largest.additions} −${largest.deletions}）。`;
-  }
+  const summary = summarySentence(files, totals, language);
   if (!problems.length) return { files, totals, summary };
   const listed: DiffProblem[] = problems.map((p) => ({ path: p.path, line: p.line, kind: p.kind, message: problemMessage(p, language) }));
   // Key order as the tool writes it.

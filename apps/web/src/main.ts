@@ -10,7 +10,7 @@ import { h, byId } from './dom.js';
 import { failureKind, type FailureKind } from './failure.js';
 import type { Host, PrepStep } from './host.js';
 import { historyEntries, inputOf, relativeTime, type HistoryEntry } from './history.js';
-import { STRINGS, formatBytes, initialLanguage, saveLanguage, type Strings } from './i18n.js';
+import { STRINGS, formatBytes, initialLanguage, saveLanguage, shownSentence, type Strings } from './i18n.js';
 import { readFile } from './read-file.js';
 import { renderError, renderSummary } from './render.js';
 import { failureMessage, type DiffSummary, type Language } from './summary.js';
@@ -282,8 +282,10 @@ async function run(): Promise<RunTimings | null> {
     performance.mark('corral:summary-rendered');
     // Screen readers hear the sentence, not the whole table.
     const shown = state.shown;
-    els.announce.textContent = shown.kind === 'summary' ? shown.output.summary : shown.kind === 'error' ? shown.message : '';
+    els.announce.textContent =
+      shown.kind === 'summary' ? shownSentence(shown.output, shown.language, t()) : shown.kind === 'error' ? shown.message : '';
     const renderMs = performance.now() - r0;
+    revealResult();
     void refreshHistory();
     return {
       ok: result.ok,
@@ -305,10 +307,22 @@ async function run(): Promise<RunTimings | null> {
   }
 }
 
+/** Brings a new result into view when it is below the fold (a phone, where the input fills the screen). */
+function revealResult(): void {
+  // One column (a phone): the summary should fill the screen; two columns: only when it is nearly out of sight.
+  const narrow = matchMedia('(max-width: 900px)').matches;
+  const top = els.result.getBoundingClientRect().top;
+  if (top >= 0 && top < innerHeight * (narrow ? 0.3 : 0.75)) return;
+  const smooth = !matchMedia('(prefers-reduced-motion: reduce)').matches;
+  els.result.scrollIntoView({ behavior: smooth ? 'smooth' : 'auto', block: 'start' });
+}
+
 function redrawShown(): void {
   const shown = state.shown;
   if (shown.kind === 'summary') {
-    renderSummary(els.resultBody, shown.output, t(), {
+    // The sentence in the page's language, rewritten from the output: switching language never reruns the tool.
+    const output = { ...shown.output, summary: shownSentence(shown.output, shown.language, t()) };
+    renderSummary(els.resultBody, output, t(), {
       ...(shown.ms !== undefined ? { ms: shown.ms } : {}),
       ...(shown.pageMs !== undefined ? { pageMs: shown.pageMs } : {}),
     });
@@ -470,7 +484,7 @@ document.addEventListener('drop', (e) => {
   const file = files?.[0];
   if (!file || (e.target instanceof Element && e.target.closest('#advanced'))) return;
   // Said, not done silently: which of several dropped files is summarized.
-  if (files.length > 1) toast(t().oneFileOnly(files.length, file.name));
+  if (files.length > 1) toast(t().droppedMany(files.length, file.name));
   void loadFile(file);
 });
 
@@ -481,10 +495,8 @@ for (const radio of document.querySelectorAll<HTMLInputElement>('input[name="lan
     if (!radio.checked) return;
     state.lang = radio.value === 'zh' ? 'zh' : 'en';
     saveLanguage(state.lang);
+    // Redraws the shown summary too, its sentence included, without running the tool again.
     applyStrings();
-    // The summary sentence is the tool's: ask it again in the new language.
-    const shown = state.shown;
-    if (shown.kind === 'summary' && shown.language !== state.lang && currentDiff() === shown.diff) void run();
   });
 }
 
@@ -544,7 +556,7 @@ function renderHistory(): void {
             h('span', { class: 'a' }, `+${nf!.format(entry.totals.additions)}`),
             ' ',
             h('span', { class: 'd' }, `−${nf!.format(entry.totals.deletions)}`),
-            ` · ${nf!.format(entry.totals.files)} ${s.files}`,
+            ` · ${nf!.format(entry.totals.files)} ${s.counted(entry.totals.files, 'files')}`,
           )
         : h('span', { class: 'h-failed' }, entry.error ?? entry.status);
       const button = h(
@@ -554,7 +566,7 @@ function renderHistory(): void {
           'data-snapshot': entry.id,
           disabled: !entry.hasInput && !entry.output,
           title: entry.summary ?? entry.error ?? '',
-          onclick: () => void reopen(entry),
+          onclick: () => void reopen(entry, title),
         },
         h(
           'span',
@@ -584,7 +596,7 @@ function markCurrentHistory(): void {
   }
 }
 
-async function reopen(entry: HistoryEntry): Promise<void> {
+async function reopen(entry: HistoryEntry, title: string): Promise<void> {
   let input: ReturnType<typeof inputOf> = null;
   try {
     const snapshot = await state.host?.corral.store?.getExecution(entry.id);
@@ -596,12 +608,8 @@ async function reopen(entry: HistoryEntry): Promise<void> {
     toast(t().historyNoInput);
     return;
   }
-  setDiff(input.diff, undefined, (s) => s.fromHistory);
-  if (input.language !== state.lang) {
-    state.lang = input.language;
-    saveLanguage(state.lang);
-    applyStrings();
-  }
+  setDiff(input.diff, undefined, (s) => s.fromHistory(title));
+  // The page keeps its language: a kept output in the other one is shown with its sentence rewritten.
   if (entry.output) {
     // The whole output was kept: show it as it was, without running anything.
     state.shown = {
@@ -673,6 +681,9 @@ function loadReview(): void {
 
 // ---- offline --------------------------------------------------------------------------
 
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** A message at the foot of the screen; one without an action goes away by itself. */
 function toast(message: string, action?: { label: string; run: () => void }): void {
   els.toast.replaceChildren(h('span', {}, message));
   if (action) els.toast.append(h('button', { type: 'button', onclick: action.run }, action.label));
@@ -681,7 +692,6 @@ function toast(message: string, action?: { label: string; run: () => void }): vo
   clearTimeout(toastTimer);
   if (!action) toastTimer = setTimeout(() => (els.toast.hidden = true), 8000);
 }
-let toastTimer: ReturnType<typeof setTimeout> | undefined;
 
 let serviceWorkerRegistered: Promise<void> = Promise.resolve();
 

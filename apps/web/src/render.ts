@@ -2,8 +2,8 @@
  * The result views: the summary sentence, totals, a chart of the largest
  * changes (inline SVG) and a sortable, filterable per-file table.
  */
-import { h, svg } from './dom.js';
-import { formatMs, type Strings } from './i18n.js';
+import { h, pathParts, slashBreaks, svg } from './dom.js';
+import { formatMs, formatNumber, type Strings } from './i18n.js';
 import { largestChanges, type DiffProblem, type DiffSummary, type FileSummary } from './summary.js';
 
 /** Rows drawn before "show all": enough for any reviewable PR, cheap for a 50k-file one. */
@@ -24,18 +24,18 @@ export function renderSummary(container: HTMLElement, result: DiffSummary, t: St
   const { totals } = result;
   const tile = (cls: string, value: string, label: string, title?: string) =>
     h('li', { class: `tile ${cls}`, title }, h('b', {}, value), h('span', {}, label));
-  const nf = new Intl.NumberFormat();
+  const num = (n: number) => formatNumber(n, t);
   const body = h(
     'div',
     { class: 'summary-view' },
-    h('p', { class: 'summary-text', id: 'summary-text' }, result.summary),
+    h('p', { class: 'summary-text', id: 'summary-text' }, ...slashBreaks(result.summary)),
     h(
       'ul',
-      { class: 'tiles', 'aria-label': 'Totals' },
-      tile('files', nf.format(totals.files), t.files),
-      tile('add', `+${nf.format(totals.additions)}`, t.additions),
-      tile('del', `−${nf.format(totals.deletions)}`, t.deletions),
-      tile('hunks', nf.format(totals.hunks), t.hunks),
+      { class: 'tiles', 'aria-label': t.totals },
+      tile('files', num(totals.files), t.counted(totals.files, 'files')),
+      tile('add', `+${num(totals.additions)}`, t.counted(totals.additions, 'additions')),
+      tile('del', `−${num(totals.deletions)}`, t.counted(totals.deletions, 'deletions')),
+      tile('hunks', num(totals.hunks), t.counted(totals.hunks, 'hunks')),
       options.ms !== undefined
         ? tile('time', formatMs(options.ms), t.toolTime, options.pageMs !== undefined ? t.pageTime(formatMs(options.pageMs)) : undefined)
         : null,
@@ -115,11 +115,15 @@ function drawChart(figure: HTMLElement, files: FileSummary[], t: Strings): void 
         return svg(
           'g',
           { class: 'chart-row' },
-          svg('title', {}, `${f.path}: +${f.additions} −${f.deletions}`),
+          svg('title', {}, `${f.path}: +${formatNumber(f.additions, t)} −${formatNumber(f.deletions, t)}`),
           svg('text', { x: labelW - 8, y: y + 15, 'text-anchor': 'end' }, label),
           svg('rect', { class: 'bar-add', x: labelW, y: y + 4, width: Math.max(a, f.additions ? 1.5 : 0), height: 14, rx: 2 }),
           svg('rect', { class: 'bar-del', x: labelW + a, y: y + 4, width: Math.max(d, f.deletions ? 1.5 : 0), height: 14, rx: 2 }),
-          svg('text', { class: 'num', x: labelW + a + d + 6, y: y + 15 }, `+${f.additions} −${f.deletions}`),
+          svg(
+            'text',
+            { class: 'num', x: labelW + a + d + 6, y: y + 15 },
+            `+${formatNumber(f.additions, t)} −${formatNumber(f.deletions, t)}`,
+          ),
         );
       }),
     );
@@ -160,13 +164,10 @@ function fileTable(files: FileSummary[], t: Strings): HTMLElement {
     h('th', { scope: 'col', class: cls, 'data-key': key }, h('button', { type: 'button', onclick: () => toggleSort(key) }, label)),
   );
 
+  // Each column cycles: its first order (A-Z for words, largest first for numbers), the reverse, then diff order.
   const toggleSort = (key: SortKey) => {
-    sort =
-      sort.key === key
-        ? sort.dir === 1
-          ? { key, dir: -1 }
-          : { key: 'index', dir: 1 }
-        : { key, dir: key === 'path' || key === 'status' ? 1 : -1 };
+    const first = key === 'path' || key === 'status' ? 1 : -1;
+    sort = sort.key !== key ? { key, dir: first } : sort.dir === first ? { key, dir: -first as 1 | -1 } : { key: 'index', dir: 1 };
     draw();
   };
 
@@ -220,7 +221,7 @@ function fileTable(files: FileSummary[], t: Strings): HTMLElement {
       h(
         'table',
         { id: 'files-table' },
-        h('thead', {}, h('tr', {}, ...ths, h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'diffstat')))),
+        h('thead', {}, h('tr', {}, ...ths, h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, t.diffstat)))),
         tbody,
       ),
     ),
@@ -236,13 +237,14 @@ function fileRow(f: FileSummary, t: Strings, maxChange: number): HTMLTableRowEle
     h(
       'td',
       { class: 'c-path' },
-      h('span', { class: 'path' }, f.path),
-      f.old_path !== undefined ? h('span', { class: 'old-path' }, `${t.renamedFrom} ${f.old_path}`) : null,
+      h('span', { class: 'path' }, ...pathParts(f.path)),
+      f.old_path !== undefined ? h('span', { class: 'old-path' }, `${t.renamedFrom} `, ...pathParts(f.old_path)) : null,
       f.old_mode !== undefined && f.new_mode !== undefined ? h('span', { class: 'mode' }, t.mode(f.old_mode, f.new_mode)) : null,
     ),
-    h('td', { class: `num c-add${f.additions ? '' : ' zero'}` }, f.binary ? '—' : `+${f.additions}`),
-    h('td', { class: `num c-del${f.deletions ? '' : ' zero'}` }, f.binary ? '—' : `−${f.deletions}`),
-    h('td', { class: `num c-hunks${f.hunks ? '' : ' zero'}` }, String(f.hunks)),
+    h('td', { class: `num c-add${f.additions ? '' : ' zero'}` }, f.binary ? '—' : `+${formatNumber(f.additions, t)}`),
+    h('td', { class: `num c-del${f.deletions ? '' : ' zero'}` }, f.binary ? '—' : `−${formatNumber(f.deletions, t)}`),
+    // data-label: the phone layout shows rows as cards, with no column header above this number.
+    h('td', { class: `num c-hunks${f.hunks ? '' : ' zero'}`, 'data-label': t.colHunks }, formatNumber(f.hunks, t)),
     h('td', { class: 'c-spark', 'aria-hidden': 'true' }, spark(f, maxChange)),
   );
 }

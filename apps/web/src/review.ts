@@ -334,9 +334,10 @@ export function mountReview(els: ReviewElements, options: ReviewOptions): Review
   const folder = h('input', {
     type: 'file',
     id: 'review-folder',
+    class: 'visually-hidden',
     webkitdirectory: true,
     multiple: true,
-    'aria-describedby': 'review-folder-note',
+    'aria-describedby': 'review-folder-title review-folder-note',
     onchange: (e: Event) => pick(e.target as HTMLInputElement),
   });
   const folderNote = h('small', { id: 'review-folder-note' });
@@ -351,7 +352,14 @@ export function mountReview(els: ReviewElements, options: ReviewOptions): Review
     }
     els.body.replaceChildren(
       h('p', { class: 'intro' }, t.reviewIntro),
-      h('label', { class: 'field', for: 'review-folder' }, h('span', {}, t.reviewFolder), folder, folderNote),
+      // Drawn like the page's main file picker (the browser's own says "Choose Files" in its language, not the page's).
+      h(
+        'div',
+        { class: 'field' },
+        h('span', { id: 'review-folder-title' }, t.reviewFolder),
+        h('div', { class: 'row' }, h('label', { class: 'button ghost picker' }, h('span', {}, t.chooseFolder), folder)),
+        folderNote,
+      ),
       h('div', { class: 'row' }, startButton, status),
       live,
     );
