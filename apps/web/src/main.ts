@@ -272,6 +272,7 @@ function redrawShown(): void {
   const shown = state.shown;
   if (shown.kind === 'summary') {
     renderSummary(els.resultBody, shown.output, t(), {
+      diff: shown.diff,
       ...(shown.ms !== undefined ? { ms: shown.ms } : {}),
       ...(shown.pageMs !== undefined ? { pageMs: shown.pageMs } : {}),
     });
