@@ -16,8 +16,19 @@ import {
   splitSectionsSliced,
   type FileSection,
 } from '../apps/web/src/file-sections.js';
-import { buildTree, extensionOf, filterFiles, listRows, nextSort, treeRows, type Folder, type Sort } from '../apps/web/src/file-tree.js';
-import type { DiffSummary, FileSummary } from '../apps/web/src/summary.js';
+import {
+  buildTree,
+  extensionOf,
+  filterFiles,
+  listRows,
+  nextSort,
+  runSliced,
+  filteredTree,
+  treeRows,
+  type Folder,
+  type Sort,
+} from '../apps/web/src/file-tree.js';
+import { largestChanges, type DiffSummary, type FileSummary } from '../apps/web/src/summary.js';
 import { syntheticDiff } from '../bench/diffs.js';
 import { runTool } from './helpers/corral.js';
 import { diffTrees, TempRepo, type Tree } from './helpers/gitdiff.js';
@@ -362,5 +373,39 @@ describe('file tree', () => {
     const sumAdd = root.folders.reduce((n, f) => n + f.totals.additions, 0);
     expect(sumAdd).toBe(many.reduce((n, f) => n + f.additions, 0));
     expect(treeRows(many, root, { key: 'index', dir: 1 }, () => false)).toHaveLength(50);
+  });
+
+  it('builds the same filtered tree in time slices as at once', async () => {
+    const many: FileSummary[] = [];
+    for (let i = 0; i < 9_000; i++)
+      many.push(file(`p${i % 9}/m${i % 90}/f${i}.${i % 2 ? 'ts' : 'md'}`, i % 5, i % 4, i % 3 ? 'modified' : 'added'));
+    const filter = { statuses: new Set<FileSummary['status']>(['added']), extension: 'ts', text: '' };
+    const sliced = await runSliced(filteredTree(many, filter), () => false, 0);
+    expect(sliced!.shown).toEqual(filterFiles(many, filter));
+    expect(sliced!.tree).toEqual(buildTree(many, filterFiles(many, filter)));
+    // A newer filter cancels the run.
+    expect(await runSliced(filteredTree(many, filter), () => true, 0)).toBeNull();
+  });
+
+  it('sorts 50,000 files by a number with ties in diff order, and picks the largest changes like a full sort', () => {
+    const many: FileSummary[] = [];
+    for (let i = 0; i < 50_000; i++) many.push(file(`f${i}`, (i * 7919) % 13, (i * 104729) % 5));
+    for (const dir of [1, -1] as const) {
+      const got = listRows(
+        many,
+        many.map((_, i) => i),
+        { key: 'deletions', dir },
+      ).map((r) => (r.kind === 'file' ? r.index : -1));
+      const want = many.map((_, i) => i).sort((a, b) => (many[a]!.deletions - many[b]!.deletions) * dir || a - b);
+      expect(got).toEqual(want);
+    }
+    const reference = many
+      .map((f, i) => ({ f, i }))
+      .filter(({ f }) => f.additions + f.deletions > 0)
+      .sort((a, b) => b.f.additions + b.f.deletions - (a.f.additions + a.f.deletions) || a.i - b.i)
+      .slice(0, 8)
+      .map(({ f }) => f);
+    expect(largestChanges(many, 8)).toEqual(reference);
+    expect(largestChanges([file('a', 0, 0)], 8)).toEqual([]);
   });
 });

@@ -13,10 +13,13 @@
 import { h } from './dom.js';
 import { hunkLines, matchSections, splitSectionsSliced, type FileSection } from './file-sections.js';
 import {
-  buildTree,
-  facets,
-  filterFiles,
+  facetSteps,
+  filteredTree,
   isFiltered,
+  NO_FILTER,
+  runNow,
+  runSliced,
+  type Facets,
   listRows,
   nextSort,
   treeRows,
@@ -27,16 +30,18 @@ import {
   type SortKey,
 } from './file-tree.js';
 import type { Strings } from './i18n.js';
-import { STATUSES, type FileSummary } from './summary.js';
+import { STATUSES, type FileStatus, type FileSummary } from './summary.js';
 
 /** Rows drawn at a time. */
-const CHUNK = 300;
+const CHUNK = 100;
 /** Up to this many files, every folder starts open; beyond, only the top level shows. */
 const OPEN_ALL_UP_TO = 300;
 /** A file's lines drawn at a time. */
 const LINE_CHUNK = 2000;
 /** Lists this long filter a little after typing stops, not on every key. */
 const DEBOUNCE_FROM = 2000;
+/** Up to this many files, the tree and filters are built at once; beyond, in time slices. */
+const SYNC_UP_TO = 3000;
 
 let idSeq = 0;
 
@@ -53,11 +58,16 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   let sort: Sort = { key: 'index', dir: 1 };
   let filter: Filter = { statuses: new Set(), extension: null, text: '' };
   let mode: 'tree' | 'list' = 'tree';
-  let shown: number[] = files.map((_, i) => i);
-  let tree: Folder = buildTree(files);
+  const everyFile: number[] = files.map((_, i) => i);
+  // Filled by prepare(): at once for a usual diff, in time slices for a huge one.
+  let fullTree: Folder | null = null;
+  let shown = everyFile;
+  let tree: Folder | null = null;
   // Folders the user opened or closed; the others follow `openByDefault`.
   const toggled = new Map<string, boolean>();
   let openByDefault = files.length <= OPEN_ALL_UP_TO;
+  /** Set by "Expand all" / "Collapse all": then filtering keeps that choice. */
+  let chosenDefault: boolean | null = null;
   let rows: Row[] = [];
   let drawn = 0;
   /** Files whose hunks are shown. */
@@ -67,7 +77,8 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   const nf = new Intl.NumberFormat();
   const fileRows = new Map<number, HTMLTableRowElement>();
   const detailRows = new Map<number, HTMLTableRowElement>();
-  let folderRows = new Map<Folder, HTMLTableRowElement>();
+  /** By folder path: a filter makes new folder objects, but the rows are kept and their numbers updated. */
+  const folderRows = new Map<string, { tr: HTMLTableRowElement; folder: Folder }>();
   let matched: Promise<Array<FileSection[] | null>> | null = null;
 
   const tbody = h('tbody');
@@ -104,11 +115,13 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   table.append(h('thead', {}, h('tr', {}, ...ths, h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, s.diffstat)))), tbody);
 
   // ---- rows
-  const isOpen = (f: Folder) => toggled.get(f.path) ?? openByDefault;
+  const isOpenPath = (path: string) => toggled.get(path) ?? openByDefault;
+  const isOpen = (f: Folder) => isOpenPath(f.path);
 
   const folderRow = (row: Extract<Row, { kind: 'folder' }>): HTMLTableRowElement => {
     const f = row.folder;
-    let tr = folderRows.get(f);
+    const known = folderRows.get(f.path);
+    let tr = known?.tr;
     if (!tr) {
       const toggle = h(
         'button',
@@ -116,12 +129,12 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
           type: 'button',
           class: 'folder-toggle',
           'aria-expanded': String(row.open),
-          onclick: () => setFolder(f, !isOpen(f)),
+          onclick: () => setFolder(f.path, !isOpenPath(f.path)),
           onkeydown: (e: Event) => {
             const k = (e as KeyboardEvent).key;
             // Tree-like keys as well as Enter/Space: → opens, ← closes.
-            if (k === 'ArrowRight' && !isOpen(f)) setFolder(f, true);
-            else if (k === 'ArrowLeft' && isOpen(f)) setFolder(f, false);
+            if (k === 'ArrowRight' && !isOpenPath(f.path)) setFolder(f.path, true);
+            else if (k === 'ArrowLeft' && isOpenPath(f.path)) setFolder(f.path, false);
             else return;
             e.preventDefault();
           },
@@ -132,14 +145,26 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
       tr = h(
         'tr',
         { class: 'folder-row', 'data-folder': f.path },
-        h('td', { class: 'c-count' }, s.folderFiles(f.totals.files)),
+        h('td', { class: 'c-count' }),
         h('td', { class: 'c-path' }, toggle),
-        h('td', { class: `num f-add${f.totals.additions ? '' : ' zero'}` }, `+${f.totals.additions}`),
-        h('td', { class: `num f-del${f.totals.deletions ? '' : ' zero'}` }, `−${f.totals.deletions}`),
-        h('td', { class: `num f-hunks${f.totals.hunks ? '' : ' zero'}` }, String(f.totals.hunks)),
+        h('td', { class: 'num f-add' }),
+        h('td', { class: 'num f-del' }),
+        h('td', { class: 'num f-hunks' }),
         h('td', { class: 'c-spark', 'aria-hidden': 'true' }),
       );
-      folderRows.set(f, tr);
+    }
+    if (known?.folder !== f) {
+      // New, or the same folder with other files after a filter: its numbers.
+      folderRows.set(f.path, { tr, folder: f });
+      const cells = tr.cells;
+      const { files: n, additions, deletions, hunks } = f.totals;
+      cells[0]!.textContent = s.folderFiles(n);
+      cells[2]!.textContent = `+${additions}`;
+      cells[2]!.classList.toggle('zero', !additions);
+      cells[3]!.textContent = `−${deletions}`;
+      cells[3]!.classList.toggle('zero', !deletions);
+      cells[4]!.textContent = String(hunks);
+      cells[4]!.classList.toggle('zero', !hunks);
     }
     tr.style.setProperty('--depth', String(row.depth));
     tr.querySelector('.folder-toggle')!.setAttribute('aria-expanded', String(row.open));
@@ -168,7 +193,7 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
     for (let i = 0; i < target; i++) els.push(...rowElements(rows[i]!));
     tbody.replaceChildren(...els);
     drawn = target;
-    if (rows.length === 0) tbody.append(h('tr', {}, h('td', { colspan: 6, class: 'empty' }, t.noMatch)));
+    if (rows.length === 0) tbody.append(h('tr', {}, h('td', { colspan: 6, class: 'empty' }, tree ? t.noMatch : s.reading)));
     // Redrawing detaches the focused button for a moment: give focus back.
     if (focused instanceof HTMLElement && focused !== document.activeElement && tbody.contains(focused)) focused.focus();
     updateFooter();
@@ -193,27 +218,33 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
       else th.removeAttribute('aria-sort');
     }
     clear.hidden = !isFiltered(filter);
-    expandAll.hidden = collapseAll.hidden = mode !== 'tree' || tree.folders.length === 0;
+    expandAll.hidden = collapseAll.hidden = mode !== 'tree' || !tree || tree.folders.length === 0;
   };
 
   /** The rows for the current mode, sort and open folders; the drawn rows follow. */
   const relayout = (keep = true) => {
-    rows = mode === 'tree' ? treeRows(files, tree, sort, isOpen) : listRows(files, shown, sort);
+    rows = !tree ? [] : mode === 'tree' ? treeRows(files, tree, sort, isOpen) : listRows(files, shown, sort);
     redraw(keep);
   };
 
-  const setFolder = (f: Folder, open: boolean) => {
-    toggled.set(f.path, open);
+  const setFolder = (path: string, open: boolean) => {
+    toggled.set(path, open);
     relayout();
   };
 
-  /** The filter changed: a new tree of the files it keeps. */
-  const refilter = () => {
-    shown = filterFiles(files, filter);
-    tree = buildTree(files, shown);
-    folderRows = new Map();
+  /** The filter changed: a new tree of the files it keeps (in slices for a huge diff; a newer filter wins). */
+  let generation = 0;
+  const refilter = async () => {
+    const mine = ++generation;
+    let next: { shown: number[]; tree: Folder } | null;
+    if (!fullTree) return; // prepare() draws with the filter when it is done
+    if (!isFiltered(filter)) next = { shown: everyFile, tree: fullTree };
+    else if (files.length <= SYNC_UP_TO) next = runNow(filteredTree(files, filter));
+    else next = await runSliced(filteredTree(files, filter), () => mine !== generation);
+    if (!next || mine !== generation) return;
+    ({ shown, tree } = next);
     // A short result opens whole; the user's own opening and closing still counts.
-    openByDefault = shown.length <= OPEN_ALL_UP_TO;
+    openByDefault = chosenDefault ?? shown.length <= OPEN_ALL_UP_TO;
     relayout(false);
   };
 
@@ -268,9 +299,11 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
     box.replaceChildren(pre, moreLines);
   };
 
-  // ---- toolbar
-  const { statuses, extensions } = facets(files);
-  const statusButtons = STATUSES.filter((st) => statuses.has(st)).map((st) =>
+  // ---- toolbar (the status and extension controls once the files are counted)
+  let statusButtons: HTMLButtonElement[] = [];
+  const statusGroup = h('div', { class: 'chips', role: 'group', 'aria-label': s.byStatus, hidden: true });
+  const extLabel = h('label', { class: 'ext-label', for: `${uid}-ext`, hidden: true }, s.extension);
+  const statusButton = (st: FileStatus, n: number) =>
     h(
       'button',
       {
@@ -288,14 +321,14 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
         },
       },
       h('span', { class: `badge ${st}` }, t.status[st]),
-      ` ${statuses.get(st)}`,
-    ),
-  );
+      ` ${n}`,
+    );
   const extSelect = h(
     'select',
     {
       id: `${uid}-ext`,
       class: 'ext-filter',
+      hidden: true,
       onchange: (e: Event) => {
         const v = (e.target as HTMLSelectElement).value;
         filter = { ...filter, extension: v === '*' ? null : v };
@@ -303,8 +336,14 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
       },
     },
     h('option', { value: '*' }, s.allExtensions),
-    ...extensions.map(([ext, n]) => h('option', { value: ext }, `${ext ? `.${ext}` : s.noExtension} (${n})`)),
   );
+  const showFacets = ({ statuses, extensions }: Facets) => {
+    statusButtons = STATUSES.filter((st) => statuses.has(st)).map((st) => statusButton(st, statuses.get(st)!));
+    statusGroup.append(...statusButtons);
+    statusGroup.hidden = statusButtons.length < 2;
+    extSelect.append(...extensions.map(([ext, n]) => h('option', { value: ext }, `${ext ? `.${ext}` : s.noExtension} (${n})`)));
+    extSelect.hidden = extLabel.hidden = extensions.length < 2;
+  };
   let debounce: ReturnType<typeof setTimeout> | undefined;
   const textFilter = h('input', {
     type: 'search',
@@ -350,7 +389,7 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   );
   const setAll = (open: boolean) => {
     toggled.clear();
-    openByDefault = open;
+    openByDefault = chosenDefault = open;
     relayout(false);
   };
   const expandAll = h('button', { type: 'button', class: 'link-button', onclick: () => setAll(true) }, s.expandAll);
@@ -365,7 +404,23 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
     io.observe(more);
   }
 
-  relayout();
+  // The tree and the counts: at once for a usual diff, in slices for a huge one.
+  function* prepare(): Generator<void, { tree: Folder; facets: Facets }, void> {
+    const counted = yield* facetSteps(files);
+    const { tree: all } = yield* filteredTree(files, NO_FILTER);
+    return { tree: all, facets: counted };
+  }
+  const prepared = (r: { tree: Folder; facets: Facets }) => {
+    fullTree = tree = r.tree;
+    showFacets(r.facets);
+    if (isFiltered(filter)) void refilter();
+    else relayout(false);
+  };
+  if (files.length <= SYNC_UP_TO) prepared(runNow(prepare()));
+  else {
+    relayout();
+    void runSliced(prepare()).then((r) => r && prepared(r));
+  }
   const few = files.length <= 8;
   return h(
     'section',
@@ -377,9 +432,9 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
           'div',
           { class: 'files-toolbar' },
           h('div', { class: 'chips', role: 'group', 'aria-label': s.viewAs }, ...modeButtons),
-          statusButtons.length > 1 ? h('div', { class: 'chips', role: 'group', 'aria-label': s.byStatus }, ...statusButtons) : null,
-          extensions.length > 1 ? h('label', { class: 'ext-label', for: `${uid}-ext` }, s.extension) : null,
-          extensions.length > 1 ? extSelect : null,
+          statusGroup,
+          extLabel,
+          extSelect,
           textFilter,
           clear,
           expandAll,

@@ -242,7 +242,7 @@ function takeHunkLine(f: Open, line: string): boolean {
 const hunkDone = (f: Open) => f.newLeft === 0 && f.oldLeft.every((n) => n === 0);
 
 /** How many lines `scanSections` reads between two yields. */
-export const LINES_PER_STEP = 20_000;
+export const LINES_PER_STEP = 2_000;
 
 /**
  * The sections of `text`, in order. A generator that yields (nothing) every

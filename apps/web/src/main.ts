@@ -621,6 +621,12 @@ const hook = {
     if (!r) throw new Error('busy');
     return r;
   },
+  /** Draws the shown result again, with no tool call: what drawing alone costs (ms). */
+  redraw(): number {
+    const t0 = performance.now();
+    redrawShown();
+    return performance.now() - t0;
+  },
   /** The benchmark's baseline: the pure-JS parser (js-diff.ts), drawn the same way. */
   async jsSummarize(diff: string, language: Language = state.lang, options: { render?: boolean } = {}): Promise<RunTimings> {
     const { summarizeDiff } = await import('./js-diff.js');
