@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { TempRepo, type GitDiff, type Tree } from './helpers/gitdiff.js';
-import { appReady, longTasks, openApp, watchLongTasks, type OpenApp } from './helpers/web-app.js';
+import { join } from 'node:path';
+import { REPO, RESULTS, appReady, longTasks, openApp, watchLongTasks, type OpenApp } from './helpers/web-app.js';
 
 const lines = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}\n`).join('');
 
@@ -263,6 +264,37 @@ describe('apps/web: navigating a diff', () => {
     expect(await page.locator('tr[data-path="src/app/main.ts"] + tr.file-diff-row').count()).toBe(0);
   });
 
+  it('has no axe-core violations in the file list (a file open, a filter on), and reads at 390 px', async () => {
+    await page.locator('tr[data-path="docs/guide.md"] .file-open').click();
+    await page.click('[data-filter-status="modified"]');
+    await page.addScriptTag({ path: join(REPO, 'node_modules/axe-core/axe.min.js') });
+    const run = () =>
+      page.evaluate(async () => {
+        const axe = (
+          globalThis as unknown as { axe: { run(el: Element): Promise<{ violations: Array<{ id: string; nodes: unknown[] }> }> } }
+        ).axe;
+        const r = await axe.run(document.querySelector('section.files')!);
+        return r.violations.map(
+          (v) =>
+            `${v.id} (${v.nodes.length}: ${[...new Set(v.nodes.map((n) => (n as { target: string[] }).target.join(' ').replace(/:nth-child\(\d+\)/g, '')))].join('; ')})`,
+        );
+      });
+    const violations = await run();
+    // Colour contrast of the shared badges and greys is the restyling's part of the issue: reported here, not asserted.
+    console.log(`axe on the file list: ${violations.join(', ') || 'no violations'}`);
+    expect(violations.filter((v) => !v.startsWith('color-contrast'))).toEqual([]);
+    await page.locator('section.files').screenshot({ path: join(RESULTS, 'web-navigation-1280.png') });
+    await page.setViewportSize({ width: 390, height: 844 });
+    // Nothing in the file list is wider than the phone's screen, except inside its own scrolling boxes.
+    const overflow = await page.evaluate(() => document.querySelector('section.files')!.getBoundingClientRect().right <= window.innerWidth);
+    expect(overflow).toBe(true);
+    await page.locator('section.files').screenshot({ path: join(RESULTS, 'web-navigation-390.png') });
+    expect((await run()).filter((v) => !v.startsWith('color-contrast'))).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.click('[data-filter-status="modified"]');
+    await page.locator('tr[data-path="docs/guide.md"] .file-open').click();
+  });
+
   it('sorts a numeric column largest first, then smallest first, then back to the diff order', async () => {
     await page.click('[data-mode="list"]');
     const before = await paths(page);
@@ -359,7 +391,7 @@ describe('apps/web: drawing and navigating very large diffs', () => {
     const drawnBefore = await page.locator('#files-table tbody tr').count();
     await step('scroll to the end of the list (more rows)', async () => {
       for (let i = 0; i < 3; i++) {
-        await page.locator('.files .more button').scrollIntoViewIfNeeded();
+        await page.locator('section.files .more button').scrollIntoViewIfNeeded();
         await settle(page);
       }
     });
