@@ -227,9 +227,25 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
     redraw(keep);
   };
 
+  /**
+   * Opens or closes one folder. Only the rows after it change: those are
+   * redrawn, one chunk past it at most (more come on scrolling), so the
+   * cost stays the same however far down the list the folder is.
+   */
   const setFolder = (path: string, open: boolean) => {
     toggled.set(path, open);
-    relayout();
+    const at = rows.findIndex((r) => r.kind === 'folder' && r.folder.path === path);
+    const tr = folderRows.get(path)?.tr;
+    if (at < 0 || at >= drawn || !tr || tr.parentNode !== tbody) return relayout();
+    rows = !tree ? [] : mode === 'tree' ? treeRows(files, tree, sort, isOpen) : listRows(files, shown, sort);
+    folderRow(rows[at] as Extract<Row, { kind: 'folder' }>);
+    while (tr.nextSibling) tr.nextSibling.remove();
+    const target = Math.min(rows.length, Math.max(CHUNK, at + 1 + CHUNK));
+    const els: HTMLTableRowElement[] = [];
+    for (let i = at + 1; i < target; i++) els.push(...rowElements(rows[i]!));
+    tbody.append(...els);
+    drawn = target;
+    updateFooter();
   };
 
   /** The filter changed: a new tree of the files it keeps (in slices for a huge diff; a newer filter wins). */

@@ -415,19 +415,23 @@ export function matchSections(files: ReadonlyArray<{ path: string }>, sections: 
       prev.push(s);
     else groups.push([s]);
   }
-  // In order when the two lists agree (the usual case); by path otherwise.
-  const byPath = new Map<string, FileSection[][]>();
-  for (const g of groups) {
-    const list = byPath.get(g[0]!.path);
-    if (list) list.push(g);
-    else byPath.set(g[0]!.path, [g]);
-  }
+  // In order when the two lists agree (the usual case); by path otherwise
+  // (that map is only built when a position disagrees).
+  let byPath: Map<string, FileSection[][]> | null = null;
   const used = new Set<FileSection[]>();
   return files.map((file, i) => {
     const g = groups[i];
     if (g && g[0]!.path === file.path && !used.has(g)) {
       used.add(g);
       return g;
+    }
+    if (!byPath) {
+      byPath = new Map();
+      for (const c of groups) {
+        const list = byPath.get(c[0]!.path);
+        if (list) list.push(c);
+        else byPath.set(c[0]!.path, [c]);
+      }
     }
     const other = byPath.get(file.path)?.find((c) => !used.has(c));
     if (!other) return null;
