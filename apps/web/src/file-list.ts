@@ -105,7 +105,8 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
           type: 'button',
           onclick: () => {
             sort = nextSort(sort, key);
-            relayout();
+            // A new order: the first chunk again (every row moved anyway).
+            relayout(false);
           },
         },
         label,
