@@ -20,7 +20,7 @@ import {
   runNow,
   runSliced,
   type Facets,
-  listRows,
+  listOrder,
   nextSort,
   treeRows,
   type Filter,
@@ -32,8 +32,10 @@ import {
 import type { Strings } from './i18n.js';
 import { STATUSES, type FileStatus, type FileSummary } from './summary.js';
 
-/** Rows drawn at a time. */
+/** Rows drawn first, and after each change of view. */
 const CHUNK = 100;
+/** Rows added each time the end of the list scrolls into view: small, so each addition is a short task. */
+const MORE = 50;
 /** Up to this many files, every folder starts open; beyond, only the top level shows. */
 const OPEN_ALL_UP_TO = 300;
 /** A file's lines drawn at a time. */
@@ -44,6 +46,8 @@ const DEBOUNCE_FROM = 2000;
 const SYNC_UP_TO = 3000;
 
 let idSeq = 0;
+
+type Rows = { readonly length: number; at(i: number): Row | undefined };
 
 /** One diff text's sections, split once per diff (the last one is kept). */
 let sectionCache: { text: string; sections: Promise<FileSection[]> } | null = null;
@@ -68,7 +72,8 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   let openByDefault = files.length <= OPEN_ALL_UP_TO;
   /** Set by "Expand all" / "Collapse all": then filtering keeps that choice. */
   let chosenDefault: boolean | null = null;
-  let rows: Row[] = [];
+  /** What the view shows, in order; only the drawn ones become elements (a list of 50,000 files makes no row objects). */
+  let rows: Rows = [];
   let drawn = 0;
   /** Files whose hunks are shown. */
   const opened = new Set<number>();
@@ -191,7 +196,7 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
     const target = Math.min(rows.length, keep ? Math.max(CHUNK, drawn) : CHUNK);
     const focused = document.activeElement;
     const els: HTMLTableRowElement[] = [];
-    for (let i = 0; i < target; i++) els.push(...rowElements(rows[i]!));
+    for (let i = 0; i < target; i++) els.push(...rowElements(rows.at(i)!));
     tbody.replaceChildren(...els);
     drawn = target;
     if (rows.length === 0) tbody.append(h('tr', {}, h('td', { colspan: 6, class: 'empty' }, tree ? t.noMatch : s.reading)));
@@ -201,9 +206,9 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   };
 
   const drawMore = () => {
-    const target = Math.min(rows.length, drawn + CHUNK);
+    const target = Math.min(rows.length, drawn + MORE);
     const els: HTMLTableRowElement[] = [];
-    for (let i = drawn; i < target; i++) els.push(...rowElements(rows[i]!));
+    for (let i = drawn; i < target; i++) els.push(...rowElements(rows.at(i)!));
     tbody.append(...els);
     drawn = target;
     updateFooter();
@@ -212,7 +217,7 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   const updateFooter = () => {
     const left = rows.length - drawn;
     more.hidden = left <= 0;
-    moreButton.textContent = s.showMore(Math.min(CHUNK, left));
+    moreButton.textContent = s.showMore(Math.min(MORE, left));
     count.textContent = s.shown(nf.format(shown.length), nf.format(files.length));
     for (const th of ths) {
       if (th.dataset.key === sort.key) th.setAttribute('aria-sort', sort.dir === 1 ? 'ascending' : 'descending');
@@ -222,9 +227,16 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
     expandAll.hidden = collapseAll.hidden = mode !== 'tree' || !tree || tree.folders.length === 0;
   };
 
+  const currentRows = (): Rows => {
+    if (!tree) return [];
+    if (mode === 'tree') return treeRows(files, tree, sort, isOpen);
+    const order = listOrder(files, shown, sort);
+    return { length: order.length, at: (i) => (i < order.length ? { kind: 'file', index: order[i]!, depth: 0 } : undefined) };
+  };
+
   /** The rows for the current mode, sort and open folders; the drawn rows follow. */
   const relayout = (keep = true) => {
-    rows = !tree ? [] : mode === 'tree' ? treeRows(files, tree, sort, isOpen) : listRows(files, shown, sort);
+    rows = currentRows();
     redraw(keep);
   };
 
@@ -235,15 +247,19 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
    */
   const setFolder = (path: string, open: boolean) => {
     toggled.set(path, open);
-    const at = rows.findIndex((r) => r.kind === 'folder' && r.folder.path === path);
+    let at = -1;
+    for (let i = 0; i < drawn && at < 0; i++) {
+      const r = rows.at(i);
+      if (r?.kind === 'folder' && r.folder.path === path) at = i;
+    }
     const tr = folderRows.get(path)?.tr;
     if (at < 0 || at >= drawn || !tr || tr.parentNode !== tbody) return relayout();
-    rows = !tree ? [] : mode === 'tree' ? treeRows(files, tree, sort, isOpen) : listRows(files, shown, sort);
-    folderRow(rows[at] as Extract<Row, { kind: 'folder' }>);
+    rows = currentRows();
+    folderRow(rows.at(at) as Extract<Row, { kind: 'folder' }>);
     while (tr.nextSibling) tr.nextSibling.remove();
     const target = Math.min(rows.length, Math.max(CHUNK, at + 1 + CHUNK));
     const els: HTMLTableRowElement[] = [];
-    for (let i = at + 1; i < target; i++) els.push(...rowElements(rows[i]!));
+    for (let i = at + 1; i < target; i++) els.push(...rowElements(rows.at(i)!));
     tbody.append(...els);
     drawn = target;
     updateFooter();

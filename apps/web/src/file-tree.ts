@@ -291,8 +291,12 @@ export function sortIndexes(
   return [...indexes].sort(compare);
 }
 
+/** The files of the flat list view, in order. */
+export function listOrder(files: readonly FileSummary[], shown: readonly number[], sort: Sort): readonly number[] {
+  return sort.key === 'index' ? shown : sortIndexes(files, shown, sort, fileComparator(files, sort));
+}
+
 /** The rows of the flat list view. */
 export function listRows(files: readonly FileSummary[], shown: readonly number[], sort: Sort): Row[] {
-  const order = sort.key === 'index' ? shown : sortIndexes(files, shown, sort, fileComparator(files, sort));
-  return order.map((index) => ({ kind: 'file', index, depth: 0 }));
+  return listOrder(files, shown, sort).map((index) => ({ kind: 'file', index, depth: 0 }));
 }
