@@ -323,6 +323,7 @@ function redrawShown(): void {
     // The sentence in the page's language, rewritten from the output: switching language never reruns the tool.
     const output = { ...shown.output, summary: shownSentence(shown.output, shown.language, t()) };
     renderSummary(els.resultBody, output, t(), {
+      diff: shown.diff,
       ...(shown.ms !== undefined ? { ms: shown.ms } : {}),
       ...(shown.pageMs !== undefined ? { pageMs: shown.pageMs } : {}),
     });
@@ -762,6 +763,12 @@ const hook = {
     const r = await run();
     if (!r) throw new Error('busy');
     return r;
+  },
+  /** Draws the shown result again, with no tool call: what drawing alone costs (ms). */
+  redraw(): number {
+    const t0 = performance.now();
+    redrawShown();
+    return performance.now() - t0;
   },
   /** The benchmark's baseline: the pure-JS parser (js-diff.ts), drawn the same way. */
   async jsSummarize(diff: string, language: Language = state.lang, options: { render?: boolean } = {}): Promise<RunTimings> {

@@ -1,22 +1,21 @@
 /**
  * The result views: the summary sentence, totals, a chart of the largest
- * changes (inline SVG) and a sortable, filterable per-file table.
+ * changes (inline SVG) and the file list (file-list.ts).
  */
-import { h, pathParts, slashBreaks, svg } from './dom.js';
+import { h, slashBreaks, svg } from './dom.js';
+import { fileList } from './file-list.js';
 import { formatMs, formatNumber, type Strings } from './i18n.js';
 import { largestChanges, type DiffProblem, type DiffSummary, type FileSummary } from './summary.js';
 
-/** Rows drawn before "show all": enough for any reviewable PR, cheap for a 50k-file one. */
-const FIRST_ROWS = 400;
 const CHART_BARS = 8;
-
-type SortKey = 'index' | 'status' | 'path' | 'additions' | 'deletions' | 'hunks';
 
 export interface SummaryViewOptions {
   /** How long the tool took, shown with the totals. */
   ms?: number;
   /** The whole call as the page saw it (queue, worker, tool, history writes). */
   pageMs?: number;
+  /** The diff's text, for showing a file's own hunks. */
+  diff?: string;
 }
 
 /** Draws a summary into `container` (replacing what was there). */
@@ -53,7 +52,7 @@ export function renderSummary(container: HTMLElement, result: DiffSummary, t: St
     body.append(chart);
     drawChart(chart, top, t);
   }
-  body.append(fileTable(result.files, t));
+  body.append(fileList(result.files, t, options.diff));
 }
 
 /** "This is not a diff" (or another failure), with the tool's own words. */
@@ -140,120 +139,4 @@ function drawChart(figure: HTMLElement, files: FileSummary[], t: Strings): void 
     draw();
   });
   observer.observe(figure);
-}
-
-// ---- table -------------------------------------------------------------------
-
-function fileTable(files: FileSummary[], t: Strings): HTMLElement {
-  let sort: { key: SortKey; dir: 1 | -1 } = { key: 'index', dir: 1 };
-  let filter = '';
-  let showAll = false;
-  const maxChange = Math.max(1, ...files.map((f) => f.additions + f.deletions));
-  const indexed = files.map((f, index) => ({ f, index }));
-
-  const tbody = h('tbody');
-  const more = h('div', { class: 'more' });
-  const heads: Array<[SortKey, string, string]> = [
-    ['status', t.colStatus, ''],
-    ['path', t.colFile, ''],
-    ['additions', t.colAdd, 'num'],
-    ['deletions', t.colDel, 'num'],
-    ['hunks', t.colHunks, 'num'],
-  ];
-  const ths = heads.map(([key, label, cls]) =>
-    h('th', { scope: 'col', class: cls, 'data-key': key }, h('button', { type: 'button', onclick: () => toggleSort(key) }, label)),
-  );
-
-  // Each column cycles: its first order (A-Z for words, largest first for numbers), the reverse, then diff order.
-  const toggleSort = (key: SortKey) => {
-    const first = key === 'path' || key === 'status' ? 1 : -1;
-    sort = sort.key !== key ? { key, dir: first } : sort.dir === first ? { key, dir: -first as 1 | -1 } : { key: 'index', dir: 1 };
-    draw();
-  };
-
-  const compare = (a: { f: FileSummary; index: number }, b: { f: FileSummary; index: number }): number => {
-    const k = sort.key;
-    const v = k === 'index' ? a.index - b.index : k === 'path' || k === 'status' ? a.f[k].localeCompare(b.f[k]) : a.f[k] - b.f[k];
-    return v * sort.dir || a.index - b.index;
-  };
-
-  const draw = () => {
-    for (const th of ths) {
-      const key = th.dataset.key as SortKey;
-      if (key === sort.key) th.setAttribute('aria-sort', sort.dir === 1 ? 'ascending' : 'descending');
-      else th.removeAttribute('aria-sort');
-    }
-    const needle = filter.trim().toLowerCase();
-    const rows = indexed.filter(({ f }) => !needle || f.path.toLowerCase().includes(needle) || f.old_path?.toLowerCase().includes(needle));
-    rows.sort(compare);
-    const shown = showAll ? rows : rows.slice(0, FIRST_ROWS);
-    tbody.replaceChildren(...shown.map(({ f }) => fileRow(f, t, maxChange)));
-    if (rows.length === 0) tbody.append(h('tr', {}, h('td', { colspan: 6, class: 'empty' }, t.noMatch)));
-    more.replaceChildren();
-    if (rows.length > shown.length) {
-      more.append(h('button', { type: 'button', onclick: () => ((showAll = true), draw()) }, t.showAll(rows.length)));
-    }
-  };
-
-  const filterInput = h('input', {
-    type: 'search',
-    class: 'filter',
-    placeholder: t.filter,
-    'aria-label': t.filter,
-    oninput: (e: Event) => {
-      filter = (e.target as HTMLInputElement).value;
-      draw();
-    },
-  });
-  draw();
-  return h(
-    'section',
-    { class: 'files', 'aria-labelledby': 'files-heading' },
-    h(
-      'div',
-      { class: 'table-head' },
-      h('h3', { class: 'section-title', id: 'files-heading' }, t.tableHeading),
-      files.length > 8 ? filterInput : null,
-    ),
-    h(
-      'div',
-      { class: 'table-wrap' },
-      h(
-        'table',
-        { id: 'files-table' },
-        h('thead', {}, h('tr', {}, ...ths, h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, t.diffstat)))),
-        tbody,
-      ),
-    ),
-    more,
-  );
-}
-
-function fileRow(f: FileSummary, t: Strings, maxChange: number): HTMLTableRowElement {
-  return h(
-    'tr',
-    { 'data-path': f.path },
-    h('td', { class: 'c-status' }, h('span', { class: `badge ${f.status}`, 'data-status': f.status }, t.status[f.status])),
-    h(
-      'td',
-      { class: 'c-path' },
-      h('span', { class: 'path' }, ...pathParts(f.path)),
-      f.old_path !== undefined ? h('span', { class: 'old-path' }, `${t.renamedFrom} `, ...pathParts(f.old_path)) : null,
-      f.old_mode !== undefined && f.new_mode !== undefined ? h('span', { class: 'mode' }, t.mode(f.old_mode, f.new_mode)) : null,
-    ),
-    h('td', { class: `num c-add${f.additions ? '' : ' zero'}` }, f.binary ? '—' : `+${formatNumber(f.additions, t)}`),
-    h('td', { class: `num c-del${f.deletions ? '' : ' zero'}` }, f.binary ? '—' : `−${formatNumber(f.deletions, t)}`),
-    // data-label: the phone layout shows rows as cards, with no column header above this number.
-    h('td', { class: `num c-hunks${f.hunks ? '' : ' zero'}`, 'data-label': t.colHunks }, formatNumber(f.hunks, t)),
-    h('td', { class: 'c-spark', 'aria-hidden': 'true' }, spark(f, maxChange)),
-  );
-}
-
-/** Five blocks like `git diff --stat`'s bar: how big the change is, and how much of it is added. */
-function spark(f: FileSummary, maxChange: number): HTMLElement {
-  const total = f.additions + f.deletions;
-  const filled = total === 0 ? 0 : Math.max(1, Math.round((5 * total) / maxChange));
-  const adds = total === 0 ? 0 : Math.round((filled * f.additions) / total);
-  const blocks = Array.from({ length: 5 }, (_, i) => h('i', { class: i < adds ? 'a' : i < filled ? 'd' : '' }));
-  return h('span', { class: 'spark' }, ...blocks);
 }
