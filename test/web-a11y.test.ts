@@ -266,6 +266,8 @@ describe('web app: accessibility, focus, language switch, screenshots (Chromium)
     await summarize(page, git.diff);
     const added = async () =>
       page.$$eval('#files-table tbody tr .c-add', (cells) => cells.map((c) => Number(c.textContent!.replace(/[^\d]/g, ''))));
+    // The list view: the folder view sorts within each folder.
+    await page.click('button[data-mode="list"]');
     const inDiffOrder = await added();
     const header = page.locator('#files-table th[data-key="additions"]');
     await header.locator('button').click();

@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core';
 import { summarizeDiff } from '../apps/web/src/js-diff.js';
 import { syntheticDiff } from '../bench/diffs.js';
 import { diffTrees } from './helpers/gitdiff.js';
-import { appReady, openApp, type OpenApp } from './helpers/web-app.js';
+import { appReady, longTasks, openApp, watchLongTasks, type OpenApp } from './helpers/web-app.js';
 
 interface Hook {
   summarize(diff: string): Promise<{ ok: boolean; files: number; error?: string }>;
@@ -89,7 +89,7 @@ describe('web app: any PR size, truncated diffs', () => {
     expect(warning).toContain(`b/second.txt, line ${line}`);
     expect(warning).toMatch(/old and \d+ new lines are missing/);
     // What could be read is still there: both files, the first one whole.
-    const rows = await page.$$eval('#files-table tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-path')));
+    const rows = await page.$$eval('#files-table tbody tr[data-path]', (trs) => trs.map((tr) => tr.getAttribute('data-path')));
     expect(rows.sort()).toEqual(['a/first.txt', 'b/second.txt']);
     const [files, add, del] = await tiles(page);
     expect([files, add, del]).toEqual(['2', '+2', '−2']); // three, "+tw"; line 3, line 20
@@ -116,6 +116,7 @@ describe('web app: any PR size, truncated diffs', () => {
     const expected = summarizeDiff(diff).totals; // the pure-JS parser, held to the tool's answers in web-units.test.ts
     const file = join(app.scratch, 'big.diff');
     writeFileSync(file, diff);
+    await watchLongTasks(page);
     await page.setInputFiles('#file-input', file);
     await page.waitForFunction(
       (n) =>
@@ -125,6 +126,10 @@ describe('web app: any PR size, truncated diffs', () => {
       { timeout: 55_000, polling: 250 },
     );
     expect(await page.$('#result-error')).toBeNull();
+    // Reported, not asserted (issue 16 asks for ≤ 100 ms): at 50 MB the runtime's own steps on the
+    // page's thread (the input's JSON and UTF-8 encoding, its SHA-256, the IndexedDB write of the
+    // input) each take over 100 ms; only the runtime in a worker of its own removes them.
+    console.log(`50 MB diff: main-thread long tasks ${JSON.stringify((await longTasks(page)).map(Math.round))} ms`);
     const [files, add, del] = await tiles(page);
     expect([files, add, del]).toEqual([
       nf.format(expected.files),

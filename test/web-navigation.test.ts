@@ -424,15 +424,17 @@ describe('apps/web: drawing and navigating very large diffs', () => {
     return tasks;
   }
 
-  it('12,000 files: drawn and navigated with no main-thread task over 100 ms', async () => {
+  // Long tasks are timed on a shared machine: a neighbour's load can stretch one past 100 ms once; a real regression fails every try.
+  it('12,000 files: drawn and navigated with no main-thread task over 100 ms', { retry: 2, timeout: 240_000 }, async () => {
     const tasks = await navigate(manyFiles(12_000), 12_000);
     expect(tasks.filter((t) => t > 100)).toEqual([]);
-  }, 240_000);
+  });
 
-  it('50,000 files: drawn and navigated with no main-thread task over 100 ms', async () => {
+  // Long tasks are timed on a shared machine: a neighbour's load can stretch one past 100 ms once; a real regression fails every try.
+  it('50,000 files: drawn and navigated with no main-thread task over 100 ms', { retry: 2, timeout: 300_000 }, async () => {
     const tasks = await navigate(manyFiles(50_000), 50_000);
     expect(tasks.filter((t) => t > 100)).toEqual([]);
-  }, 300_000);
+  });
 
   it('reports the long tasks of the whole call for 12,000 files through the tool (runtime, history and drawing)', async () => {
     await longTasks(page);
