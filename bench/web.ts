@@ -10,7 +10,7 @@
  *   moment the page shows its file input, for the component (transpiled
  *   when Corral was built),
  *   the same tool's preview1 build (`?tools=module`), and a repeat visit;
- * - warm: the same page, summaries of 100 KB, 1 MB and 5 MB diffs
+ * - warm: the same page, summaries of 100 KB, 1 MB, 5 MB and 50 MB diffs
  *   (bench/diffs.ts), through Corral as the app makes them (sandbox worker,
  *   recorded in IndexedDB), through the sandbox without recording, and by
  *   the JS parser;
@@ -53,6 +53,7 @@ const SIZES: Array<[label: string, bytes: number]> = [
   ['100 KB', 100 * 1024],
   ['1 MB', 1024 * 1024],
   ['5 MB', 5 * 1024 * 1024],
+  ['50 MB', 50 * 1024 * 1024],
 ];
 
 /** bench/dist/web.js (compiled) or bench/web.ts: the repository is two or one folders up. */
@@ -196,7 +197,7 @@ export async function benchWeb(options: { quick?: boolean } = { quick: process.a
         await page.evaluate(() => (globalThis as unknown as Scope).corralApp.ready);
         for (const [label] of SIZES) {
           await page.evaluate((d) => void ((globalThis as unknown as Scope).benchDiff = d), diffs[label]!);
-          const runs = label === '5 MB' ? Math.max(3, Math.ceil(N_WARM / 2)) : N_WARM;
+          const runs = label === '50 MB' ? 3 : label === '5 MB' ? Math.max(3, Math.ceil(N_WARM / 2)) : N_WARM;
           const times = (fn: () => Promise<number>) => sampleIn(runs, fn);
           const call = (how: 'recorded' | 'unrecorded' | 'js' | 'drawnWasm' | 'drawnJs') =>
             page.evaluate(async (how) => {
