@@ -29,7 +29,7 @@ describe('the corral CLI', () => {
   it('lists tools as text and as JSON', async () => {
     const text = await corral(['tools']);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/diff-summary@1\.0\.0/);
+    expect(text.stdout).toMatch(/diff-summary@1\.1\.0/);
     const json = await corral(['tools', '--json', '--tools', FIXTURES]);
     const names = JSON.parse(json.stdout).map((t: { name: string }) => t.name);
     expect(names).toEqual(expect.arrayContaining(['diff-summary', 'echo']));

@@ -173,7 +173,7 @@ describe('corral replay', () => {
 
     const r = await corral(['replay', diff.envelope.snapshot!.id, '--store', STORE]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^replay of \S+ \(diff-summary@1\.0\.0\): identical\n/);
+    expect(r.stdout).toMatch(/^replay of \S+ \(diff-summary@1\.1\.0\): identical\n/);
     expect(r.stdout).toMatch(/stdout sha256 +[0-9a-f]{16} \(same\)/);
 
     const s = await corral([

@@ -78,7 +78,7 @@ async function historyCount(): Promise<number> {
 
 describe('apps/web: input of any size and kind, without stalling the page', () => {
   beforeAll(async () => {
-    app = await openApp();
+    app = await openApp({ prioritized: true });
     page = app.page;
     await page.goto(app.url);
     await appReady(page);

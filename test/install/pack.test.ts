@@ -278,7 +278,7 @@ describe('the packed packages, installed in an empty folder', () => {
   it('corral tools lists the bundled tools', async () => {
     const r = await timed('tools', () => npx(['corral', 'tools']));
     expect(r.code, explain(r)).toBe(0);
-    expect(r.stdout).toMatch(/^diff-summary@1\.0\.0 /m);
+    expect(r.stdout).toMatch(/^diff-summary@1\.1\.0 /m);
     expect(r.stdout).toMatch(/^file-stats@1\.0\.0 /m);
     expect(r.stderr).toBe('');
   });
