@@ -164,11 +164,11 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
       const cells = tr.cells;
       const { files: n, additions, deletions, hunks } = f.totals;
       cells[0]!.textContent = s.folderFiles(n);
-      cells[2]!.textContent = `+${additions}`;
+      cells[2]!.textContent = `+${formatNumber(additions, t)}`;
       cells[2]!.classList.toggle('zero', !additions);
-      cells[3]!.textContent = `−${deletions}`;
+      cells[3]!.textContent = `−${formatNumber(deletions, t)}`;
       cells[3]!.classList.toggle('zero', !deletions);
-      cells[4]!.textContent = String(hunks);
+      cells[4]!.textContent = formatNumber(hunks, t);
       cells[4]!.classList.toggle('zero', !hunks);
     }
     tr.style.setProperty('--depth', String(row.depth));
