@@ -16,7 +16,8 @@ import { STRINGS } from '../apps/web/src/i18n.js';
 import { FormError, fieldsFromSchema, initialValue, inputFromValues } from '../apps/web/src/schema-form.js';
 import { entryFromSnapshot, historyEntries, inputOf } from '../apps/web/src/history.js';
 import { classifyHead } from '../apps/web/src/read-file.js';
-import { formatBytes } from '../apps/web/src/i18n.js';
+import { formatBytes, formatNumber } from '../apps/web/src/i18n.js';
+import { relativeTime } from '../apps/web/src/history.js';
 import { firstPathOf, reviewOutcome, stepIdsOf, stepRows } from '../apps/web/src/review-model.js';
 import { loadWorkflow, resumeWorkflow, runWorkflow } from '@corral/workflow';
 import { ApprovalDesk, MemoryJournal, Tools, failure, host, ok } from './workflow/helpers.js';
@@ -412,5 +413,36 @@ describe('binary detection (read-file.ts) and file sizes', () => {
     expect(formatBytes(256_000)).toBe('256 KB');
     expect(formatBytes(1_000_000)).toBe('1.0 MB');
     expect(formatBytes(50_000_000)).toBe('50.0 MB');
+  });
+
+  it('writes numbers as Intl does for English and Chinese, without loading Intl', () => {
+    for (const n of [0, 7, 999, 1_000, 1_031, 12_345, 999_999, 1_000_000, 123_456_789, -1_031, 2.5, 1234.75]) {
+      expect(formatNumber(n)).toBe(new Intl.NumberFormat('en', { maximumFractionDigits: 20 }).format(n));
+      expect(formatNumber(n)).toBe(new Intl.NumberFormat('zh-CN', { maximumFractionDigits: 20 }).format(n));
+    }
+  });
+
+  it("says when a history entry was made in the page's language", () => {
+    const now = Date.UTC(2026, 11, 2, 12, 0, 0);
+    const ago = (seconds: number, lang: 'en' | 'zh') => relativeTime(new Date(now - seconds * 1000), lang, now);
+    expect([ago(3, 'en'), ago(-30, 'en'), ago(60, 'en'), ago(300, 'en'), ago(3600, 'en'), ago(5 * 3600, 'en')]).toEqual([
+      'just now',
+      'just now', // a clock a little behind another tab's
+      '1 minute ago',
+      '5 minutes ago',
+      '1 hour ago',
+      '5 hours ago',
+    ]);
+    expect([ago(86_400, 'en'), ago(3 * 86_400, 'en')]).toEqual(['yesterday', '3 days ago']);
+    expect([ago(3, 'zh'), ago(300, 'zh'), ago(3600, 'zh'), ago(86_400, 'zh'), ago(3 * 86_400, 'zh')]).toEqual([
+      '刚刚',
+      '5 分钟前',
+      '1 小时前',
+      '昨天',
+      '3 天前',
+    ]);
+    const old = new Date(2026, 10, 30, 9, 0); // local time, as the page shows it
+    expect(relativeTime(old, 'en', old.getTime() + 30 * 86_400_000)).toBe('Nov 30, 2026');
+    expect(relativeTime(old, 'zh', old.getTime() + 30 * 86_400_000)).toBe('2026年11月30日');
   });
 });

@@ -10,6 +10,7 @@
  * however large the diffs were); an entry's input is read when it is reopened.
  */
 import type { ExecutionSnapshot } from '@corral/core';
+import { STRINGS } from './i18n.js';
 import { isDiffSummary, type DiffSummary, type Language, type Totals } from './summary.js';
 
 export interface HistoryEntry {
@@ -104,14 +105,17 @@ export function inputOf(snapshot: ExecutionSnapshot): { diff: string; language: 
   return { diff: input.diff, language: input.language === 'zh' ? 'zh' : 'en' };
 }
 
-/** "3 minutes ago", in the page's language. */
+/**
+ * "3 minutes ago", in the page's language (written by hand, not with
+ * Intl.RelativeTimeFormat: see formatNumber). A time a little ahead of the
+ * clock (another tab's, say) reads "just now".
+ */
 export function relativeTime(when: Date, lang: Language, now = Date.now()): string {
-  const rtf = new Intl.RelativeTimeFormat(lang === 'zh' ? 'zh-CN' : 'en', { numeric: 'auto' });
-  const s = Math.round((when.getTime() - now) / 1000);
-  const abs = Math.abs(s);
-  if (abs < 45) return rtf.format(0, 'second');
-  if (abs < 45 * 60) return rtf.format(Math.round(s / 60), 'minute');
-  if (abs < 22 * 3600) return rtf.format(Math.round(s / 3600), 'hour');
-  if (abs < 7 * 86400) return rtf.format(Math.round(s / 86400), 'day');
-  return when.toLocaleDateString(lang === 'zh' ? 'zh-CN' : 'en');
+  const t = STRINGS[lang];
+  const s = Math.max(0, Math.round((now - when.getTime()) / 1000));
+  if (s < 45) return t.ago(0, 'second');
+  if (s < 45 * 60) return t.ago(Math.round(s / 60), 'minute');
+  if (s < 22 * 3600) return t.ago(Math.round(s / 3600), 'hour');
+  if (s < 7 * 86400) return t.ago(Math.max(1, Math.round(s / 86400)), 'day');
+  return t.onDate(when.getFullYear(), when.getMonth() + 1, when.getDate());
 }

@@ -15,10 +15,13 @@ const EN_COUNTED: Record<Counted, [one: string, other: string]> = {
   deletions: ['deletion', 'deletions'],
   hunks: ['hunk', 'hunks'],
 };
-const enPlural = new Intl.PluralRules('en');
+
+export type TimeUnit = 'second' | 'minute' | 'hour' | 'day';
+const EN_MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const ZH_UNITS: Record<TimeUnit, string> = { second: '秒', minute: '分钟', hour: '小时', day: '天' };
 
 const en = {
-  /** For Intl number and date formatting. */
+  /** The page's language tag. */
   locale: 'en',
   title: 'Diff summarizer',
   skip: 'Skip to the diff input',
@@ -97,7 +100,7 @@ const en = {
   additions: 'additions',
   deletions: 'deletions',
   hunks: 'hunks',
-  counted: (n: number, what: Counted) => EN_COUNTED[what][enPlural.select(n) === 'one' ? 0 : 1],
+  counted: (n: number, what: Counted) => EN_COUNTED[what][n === 1 ? 0 : 1],
   totals: 'Totals',
   diffstat: 'Size of the change',
   droppedMany: (n: number, name: string) => `${n} files were dropped; one diff is summarized at a time, so only ${name} was loaded.`,
@@ -147,6 +150,11 @@ const en = {
   historyUnavailable: 'History is unavailable: this browser did not let the page keep data.',
   historyNoInput: 'input not kept',
   andMore: (path: string, n: number) => `${path} and ${n} more`,
+  /** When a history entry was made: `n` whole units ago (0 seconds: just now). */
+  ago: (n: number, unit: TimeUnit) =>
+    unit === 'second' ? 'just now' : n === 1 && unit === 'day' ? 'yesterday' : `${n} ${unit}${n === 1 ? '' : 's'} ago`,
+  /** An older entry's date (`month` 1-12). */
+  onDate: (year: number, month: number, day: number) => `${EN_MONTHS[month - 1]} ${day}, ${year}`,
   reopen: 'Reopen',
   clearHistory: 'Clear history',
   confirmClear: 'Remove every summary kept on this device?',
@@ -362,6 +370,8 @@ const zh: Strings = {
   historyUnavailable: '历史不可用：浏览器不允许此页面保存数据。',
   historyNoInput: '未保存输入',
   andMore: (path, n) => `${path} 等 ${n + 1} 个文件`,
+  ago: (n, unit) => (unit === 'second' ? '刚刚' : n === 1 && unit === 'day' ? '昨天' : `${n} ${ZH_UNITS[unit]}前`),
+  onDate: (year, month, day) => `${year}年${month}月${day}日`,
   reopen: '重新打开',
   clearHistory: '清除历史',
   confirmClear: '删除这台设备上保存的所有摘要？',
@@ -463,12 +473,16 @@ export function formatBytes(n: number): string {
   return `${(n / 1_000_000).toFixed(1)} MB`;
 }
 
-/** Numbers are written one way on the whole page (grouped: 1,031), in the page's language. */
-const numberFormats = new Map<string, Intl.NumberFormat>();
-export function formatNumber(n: number, t: Strings): string {
-  let nf = numberFormats.get(t.locale);
-  if (!nf) numberFormats.set(t.locale, (nf = new Intl.NumberFormat(t.locale)));
-  return nf.format(n);
+/**
+ * Numbers are written one way on the whole page: grouped by three with a
+ * comma (1,031), which is how both English and Chinese (zh-CN) write them.
+ * Not Intl.NumberFormat: a page's first one loads ICU's data, a 90-290 ms
+ * task here, on the way to the first summary.
+ */
+export function formatNumber(n: number, _t?: Strings): string {
+  const [whole = '', fraction] = String(Math.abs(n)).split('.');
+  const grouped = whole.replace(/\B(?=(\d{3})+$)/g, ',');
+  return `${n < 0 ? '-' : ''}${grouped}${fraction === undefined ? '' : `.${fraction}`}`;
 }
 
 export function formatMs(ms: number): string {

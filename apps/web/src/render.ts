@@ -74,7 +74,6 @@ const SHOWN_PROBLEMS = 5;
 
 /** A truncated or damaged diff: which file, which line, what is missing (text only: paths come from the diff). */
 function problemsNotice(problems: DiffProblem[], t: Strings): HTMLElement {
-  const nf = new Intl.NumberFormat();
   const truncated = problems.some((p) => p.kind === 'truncated' || p.kind === 'short_hunk');
   return h(
     'div',
@@ -85,7 +84,7 @@ function problemsNotice(problems: DiffProblem[], t: Strings): HTMLElement {
       {},
       ...problems
         .slice(0, SHOWN_PROBLEMS)
-        .map((p) => h('li', { 'data-line': String(p.line) }, h('b', {}, t.problemAt(p.path, nf.format(p.line))), `: ${p.message}`)),
+        .map((p) => h('li', { 'data-line': String(p.line) }, h('b', {}, t.problemAt(p.path, formatNumber(p.line))), `: ${p.message}`)),
       problems.length > SHOWN_PROBLEMS ? h('li', {}, t.problemsMore(problems.length - SHOWN_PROBLEMS)) : null,
     ),
     h('p', {}, t.problemsNote),
