@@ -72,7 +72,7 @@ interface RunTimings {
 }
 interface AppHook {
   ready: Promise<void>;
-  corral: { store: { getExecution(id: string): Promise<{ peak_memory_bytes: number | null } | null> } | null } | null;
+  store: { getExecution(id: string): Promise<{ peak_memory_bytes: number | null } | null> } | null;
   summarize(diff: string, language?: 'en' | 'zh', options?: { render?: boolean; record?: boolean }): Promise<RunTimings>;
   jsSummarize(diff: string, language?: 'en' | 'zh', options?: { render?: boolean }): Promise<RunTimings>;
   idle(): Promise<void>;
@@ -271,7 +271,7 @@ export async function benchWeb(options: { quick?: boolean } = { quick: process.a
         const rise = renderers.reduce((sum, pid, i) => sum + Math.max(0, hwm(pid) - before[i]!), 0);
         const tool = snapshotId
           ? await page.evaluate(
-              async (id) => (await (globalThis as unknown as Scope).corralApp.corral?.store?.getExecution(id))?.peak_memory_bytes ?? null,
+              async (id) => (await (globalThis as unknown as Scope).corralApp.store?.getExecution(id))?.peak_memory_bytes ?? null,
               snapshotId,
             )
           : null;

@@ -91,9 +91,8 @@ const idle = (page: Page) => page.evaluate(() => (globalThis as unknown as { cor
 /** diff-summary calls recorded in the page's store (each is a history entry's snapshot). */
 const recordedCalls = (page: Page) =>
   page.evaluate(async () => {
-    const app = (globalThis as unknown as { corralApp: { corral: { store: { listExecutions(q: object): Promise<unknown[]> } } } })
-      .corralApp;
-    return (await app.corral.store.listExecutions({ tool: 'diff-summary', limit: 1000 })).length;
+    const app = (globalThis as unknown as { corralApp: { store: { listExecutions(q: object): Promise<unknown[]> } } }).corralApp;
+    return (await app.store.listExecutions({ tool: 'diff-summary', limit: 1000 })).length;
   });
 
 describe('web app: accessibility, focus, language switch, screenshots (Chromium)', () => {

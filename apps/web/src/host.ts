@@ -1,8 +1,10 @@
 /**
- * The page's one Corral: a BrowserCorral from @corral/browser (sandbox
- * workers, the IndexedDB snapshot store) with the bundled tools registered.
- * Nothing here runs a tool itself; every call goes through the runtime, so
- * input and output are validated, limits apply, and each call is recorded.
+ * The summaries' Corral: a BrowserCorral from @corral/browser (sandbox
+ * workers, the IndexedDB snapshot store) with diff-summary registered. It
+ * runs in runtime.worker.ts, off the page's thread: a 50 MB diff's JSON,
+ * its SHA-256 and its IndexedDB write never stall the page. Nothing here
+ * runs a tool itself; every call goes through the runtime, so input and
+ * output are validated, limits apply, and each call is recorded.
  */
 import {
   BrowserCorral,
@@ -29,18 +31,12 @@ export interface Host {
   corral: BrowserCorral;
   /** Why there is no history (the store could not be opened), or null. */
   storeError: string | null;
-  /**
-   * Registers the other bundled tools (the review and the advanced panel run
-   * them): not at start, where only diff-summary is needed. Once; later calls
-   * return the same promise.
-   */
-  allTools(): Promise<Tool[]>;
   /** One diff-summary call; `record: false` keeps it out of the history (the benchmark's "sandbox alone"). */
   summarize(diff: string, language: Language, options?: { record?: boolean }): Promise<Summarized>;
 }
 
-/** Workers in the pool: one for summaries, one so a slow tool in the advanced panel never blocks them. */
-const POOL_SIZE = 2;
+/** One sandbox worker: summaries run one at a time (the page never asks for two at once). */
+const POOL_SIZE = 1;
 
 export interface StartOptions {
   flavor?: ToolFlavor;
@@ -49,7 +45,7 @@ export interface StartOptions {
    * costs what later ones do): false skips it, e.g. when a summary is
    * already waiting, which then warms the worker itself, sooner.
    */
-  warm?: () => boolean;
+  warm?: () => boolean | Promise<boolean>;
 }
 
 export async function startHost(onStep: (step: PrepStep) => void, options: StartOptions = {}): Promise<Host> {
@@ -100,17 +96,15 @@ export async function startHost(onStep: (step: PrepStep) => void, options: Start
     onStep('prepare');
     await corral.executor.prepare(diffTool);
   }
-  if (options.warm?.() ?? true) {
+  if ((await options.warm?.()) ?? true) {
     onStep('warm');
     await booting;
     await warmUp(corral, diffTool);
   }
   onStep('done');
-  let others: Promise<Tool[]> | undefined;
   return {
     corral,
     storeError,
-    allTools: () => (others ??= registerBundledTools(corral, { kind: flavor })),
     summarize: (diff, language, options) => summarize(corral, diff, language, options),
   };
 }

@@ -6,20 +6,42 @@
  * one visit a service worker serves the app and the tool, so it all works
  * with the network off, and summarizing never makes a request at all.
  */
+// First: the runtime's worker starts loading before anything else here runs.
+import { runtimeWorker } from './boot.js';
 import { h, byId } from './dom.js';
 import { failureKind, type FailureKind } from './failure.js';
-import type { Host, PrepStep } from './host.js';
+import type { ToolFlavor } from './host.js';
 import { historyEntries, inputOf, relativeTime, type HistoryEntry } from './history.js';
-import { STRINGS, formatBytes, initialLanguage, saveLanguage, shownSentence, type Strings } from './i18n.js';
+import { STRINGS, formatBytes, formatNumber, initialLanguage, saveLanguage, shownSentence, type Strings } from './i18n.js';
 import { readFile } from './read-file.js';
 import { renderError, renderSummary } from './render.js';
+import { startRuntime, type Host, type PrepStep } from './runtime.js';
 import { failureMessage, type DiffSummary, type Language } from './summary.js';
 
-// When the app's code starts (after its modules loaded): the benchmark's baseline for a cold start.
+const flavor: ToolFlavor = new URLSearchParams(location.search).get('tools') === 'module' ? 'module' : 'component';
+/** Where preparation steps go: only marked until the page below is set up. */
+let onPrepStep = (_step: PrepStep): void => {};
+let summaryWaiting = (): boolean => false;
+// The summaries' runtime starts in its own worker first thing: its code, the
+// store and the sandbox load while the document is parsed and the page's own
+// code runs, and none of its work (a large diff's encoding, hashing,
+// recording) ever runs on this thread.
+const starting = startRuntime(
+  runtimeWorker,
+  (step) => {
+    performance.mark(`corral:prep:${step}`);
+    onPrepStep(step);
+  },
+  { flavor, warm: () => !summaryWaiting() },
+);
+starting.catch(() => {}); // prepare() reports it
+
+// index.html loads this script async, so it may run before the document is parsed.
+if (document.readyState === 'loading')
+  await new Promise((resolve) => document.addEventListener('DOMContentLoaded', resolve, { once: true }));
+
+// When the page's code starts (its modules loaded, the document parsed): the benchmark's baseline for a cold start.
 performance.mark('corral:app-start');
-// The runtime (ajv, the sandbox pool, the store) loads beside the page, not before it:
-// the page is drawn and takes input at once, and summarizing starts when it is ready.
-const hostModule = import('./host.js');
 
 /**
  * Larger text is summarized whole but not put into the text box: the box
@@ -149,7 +171,6 @@ const PREP: Record<PrepStep, [percent: number, label: (s: Strings) => string]> =
 };
 
 function showPrep(step: PrepStep): void {
-  performance.mark(`corral:prep:${step}`);
   const [percent, label] = PREP[step];
   els.prepFill.style.width = `${percent}%`;
   els.prep.setAttribute('aria-valuenow', String(percent));
@@ -165,12 +186,10 @@ async function prepare(): Promise<void> {
   // Shown only if preparing takes a while (a first visit): a warm start is too quick to flash a bar.
   const showBar = setTimeout(() => (els.prep.hidden = false), 250);
   try {
-    const flavor = new URLSearchParams(location.search).get('tools') === 'module' ? 'module' : 'component';
     showPrep('workers');
-    // The first summary formats numbers: ICU's data loads now, while the page waits for its workers.
-    requestIdleCallback(() => new Intl.NumberFormat(state.lang === 'zh' ? 'zh-CN' : 'en').format(0), { timeout: 1000 });
-    const { startHost } = await hostModule;
-    state.host = await startHost(showPrep, { flavor, warm: () => !state.queued });
+    onPrepStep = showPrep;
+    summaryWaiting = () => state.queued;
+    state.host = await starting;
     performance.mark('corral:ready');
     clearTimeout(showBar);
     els.prepText.textContent = t().prepDone;
@@ -214,16 +233,30 @@ async function runWhenReady(): Promise<void> {
   await run();
 }
 
-/** The summary asked for while the page prepared, if any: it runs before anything else the page has to do. */
+/** The summary asked for while the page prepared, if any. */
 let queuedRun: Promise<unknown> | null = null;
 
 /**
+ * What the user asked for and the page has not finished: a file being read,
+ * a summary waiting or running. The start-up's own leftovers wait for it.
+ */
+const userWork = new Set<Promise<unknown>>();
+function userAsked(work: Promise<unknown>): void {
+  userWork.add(work);
+  void work.finally(() => userWork.delete(work)).catch(() => {});
+}
+
+/**
  * What a page does once ready but nobody waits for (the history, the review
- * panel, the service worker's download of the whole app): after a summary
- * asked for while preparing, so that first summary has the machine to itself.
+ * panel, the service worker's download of the whole app): after what the
+ * user asked for meanwhile (a file picked while the page prepared, whose
+ * reading may end just after ready), so that first summary has the machine
+ * to itself.
  */
 const afterStart: Promise<void> = ready.then(
-  () => (queuedRun ?? Promise.resolve()).then(() => {}),
+  async () => {
+    while (userWork.size > 0) await Promise.allSettled([...userWork]);
+  },
   () => {},
 );
 
@@ -427,26 +460,29 @@ els.input.addEventListener('paste', (e) => {
   if (pasted.length > TEXTAREA_LIMIT || state.bigFile) {
     e.preventDefault();
     setDiff(pasted);
-    if (pasted.trim()) void inputShown().then(runWhenReady);
+    if (pasted.trim()) userAsked(inputShown().then(runWhenReady));
     return;
   }
   // After the pasted text is in the box.
   setTimeout(() => {
-    if (els.input.value.trim()) void runWhenReady();
+    if (els.input.value.trim()) userAsked(runWhenReady());
   });
 });
 els.input.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
     e.preventDefault();
-    void runWhenReady();
+    userAsked(runWhenReady());
   }
 });
-els.summarize.addEventListener('click', () => void run());
-els.fileInput.addEventListener('change', () => {
+els.summarize.addEventListener('click', () => userAsked(run()));
+function takePickedFile(): void {
   const file = els.fileInput.files?.[0];
-  if (file) void loadFile(file);
+  if (file) userAsked(loadFile(file));
   els.fileInput.value = '';
-});
+}
+els.fileInput.addEventListener('change', takePickedFile);
+// A file picked while this script was still loading (it runs after the document is parsed) is not dropped.
+takePickedFile();
 els.clear.addEventListener('click', () => {
   state.queued = false;
   updateStatus();
@@ -456,11 +492,14 @@ els.clear.addEventListener('click', () => {
   markCurrentHistory();
   els.input.focus();
 });
-els.example.addEventListener('click', async () => {
-  const example = (await import('@corral/tools/diff-summary/examples/example.diff.json')).default as { diff: string };
-  setDiff(example.diff);
-  await runWhenReady();
-});
+els.example.addEventListener('click', () =>
+  userAsked(
+    import('@corral/tools/diff-summary/examples/example.diff.json').then(({ default: example }) => {
+      setDiff((example as { diff: string }).diff);
+      return runWhenReady();
+    }),
+  ),
+);
 
 // Dropping a file anywhere loads it (and never navigates away from the page).
 let dragDepth = 0;
@@ -486,7 +525,7 @@ document.addEventListener('drop', (e) => {
   if (!file || (e.target instanceof Element && e.target.closest('#advanced'))) return;
   // Said, not done silently: which of several dropped files is summarized.
   if (files.length > 1) toast(t().droppedMany(files.length, file.name));
-  void loadFile(file);
+  userAsked(loadFile(file));
 });
 
 // ---- language -----------------------------------------------------------------------
@@ -505,7 +544,7 @@ for (const radio of document.querySelectorAll<HTMLInputElement>('input[name="lan
 
 async function pruneHistory(): Promise<void> {
   try {
-    await state.host?.corral.store?.prune({ keep: HISTORY_KEPT });
+    await state.host?.store?.prune({ keep: HISTORY_KEPT });
   } catch {
     // A store that cannot prune still lists.
   }
@@ -515,7 +554,7 @@ let historyLoading: Promise<void> = Promise.resolve();
 
 function refreshHistory(options: { prune?: boolean } = {}): Promise<void> {
   historyLoading = historyLoading.then(async () => {
-    const store = state.host?.corral.store;
+    const store = state.host?.store;
     if (!store) return renderHistory();
     if (options.prune) await pruneHistory();
     try {
@@ -534,12 +573,10 @@ function refreshHistory(options: { prune?: boolean } = {}): Promise<void> {
 
 function renderHistory(): void {
   const s = t();
-  const unavailable = state.host !== null && (state.host.corral.store === undefined || state.host.storeError !== null);
+  const unavailable = state.host !== null && (state.host.store === null || state.host.storeError !== null);
   els.historyEmpty.textContent = unavailable ? s.historyUnavailable : s.historyEmpty;
   els.historyEmpty.hidden = state.history.length > 0;
   els.clearHistory.hidden = state.history.length === 0;
-  // Not made for an empty history: a page's first Intl object loads ICU's data (60+ ms here), which waits for idle time.
-  const nf = state.history.length > 0 ? new Intl.NumberFormat(state.lang === 'zh' ? 'zh-CN' : 'en') : null;
   els.history.replaceChildren(
     ...state.history.map((entry) => {
       const title =
@@ -554,10 +591,10 @@ function renderHistory(): void {
         ? h(
             'span',
             { class: 'h-stats' },
-            h('span', { class: 'a' }, `+${nf!.format(entry.totals.additions)}`),
+            h('span', { class: 'a' }, `+${formatNumber(entry.totals.additions)}`),
             ' ',
-            h('span', { class: 'd' }, `−${nf!.format(entry.totals.deletions)}`),
-            ` · ${nf!.format(entry.totals.files)} ${s.counted(entry.totals.files, 'files')}`,
+            h('span', { class: 'd' }, `−${formatNumber(entry.totals.deletions)}`),
+            ` · ${formatNumber(entry.totals.files)} ${s.counted(entry.totals.files, 'files')}`,
           )
         : h('span', { class: 'h-failed' }, entry.error ?? entry.status);
       const button = h(
@@ -600,7 +637,7 @@ function markCurrentHistory(): void {
 async function reopen(entry: HistoryEntry, title: string): Promise<void> {
   let input: ReturnType<typeof inputOf> = null;
   try {
-    const snapshot = await state.host?.corral.store?.getExecution(entry.id);
+    const snapshot = await state.host?.store?.getExecution(entry.id);
     input = snapshot ? inputOf(snapshot) : null;
   } catch {
     // Read failed: said below, as for an input that was not kept.
@@ -631,18 +668,23 @@ async function reopen(entry: HistoryEntry, title: string): Promise<void> {
 
 els.clearHistory.addEventListener('click', async () => {
   if (!confirm(t().confirmClear)) return;
-  await state.host?.corral.store?.prune({ keep: 0 });
+  await state.host?.store?.prune({ keep: 0 });
   await refreshHistory();
 });
 
 // ---- advanced panel (loaded when first opened) --------------------------------------
+
+/** The panels' own runtime in the page (panel-runtime.ts): loaded with the first panel that needs it. */
+function loadPanelCorral() {
+  return import('./panel-runtime.js').then(({ panelCorral }) => panelCorral(flavor));
+}
 
 let advancedPanel: { setStrings(s: Strings): void } | null = null;
 els.advanced.addEventListener('toggle', async () => {
   if (!els.advanced.open || advancedPanel) return;
   const { mountAdvanced } = await import('./advanced.js');
   advancedPanel = mountAdvanced(els.advancedBody, {
-    ready: () => ready.then(() => state.host!.allTools()).then(() => state.host!.corral),
+    ready: () => ready.then(() => loadPanelCorral()),
     strings: t(),
   });
 });
@@ -659,12 +701,12 @@ let reviewPanel: { setStrings(s: Strings): void } | null = null;
 let reviewLoading: Promise<void> = Promise.resolve();
 
 function loadReview(): void {
-  reviewLoading = Promise.all([import('./review.js'), state.host!.allTools()])
-    .then(async ([{ mountReview }]) => {
+  reviewLoading = Promise.all([import('./review.js'), loadPanelCorral()])
+    .then(async ([{ mountReview }, corral]) => {
       const panel = mountReview(
         { body: els.reviewBody, runs: els.runs, runsEmpty: els.runsEmpty },
         {
-          corral: state.host!.corral,
+          corral,
           diff: currentDiff,
           strings: t(),
           language: () => state.lang,
@@ -730,10 +772,12 @@ const hook = {
     await afterStart;
     await Promise.all([historyLoading, serviceWorkerRegistered, reviewLoading]);
   },
-  /** The page's BrowserCorral, once ready. */
-  get corral() {
-    return state.host?.corral ?? null;
+  /** The history's snapshot store (in the runtime worker), once ready. */
+  get store() {
+    return state.host?.store ?? null;
   },
+  /** The review and advanced panels' BrowserCorral (in the page). */
+  panelCorral: loadPanelCorral,
   /**
    * Summarizes through the same path as the button (tool call, drawing,
    * history); with `render: false`, only the tool call the button makes.
