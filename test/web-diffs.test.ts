@@ -1,7 +1,8 @@
 // The web app on diffs of any size and on damaged ones, in real Chromium
 // (production build in test mode, a fresh profile): a 12,000-file PR (more
 // than the runtime's default 1 MiB of output allows), a 50 MB diff picked
-// with the real file input, and a diff cut mid-hunk, whose warning must name
+// with the real file input (no main-thread task over 100 ms: it is read,
+// kept and summarized in the runtime's worker), and a diff cut mid-hunk, whose warning must name
 // the file and line `git apply` names while the rest is still shown.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -111,11 +112,16 @@ describe('web app: any PR size, truncated diffs', () => {
     expect(titles.length).toBeGreaterThan(1);
   }, 60_000);
 
-  it('summarizes a 50 MB diff picked with the file input', async () => {
+  // Long tasks are timed on a shared machine: a neighbour's load can stretch one past 100 ms once; a real regression fails every try.
+  it('summarizes a 50 MB diff picked with the file input with no main-thread task over 100 ms, and opens a file of it', {
+    retry: 2,
+    timeout: 120_000,
+  }, async () => {
     const diff = syntheticDiff(50 * 1024 * 1024);
     const expected = summarizeDiff(diff).totals; // the pure-JS parser, held to the tool's answers in web-units.test.ts
     const file = join(app.scratch, 'big.diff');
     writeFileSync(file, diff);
+    await page.click('#clear');
     await watchLongTasks(page);
     await page.setInputFiles('#file-input', file);
     await page.waitForFunction(
@@ -123,18 +129,28 @@ describe('web app: any PR size, truncated diffs', () => {
         document.querySelector('#result')?.getAttribute('aria-busy') === 'false' &&
         document.querySelector('.tiles .tile b')?.textContent === n,
       nf.format(expected.files),
-      { timeout: 55_000, polling: 250 },
+      { timeout: 90_000, polling: 250 },
     );
     expect(await page.$('#result-error')).toBeNull();
-    // Reported, not asserted (issue 16 asks for ≤ 100 ms): at 50 MB the runtime's own steps on the
-    // page's thread (the input's JSON and UTF-8 encoding, its SHA-256, the IndexedDB write of the
-    // input) each take over 100 ms; only the runtime in a worker of its own removes them.
-    console.log(`50 MB diff: main-thread long tasks ${JSON.stringify((await longTasks(page)).map(Math.round))} ms`);
     const [files, add, del] = await tiles(page);
     expect([files, add, del]).toEqual([
       nf.format(expected.files),
       `+${nf.format(expected.additions)}`,
       `−${nf.format(expected.deletions)}`,
     ]);
-  }, 90_000);
+    // The text is read, kept and summarized in the runtime's worker: the page holds its start only.
+    expect(await page.$eval('#diff-input', (el) => (el as HTMLTextAreaElement).value.length)).toBeLessThan(20_000);
+    // A file's own hunks come from the text the worker keeps.
+    await page.click('[data-mode="list"]');
+    await page.locator('#files-table tr[data-path="src/module0/file0.ts"] .file-open').click();
+    const lines = page.locator('tr.file-diff-row pre.diff-lines .ln');
+    await lines.first().waitFor();
+    const shown = await lines.allTextContents();
+    const own = diff.slice(diff.indexOf('@@'), diff.indexOf('diff --git', 10)).trimEnd().split('\n');
+    expect(shown.slice(0, own.length)).toEqual(own);
+    await page.click('[data-mode="tree"]');
+    const tasks = (await longTasks(page)).map(Math.round);
+    console.log(`50 MB diff: main-thread long tasks ${JSON.stringify(tasks)} ms`);
+    expect(tasks.filter((ms) => ms > 100)).toEqual([]);
+  });
 });

@@ -11,7 +11,7 @@
  * first opened. Text from the diff is only ever set as text.
  */
 import { h, pathParts } from './dom.js';
-import { hunkLines, matchSections, splitSectionsSliced, type FileSection } from './file-sections.js';
+import { hunkLines, type DiffText } from './file-sections.js';
 import {
   facetSteps,
   filteredTree,
@@ -49,14 +49,7 @@ let idSeq = 0;
 
 type Rows = { readonly length: number; at(i: number): Row | undefined };
 
-/** One diff text's sections, split once per diff (the last one is kept). */
-let sectionCache: { text: string; sections: Promise<FileSection[]> } | null = null;
-function sectionsOf(text: string): Promise<FileSection[]> {
-  if (sectionCache?.text !== text) sectionCache = { text, sections: splitSectionsSliced(text) };
-  return sectionCache.sections;
-}
-
-export function fileList(files: FileSummary[], t: Strings, diff: string | undefined): HTMLElement {
+export function fileList(files: FileSummary[], t: Strings, diff: DiffText | undefined): HTMLElement {
   const s = t.nav;
   const uid = `fl${++idSeq}`;
   let sort: Sort = { key: 'index', dir: 1 };
@@ -83,7 +76,6 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   const detailRows = new Map<number, HTMLTableRowElement>();
   /** By folder path: a filter makes new folder objects, but the rows are kept and their numbers updated. */
   const folderRows = new Map<string, { tr: HTMLTableRowElement; folder: Folder }>();
-  let matched: Promise<Array<FileSection[] | null>> | null = null;
 
   const tbody = h('tbody');
   const table = h('table', { id: 'files-table', class: 'tree-view' });
@@ -305,12 +297,16 @@ export function fileList(files: FileSummary[], t: Strings, diff: string | undefi
   const fillDetail = async (index: number, box: HTMLElement) => {
     if (diff === undefined) return box.replaceChildren(h('p', { class: 'empty' }, s.noText));
     box.replaceChildren(h('p', { class: 'empty' }, s.reading));
-    matched ??= sectionsOf(diff).then((sections) => matchSections(files, sections));
-    const group = (await matched)[index];
-    if (!group) return box.replaceChildren(h('p', { class: 'empty' }, s.notFound));
-    const hunks = group.flatMap((sec) => sec.hunks);
-    if (hunks.length === 0) return box.replaceChildren(h('p', { class: 'empty' }, s.noHunks));
-    const lines = hunkLines(diff, hunks);
+    let got: Awaited<ReturnType<DiffText['fileHunks']>>;
+    try {
+      got = await diff.fileHunks(files, index);
+    } catch {
+      got = 'gone'; // the runtime's worker stopped
+    }
+    if (got === 'gone') return box.replaceChildren(h('p', { class: 'empty' }, s.noText));
+    if (got === 'not-found') return box.replaceChildren(h('p', { class: 'empty' }, s.notFound));
+    if (got === 'no-hunks') return box.replaceChildren(h('p', { class: 'empty' }, s.noHunks));
+    const lines = hunkLines(got.text, got.hunks);
     const pre = h('pre', { class: 'diff-lines', tabindex: 0 });
     const moreLines = h('button', { type: 'button', class: 'secondary' });
     let at = 0;

@@ -440,6 +440,47 @@ export function matchSections(files: ReadonlyArray<{ path: string }>, sections: 
   });
 }
 
+/** A file's own hunks: the text they are in, and their offsets into it. */
+export interface FileHunks {
+  text: string;
+  hunks: Hunk[];
+}
+
+/** A file's hunks, or why there are none to show ('gone': the text is no longer kept). */
+export type FileHunksReply = FileHunks | 'not-found' | 'no-hunks' | 'gone';
+
+/**
+ * Where a shown summary's diff text is, for showing a file's hunks: in the
+ * page (localDiffText), or kept by the runtime's worker (a large diff never
+ * crosses to the page whole; runtime.ts).
+ */
+export interface DiffText {
+  /** The hunks of `files[index]` (the tool's files of this diff). */
+  fileHunks(files: ReadonlyArray<{ path: string }>, index: number): Promise<FileHunksReply>;
+}
+
+/** The hunks of a matched group, cut out of the text with offsets into the cut. */
+export function cutHunks(text: string, group: readonly FileSection[] | null | undefined): FileHunksReply {
+  if (!group) return 'not-found';
+  const hunks = group.flatMap((section) => section.hunks);
+  if (hunks.length === 0) return 'no-hunks';
+  const base = Math.min(...hunks.map((hunk) => hunk.start));
+  const end = Math.max(...hunks.map((hunk) => hunk.end));
+  return { text: text.slice(base, end), hunks: hunks.map((hunk) => ({ start: hunk.start - base, end: hunk.end - base })) };
+}
+
+/** A diff text the page holds: split into sections in time slices, once per list of files. */
+export function localDiffText(text: string): DiffText {
+  const matched = new WeakMap<object, Promise<Array<FileSection[] | null>>>();
+  return {
+    async fileHunks(files, index) {
+      let groups = matched.get(files);
+      if (!groups) matched.set(files, (groups = splitSectionsSliced(text).then((sections) => matchSections(files, sections))));
+      return cutHunks(text, (await groups)[index]);
+    },
+  };
+}
+
 export type LineKind = 'hunk' | 'add' | 'del' | 'ctx' | 'note';
 
 /** The lines of some hunks, each with its kind (for colouring); CRs kept off. */

@@ -11,11 +11,11 @@ import { runtimeWorker } from './boot.js';
 import { h, byId } from './dom.js';
 import { failureKind, type FailureKind } from './failure.js';
 import type { ToolFlavor } from './host.js';
-import { historyEntries, inputOf, relativeTime, type HistoryEntry } from './history.js';
+import { historyEntries, relativeTime, type HistoryEntry } from './history.js';
 import { STRINGS, formatBytes, formatNumber, initialLanguage, saveLanguage, shownSentence, type Strings } from './i18n.js';
-import { readFile } from './read-file.js';
+import { localDiffText, type DiffText } from './file-sections.js';
 import { renderError, renderSummary } from './render.js';
-import { startRuntime, type Host, type PrepStep } from './runtime.js';
+import { startRuntime, type Host, type Offer, type PrepStep, type TextRef } from './runtime.js';
 import { failureMessage, type DiffSummary, type Language } from './summary.js';
 
 const flavor: ToolFlavor = new URLSearchParams(location.search).get('tools') === 'module' ? 'module' : 'component';
@@ -26,7 +26,7 @@ let summaryWaiting = (): boolean => false;
 // store and the sandbox load while the document is parsed and the page's own
 // code runs, and none of its work (a large diff's encoding, hashing,
 // recording) ever runs on this thread.
-const starting = startRuntime(
+const runtime = startRuntime(
   runtimeWorker,
   (step) => {
     performance.mark(`corral:prep:${step}`);
@@ -34,7 +34,7 @@ const starting = startRuntime(
   },
   { flavor, warm: () => !summaryWaiting() },
 );
-starting.catch(() => {}); // prepare() reports it
+runtime.host.catch(() => {}); // prepare() reports it
 
 // index.html loads this script async, so it may run before the document is parsed.
 if (document.readyState === 'loading')
@@ -91,8 +91,8 @@ const els = {
 
 type Shown =
   | { kind: 'none' }
-  | { kind: 'summary'; diff: string; language: Language; output: DiffSummary; ms?: number; pageMs?: number; snapshotId?: string }
-  | { kind: 'error'; diff: string; language: Language; failure: FailureKind; message: string; code: string; snapshotId?: string }
+  | { kind: 'summary'; diff: DiffText; language: Language; output: DiffSummary; ms?: number; pageMs?: number; snapshotId?: string }
+  | { kind: 'error'; language: Language; failure: FailureKind; message: string; code: string; snapshotId?: string }
   /** Input the page itself turned away (a binary file, say): nothing ran. */
   | { kind: 'refused'; words: (s: Strings) => [title: string, message: string, hint: string | undefined] };
 
@@ -100,8 +100,12 @@ const state = {
   lang: initialLanguage(),
   host: null as Host | null,
   hostError: null as string | null,
-  /** Text too large for the text box (a file or a paste): summarized from here; `bytes` as UTF-8. */
-  bigFile: null as { name: string; text: string; bytes: number } | null,
+  /**
+   * Text too large for the text box (a file, a paste, a history entry), summarized from
+   * here: `diff` is the text, or the id the runtime's worker keeps it under (a large
+   * file's text never comes to the page whole). `bytes` as UTF-8.
+   */
+  bigFile: null as { name: string; diff: string | number; bytes: number } | null,
   busy: false,
   /** A summary asked for while the runtime prepares: run once it is ready. */
   queued: false,
@@ -189,7 +193,7 @@ async function prepare(): Promise<void> {
     showPrep('workers');
     onPrepStep = showPrep;
     summaryWaiting = () => state.queued;
-    state.host = await starting;
+    state.host = await runtime.host;
     performance.mark('corral:ready');
     clearTimeout(showBar);
     els.prepText.textContent = t().prepDone;
@@ -260,8 +264,14 @@ const afterStart: Promise<void> = ready.then(
   () => {},
 );
 
-function currentDiff(): string {
-  return state.bigFile?.text ?? els.input.value;
+/** What a summary runs on: the text, or the id of the one the runtime's worker keeps. */
+function currentDiff(): string | number {
+  return state.bigFile?.diff ?? els.input.value;
+}
+
+/** Where the text shown in a summary is, for its files' hunks. */
+function diffText(diff: string | number): DiffText {
+  return typeof diff === 'number' ? state.host!.keptDiff(diff) : localDiffText(diff);
 }
 
 interface RunTimings {
@@ -286,13 +296,15 @@ async function run(): Promise<RunTimings | null> {
   updateStatus();
   try {
     const { result, ms } = await host.summarize(diff, language);
+    // A large result's copy from the worker and its drawing are a task each, not one long one.
+    if ((result.output?.files.length ?? 0) > 1000) await new Promise((resolve) => setTimeout(resolve));
     const r0 = performance.now();
     const snapshotId = result.snapshot?.id;
     if (result.ok && result.output) {
       // The tool's own time; the page's (with queueing and the history writes) is in the tooltip.
       state.shown = {
         kind: 'summary',
-        diff,
+        diff: diffText(diff),
         language,
         output: result.output,
         ms: result.duration_ms,
@@ -303,7 +315,6 @@ async function run(): Promise<RunTimings | null> {
       const message = failureMessage(result);
       state.shown = {
         kind: 'error',
-        diff,
         language,
         failure: failureKind(result.error?.code, result.error?.message ? `${result.error.message} ${message}` : message),
         message,
@@ -330,7 +341,7 @@ async function run(): Promise<RunTimings | null> {
     };
   } catch (err) {
     // invoke answers tool failures in its envelope; this is the page's own trouble (a closed pool, say).
-    state.shown = { kind: 'error', diff, language, failure: 'other', message: (err as Error).message, code: 'error' };
+    state.shown = { kind: 'error', language, failure: 'other', message: (err as Error).message, code: 'error' };
     redrawShown();
     return { ok: false, invokeMs: 0, renderMs: 0, files: 0, error: (err as Error).message };
   } finally {
@@ -388,25 +399,41 @@ function utf8Length(text: string): number {
   return n;
 }
 
+/** How the runtime's worker hands a file's or a history entry's text to the page: whole up to the box's limit, else kept there. */
+const OFFER: Offer = { inline: TEXTAREA_LIMIT, head: PREVIEW_CHARS };
+
 /**
  * Puts a diff in the box, or, past TEXTAREA_LIMIT, its start read-only
- * (the whole text is summarized from state.bigFile). `file`: where it came
- * from and its size in bytes.
+ * (the whole text is summarized from state.bigFile). `diff`: a text, or
+ * one the runtime's worker read (whole, or kept there with its start);
+ * `file`: the file it came from.
  */
-function setDiff(text: string, file?: { name: string; bytes: number }, label?: (s: Strings) => string): void {
-  fileNote = file ? { kind: 'loaded', ...file } : null;
-  if (text.length > TEXTAREA_LIMIT) {
-    state.bigFile = { name: file?.name ?? (label ?? ((s) => s.pastedText))(t()), text, bytes: file?.bytes ?? utf8Length(text) };
+function setDiff(diff: string | TextRef, file?: { name: string }, label?: (s: Strings) => string): void {
+  const bytes = typeof diff === 'string' ? undefined : diff.bytes;
+  fileNote = file && bytes !== undefined ? { kind: 'loaded', name: file.name, bytes } : null;
+  const name = file?.name ?? (label ?? ((s) => s.pastedText))(t());
+  const text = typeof diff === 'string' ? diff : diff.kind === 'text' ? diff.text : null;
+  if (text === null) {
+    const kept = diff as Extract<TextRef, { kind: 'kept' }>;
+    state.bigFile = { name, diff: kept.id, bytes: kept.bytes };
+    showStart(kept.head);
+  } else if (text.length > TEXTAREA_LIMIT) {
+    state.bigFile = { name, diff: text, bytes: bytes ?? utf8Length(text) };
     // Cut at a line end, so the box never shows half a line.
     const cut = text.lastIndexOf('\n', PREVIEW_CHARS);
-    els.input.value = `${text.slice(0, cut > 0 ? cut : PREVIEW_CHARS)}\n…`;
-    els.input.readOnly = true;
+    showStart(text.slice(0, cut > 0 ? cut : PREVIEW_CHARS));
   } else {
     state.bigFile = null;
     els.input.readOnly = false;
     els.input.value = text;
   }
   updateFileNote();
+}
+
+/** A large text's start, read-only in the box. */
+function showStart(head: string): void {
+  els.input.value = `${head}\n…`;
+  els.input.readOnly = true;
 }
 
 /** A file that never reaches the box or the tool: say why, in the result area. */
@@ -420,15 +447,21 @@ function refuse(file: File, words: (s: Strings) => [string, string, string | und
 }
 
 async function loadFile(file: File): Promise<void> {
-  // Read, checked and decoded in a worker: the page never holds a binary file's bytes.
-  const reply = await readFile(file, MAX_FILE_BYTES);
+  // Read, checked and decoded in the runtime's worker: the page never holds a binary
+  // file's bytes, nor the whole of a large text (only its start, to show).
+  let reply: Awaited<ReturnType<typeof runtime.readFile>>;
+  try {
+    reply = await runtime.readFile(file, MAX_FILE_BYTES, OFFER);
+  } catch (err) {
+    reply = { kind: 'error', bytes: file.size, message: (err as Error).message };
+  }
   const size = formatBytes(reply.bytes);
   if (reply.kind === 'binary') return refuse(file, (s) => [s.binaryFile, s.binaryMessage(file.name, size), s.binaryHint]);
   if (reply.kind === 'too-large') {
     return refuse(file, (s) => [s.fileTooLarge, s.fileTooLargeMessage(file.name, size, formatBytes(MAX_FILE_BYTES)), s.fileTooLargeHint]);
   }
   if (reply.kind === 'error') return refuse(file, (s) => [s.fileUnreadable, `${file.name}: ${reply.message}`, undefined]);
-  setDiff(reply.text, { name: file.name, bytes: reply.bytes });
+  setDiff(reply, { name: file.name });
   await inputShown();
   await runWhenReady();
 }
@@ -635,10 +668,10 @@ function markCurrentHistory(): void {
 }
 
 async function reopen(entry: HistoryEntry, title: string): Promise<void> {
-  let input: ReturnType<typeof inputOf> = null;
+  // Read in the runtime's worker: a large input stays there, the page gets its start.
+  let input: Awaited<ReturnType<Host['reopen']>> = null;
   try {
-    const snapshot = await state.host?.store?.getExecution(entry.id);
-    input = snapshot ? inputOf(snapshot) : null;
+    input = (await state.host?.reopen(entry.id, OFFER)) ?? null;
   } catch {
     // Read failed: said below, as for an input that was not kept.
   }
@@ -652,7 +685,7 @@ async function reopen(entry: HistoryEntry, title: string): Promise<void> {
     // The whole output was kept: show it as it was, without running anything.
     state.shown = {
       kind: 'summary',
-      diff: input.diff,
+      diff: diffText(currentDiff()),
       language: input.language,
       output: entry.output,
       snapshotId: entry.id,
@@ -707,7 +740,10 @@ function loadReview(): void {
         { body: els.reviewBody, runs: els.runs, runsEmpty: els.runsEmpty },
         {
           corral,
-          diff: currentDiff,
+          diff: async () => {
+            const diff = currentDiff();
+            return typeof diff === 'number' ? state.host!.text(diff) : diff;
+          },
           strings: t(),
           language: () => state.lang,
           // The review's summary step is a diff-summary call: it is in the history now.
@@ -822,7 +858,7 @@ const hook = {
     const parseMs = performance.now() - t0;
     if (options.render === false) return { ok: true, invokeMs: parseMs, renderMs: 0, files: output.files.length };
     const r0 = performance.now();
-    state.shown = { kind: 'summary', diff, language, output, ms: parseMs };
+    state.shown = { kind: 'summary', diff: localDiffText(diff), language, output, ms: parseMs };
     redrawShown();
     return { ok: true, invokeMs: parseMs, renderMs: performance.now() - r0, files: output.files.length };
   },

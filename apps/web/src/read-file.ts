@@ -1,6 +1,9 @@
 /**
- * The page's side of read-file.worker.ts: files are read, checked for
- * binary content and decoded there, and only a diff's text comes back.
+ * Reading a picked or dropped file, in the runtime's worker (never on the
+ * page's thread: a 50 MB file read, checked and decoded there would stall
+ * it for seconds). Binary content is told apart the way git does (a NUL
+ * byte in the first 8,000 bytes), and also by bytes that are not UTF-8
+ * there: either way the file never reaches the text box or the tool.
  */
 
 export type ReadReply =
@@ -9,6 +12,9 @@ export type ReadReply =
   | { kind: 'binary'; bytes: number; reason: 'nul' | 'not-utf8' }
   | { kind: 'too-large'; bytes: number }
   | { kind: 'error'; bytes: number; message: string };
+
+/** What git inspects to call a file binary. */
+const HEAD_BYTES = 8000;
 
 /**
  * Whether a file's first bytes look like text: 'nul' for a NUL byte, as
@@ -26,31 +32,18 @@ export function classifyHead(head: Uint8Array, whole: boolean): 'text' | 'nul' |
   }
 }
 
-let worker: Worker | null = null;
-let nextId = 0;
-const pending = new Map<number, { resolve: (reply: ReadReply) => void; bytes: number }>();
-
-/** Reads `file` in the worker; files over `maxBytes` are not decoded (answered 'too-large'). */
-export function readFile(file: File, maxBytes: number): Promise<ReadReply> {
-  if (!worker) {
-    worker = new Worker(new URL('./read-file.worker.ts', import.meta.url), { type: 'module', name: 'corral-read-file' });
-    worker.addEventListener('message', (e: MessageEvent<ReadReply & { id: number }>) => {
-      const { id, ...reply } = e.data;
-      pending.get(id)?.resolve(reply as ReadReply);
-      pending.delete(id);
-    });
-    worker.addEventListener('error', (e) => {
-      // A worker that cannot start (a blocked script): every waiting read says so.
-      for (const [id, { resolve, bytes }] of pending) {
-        resolve({ kind: 'error', bytes, message: e.message || 'the file reader did not start' });
-        pending.delete(id);
-      }
-      worker = null;
-    });
+/** Reads `file` as a diff's text; files over `maxBytes` are not decoded (answered 'too-large'). */
+export async function readDiffFile(file: Blob, maxBytes: number): Promise<ReadReply> {
+  const bytes = file.size;
+  try {
+    const head = new Uint8Array(await file.slice(0, HEAD_BYTES).arrayBuffer());
+    const kind = classifyHead(head, bytes <= HEAD_BYTES);
+    if (kind !== 'text') return { kind: 'binary', bytes, reason: kind };
+    if (bytes > maxBytes) return { kind: 'too-large', bytes };
+    // Past the first chunk git does not look either: a stray Latin-1 byte further down becomes U+FFFD.
+    const text = new TextDecoder('utf-8').decode(await file.arrayBuffer());
+    return { kind: 'text', bytes, text };
+  } catch (err) {
+    return { kind: 'error', bytes, message: err instanceof Error ? err.message : String(err) };
   }
-  const id = nextId++;
-  return new Promise((resolve) => {
-    pending.set(id, { resolve, bytes: file.size });
-    worker!.postMessage({ id, file, maxBytes });
-  });
 }

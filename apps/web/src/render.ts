@@ -4,6 +4,7 @@
  */
 import { h, slashBreaks, svg } from './dom.js';
 import { fileList } from './file-list.js';
+import type { DiffText } from './file-sections.js';
 import { formatMs, formatNumber, type Strings } from './i18n.js';
 import { largestChanges, type DiffProblem, type DiffSummary, type FileSummary } from './summary.js';
 
@@ -14,8 +15,8 @@ export interface SummaryViewOptions {
   ms?: number;
   /** The whole call as the page saw it (queue, worker, tool, history writes). */
   pageMs?: number;
-  /** The diff's text, for showing a file's own hunks. */
-  diff?: string;
+  /** Where the diff's text is, for showing a file's own hunks. */
+  diff?: DiffText;
 }
 
 /** Draws a summary into `container` (replacing what was there). */

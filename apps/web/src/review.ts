@@ -41,8 +41,8 @@ export interface ReviewElements {
 
 export interface ReviewOptions {
   corral: BrowserCorral;
-  /** The diff in the page's input. */
-  diff: () => string;
+  /** The diff in the input box (a large one is fetched from the runtime's worker). */
+  diff: () => Promise<string>;
   strings: Strings;
   language: () => 'en' | 'zh';
   /** A run called tools (their executions are in the history now). */
@@ -124,7 +124,8 @@ export function mountReview(els: ReviewElements, options: ReviewOptions): Review
 
   const start = async () => {
     if (!workflows || !workflow || busy) return;
-    const diff = options.diff();
+    const diff = await options.diff();
+    if (busy) return; // started meanwhile
     if (!diff.trim()) {
       message = { error: true, text: t.reviewNeedsDiff };
       draw();

@@ -1,14 +1,37 @@
 /**
  * The summaries' runtime, in a worker of its own: host.ts's BrowserCorral
  * (which starts the sandbox worker inside this one) and the history's
- * store. The page reaches it through runtime.ts; nothing here touches the
- * page, so a large diff's encoding, hashing and IndexedDB write cost the
- * page only the copy of the text it sends.
+ * store. The page reaches it through runtime.ts.
+ *
+ * A large diff never crosses to the page whole (at 50 MB each copy between
+ * threads is a 200-500 ms task here): files are read here, and a text over
+ * the page's `inline` size is kept here under an id, the page getting its
+ * start to show; summaries and a file's hunks are then asked for by id.
  */
 import { expose } from 'comlink';
 import type { ExecutionFilter, ExecutionSnapshot, PruneOptions } from '@corral/core';
+import { cutHunks, matchSections, splitSections, type FileHunksReply, type FileSection } from './file-sections.js';
+import { inputOf } from './history.js';
 import { startHost, type Host, type PrepStep, type Summarized, type ToolFlavor } from './host.js';
+import { readDiffFile } from './read-file.js';
 import type { Language } from './summary.js';
+
+/** How the page wants a text: whole up to `inline` characters, else kept here and its first `head` shown. */
+export interface Offer {
+  inline: number;
+  head: number;
+}
+
+/** A text as the page gets it: whole, or kept here (`id`) with its start. */
+export type TextRef =
+  | { kind: 'text'; text: string; bytes: number }
+  | { kind: 'kept'; id: number; head: string; length: number; bytes: number };
+
+export type FileReply =
+  | TextRef
+  | { kind: 'binary'; bytes: number; reason: 'nul' | 'not-utf8' }
+  | { kind: 'too-large'; bytes: number }
+  | { kind: 'error'; bytes: number; message: string };
 
 let host: Promise<Host> | null = null;
 
@@ -23,6 +46,27 @@ async function store() {
   return store;
 }
 
+/** Kept texts, newest last: the shown one and the one before (a summary being replaced). */
+const kept = new Map<number, { text: string; matched?: Array<FileSection[] | null> }>();
+const KEPT = 2;
+let nextId = 1;
+
+function offer(text: string, bytes: number, how: Offer): TextRef {
+  if (text.length <= how.inline) return { kind: 'text', text, bytes };
+  const id = nextId++;
+  kept.set(id, { text });
+  for (const old of kept.keys()) if (kept.size > KEPT) kept.delete(old);
+  // Cut at a line end, so the page never shows half a line.
+  const cut = text.lastIndexOf('\n', how.head);
+  return { kind: 'kept', id, head: text.slice(0, cut > 0 ? cut : how.head), length: text.length, bytes };
+}
+
+function keptText(id: number): string {
+  const entry = kept.get(id);
+  if (!entry) throw new Error('that diff is no longer kept; load it again');
+  return entry.text;
+}
+
 const api = {
   /** Starts the runtime once; `onStep` and `warm` are the page's (comlink proxies). */
   async start(
@@ -34,8 +78,38 @@ const api = {
     const { storeError, corral } = await host;
     return { storeError, hasStore: corral.store !== undefined };
   },
-  async summarize(diff: string, language: Language, options: { record?: boolean } = {}): Promise<Summarized> {
-    return (await started()).summarize(diff, language, options);
+  /** Reads a picked or dropped file (read-file.ts); files over `maxBytes` are not decoded. */
+  async readFile(file: File, maxBytes: number, how: Offer): Promise<FileReply> {
+    const reply = await readDiffFile(file, maxBytes);
+    return reply.kind === 'text' ? offer(reply.text, reply.bytes, how) : reply;
+  },
+  /** One summary of a text, or of a kept one by its id. */
+  async summarize(diff: string | number, language: Language, options: { record?: boolean } = {}): Promise<Summarized> {
+    const h = await started();
+    return h.summarize(typeof diff === 'number' ? keptText(diff) : diff, language, options);
+  },
+  /** A kept text, whole (the review panel applies it). */
+  async text(id: number): Promise<string> {
+    return keptText(id);
+  },
+  /** The hunks of the tool's `index`th file of a kept text; `paths` (the tool's files) once per text. */
+  async fileHunks(id: number, index: number, paths?: string[]): Promise<FileHunksReply | 'paths'> {
+    const entry = kept.get(id);
+    if (!entry) return 'gone';
+    if (paths)
+      entry.matched = matchSections(
+        paths.map((path) => ({ path })),
+        splitSections(entry.text),
+      );
+    if (!entry.matched) return 'paths';
+    return cutHunks(entry.text, entry.matched[index]);
+  },
+  /** A history entry's diff and language, offered like a file; null when its input was not kept. */
+  async reopen(snapshotId: string, how: Offer): Promise<{ language: Language; diff: TextRef } | null> {
+    const snapshot = await (await store()).getExecution(snapshotId);
+    const input = snapshot ? inputOf(snapshot) : null;
+    if (!input) return null;
+    return { language: input.language, diff: offer(input.diff, new TextEncoder().encode(input.diff).length, how) };
   },
   async listExecutions(options: ExecutionFilter): Promise<ExecutionSnapshot[]> {
     return (await store()).listExecutions(options);
