@@ -67,9 +67,11 @@ export interface RegisterBundledOptions {
    */
   kind?: 'component' | 'module';
   /**
-   * Fetches the .wasm files and the components' transpiled forms, whose
-   * JavaScript the sandbox workers run: give a fetch you trust as you trust
-   * the page's own scripts. Default: the global fetch.
+   * Fetches the .wasm files, the components' transpiled forms, whose
+   * JavaScript the sandbox workers run, and the validators' code, which runs
+   * in the page itself (with the page's DOM, storage and network): give a
+   * fetch you trust as you trust the page's own scripts. Default: the
+   * global fetch.
    */
   fetch?: (url: string) => Promise<Response>;
   /**
@@ -87,6 +89,16 @@ export interface RegisterBundledOptions {
  */
 export async function registerBundledTools(corral: BrowserCorral, options: RegisterBundledOptions = {}): Promise<Tool[]> {
   const kind = options.kind ?? 'component';
+  // From JavaScript anything can arrive: a wrong type is named here, not met as a TypeError further on.
+  if (kind !== 'component' && kind !== 'module') {
+    const message = `kind must be 'component' or 'module' (got ${JSON.stringify(kind) ?? String(kind)})`;
+    throw new CorralError(ErrorCodes.REGISTRATION, message, { problems: [{ path: '/kind', message }] });
+  }
+  const names: unknown = options.names;
+  if (names !== undefined && !(Array.isArray(names) && names.every((name) => typeof name === 'string'))) {
+    const message = `names must be an array of tool names (got ${describe(names)})`;
+    throw new CorralError(ErrorCodes.REGISTRATION, message, { problems: [{ path: '/names', message }] });
+  }
   const get = options.fetch ?? ((url: string) => fetch(url));
   const unknown = options.names?.filter((name) => !bundledTools.some((tool) => tool.name === name)) ?? [];
   if (unknown.length > 0) {
@@ -136,4 +148,14 @@ export async function registerBundledTools(corral: BrowserCorral, options: Regis
       return registered;
     }),
   );
+}
+
+/** "a string", "a Set", "an array with a number": what was passed where names belong. */
+function describe(value: unknown): string {
+  if (Array.isArray(value)) {
+    const odd = value.find((item) => typeof item !== 'string');
+    return `an array with ${odd === null ? 'null' : `a ${typeof odd}`}`;
+  }
+  if (typeof value === 'object' && value !== null) return `a ${(value as object).constructor?.name ?? 'object'}`;
+  return value === null ? 'null' : `a ${typeof value}`;
 }
