@@ -59,6 +59,20 @@ async function builtValidators(tool: BundledTool, get: (url: string) => Promise<
   }
 }
 
+/**
+ * How long registration waits for a tool's validators once its .wasm has
+ * arrived. They are optional (without them the schemas are compiled at the
+ * first call, tens of ms) and requested first, and far smaller than the
+ * .wasm: a request still pending is stalled and must not hold the tool back.
+ */
+const VALIDATORS_GRACE_MS = 3000;
+
+function withinGrace<T>(pending: Promise<T | undefined>): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, VALIDATORS_GRACE_MS)));
+  return Promise.race([pending, late]).finally(() => clearTimeout(timer));
+}
+
 export interface RegisterBundledOptions {
   /**
    * 'component' (default) registers the components Node runs; 'module'
@@ -132,7 +146,7 @@ export async function registerBundledTools(corral: BrowserCorral, options: Regis
       }
       // Validated when Corral was built (wasm-tools/validate-specs.mjs; bundled-specs.ts is checked
       // to be those very files): the page need not compile the meta-schemas to check them again.
-      const built = await validators;
+      const built = await withinGrace(validators);
       const registered = await corral.registry.register(spec, bytes, `bundled ${tool.name}`, {
         validated: true,
         ...(built ? { validators: built } : {}),

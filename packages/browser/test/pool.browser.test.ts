@@ -253,6 +253,27 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
     }
   });
 
+  it('registers a bundled tool whose validators never arrive (a stalled request): its schemas are compiled at the first call', async () => {
+    const files = bundledTools.find((t) => t.name === 'diff-summary')!;
+    const stalling = (url: string) => (url === files.validatorsUrl ? new Promise<Response>(() => {}) : fetch(url));
+    const some = await BrowserCorral.create({ size: 1, store: false, cache: false, prestart: 0 });
+    try {
+      const started = performance.now();
+      const registered = await Promise.race([
+        registerBundledTools(some, { names: ['diff-summary'], fetch: stalling }),
+        new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000)),
+      ]);
+      expect(registered).not.toBe('hung');
+      expect(performance.now() - started).toBeLessThan(10_000);
+      const bad = await some.invoke('diff-summary', { diff: 5 });
+      expect(bad.error).toMatchObject({ code: 'E_INPUT_VALIDATION', message: /\/diff: must be string/ });
+      const good = await some.invoke('diff-summary', { diff: '' });
+      expect(good.error).toBeNull();
+    } finally {
+      await some.close();
+    }
+  });
+
   it("uses the validators Corral's build compiled for a bundled spec, and only for that very spec", async () => {
     const files = bundledTools.find((t) => t.name === 'diff-summary')!;
     const real = (await (await fetch(files.validatorsUrl)).json()) as { spec: string; input: string; output: string };
