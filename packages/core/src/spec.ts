@@ -270,8 +270,8 @@ export interface ParseSpecOptions {
   /**
    * The caller vouches that validateSpec accepted this very spec, so its
    * input_schema and output_schema are not checked against the JSON Schema
-   * meta-schemas here (a schema that is not usable still fails its tool's
-   * first call, E_REGISTRATION). The bundled tools' specs are validated when
+   * meta-schemas here (the first call compiles them: one ajv cannot compile
+   * fails that call, E_REGISTRATION). The bundled tools' specs are validated when
    * Corral is built: checking them again compiled the meta-schemas and every
    * tool's schemas in each new process, the largest part of a cold start.
    * Everything else (name, version, limits, mounts, env) is checked as
