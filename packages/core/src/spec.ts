@@ -110,7 +110,10 @@ function shapeValidator(): ValidateFunction {
 export type SpecValidation = { ok: true; spec: ToolSpec } | { ok: false; problems: Problem[] };
 
 /** Validate a parsed tool-spec.json; on success return a copy with defaults filled in. */
-export function validateSpec(raw: unknown): SpecValidation {
+export function validateSpec(given: unknown): SpecValidation {
+  const copied = jsonCopy(given);
+  if (!copied.ok) return copied;
+  const raw = copied.value;
   const problems: Problem[] = [];
   const validateShape = shapeValidator();
   if (!validateShape(raw)) {
@@ -141,10 +144,12 @@ function shapeProblems(value: unknown, rule: Record<string, unknown>, path: stri
   }
   if (Array.isArray(rule.enum) && !rule.enum.includes(value)) fail(`must be equal to one of the allowed values (${rule.enum.join(', ')})`);
   if (typeof value === 'string') {
+    // Code points, as ajv counts; a string has at least half as many as UTF-16 units, so most are decided by .length.
     const points = () => [...value].length;
     if (typeof rule.maxLength === 'number' && value.length > rule.maxLength && points() > rule.maxLength)
       fail(`must NOT have more than ${rule.maxLength} characters`);
-    if (typeof rule.minLength === 'number' && points() < rule.minLength) fail(`must NOT have fewer than ${rule.minLength} characters`);
+    if (typeof rule.minLength === 'number' && value.length < 2 * rule.minLength && points() < rule.minLength)
+      fail(`must NOT have fewer than ${rule.minLength} characters`);
     if (typeof rule.pattern === 'string' && !new RegExp(rule.pattern, 'u').test(value)) fail(`must match pattern "${rule.pattern}"`);
     const format = typeof rule.format === 'string' ? FORMATS[rule.format] : undefined;
     if (rule.format !== undefined && !format) throw new Error(`shapeProblems does not know the format ${String(rule.format)}`);
@@ -201,23 +206,31 @@ function isJsonType(value: unknown, type: string): boolean {
 
 /** validateSpec without the meta-schema check of the spec's own schemas (see ParseSpecOptions.validated). */
 function vouchedSpec(raw: unknown): SpecValidation {
-  let copy: unknown;
-  try {
-    // Checked and kept as one copy, so a getter cannot pass the check with one value and register another.
-    copy = JSON.parse(JSON.stringify(raw) ?? 'null');
-  } catch (err) {
-    return { ok: false, problems: [{ path: '/', message: `is not JSON data (${err instanceof Error ? err.message : String(err)})` }] };
-  }
+  const copied = jsonCopy(raw);
+  if (!copied.ok) return copied;
+  const copy = copied.value;
   const problems: Problem[] = [];
   shapeProblems(copy, toolSpecSchema, '', problems);
   problems.push(...semanticProblems(copy, false));
   return problems.length > 0 ? { ok: false, problems } : { ok: true, spec: withDefaults(copy) };
 }
 
-/** A copy of an accepted spec with defaults filled in. */
-function withDefaults(raw: unknown): ToolSpec {
-  // JSON round-trip: the spec is JSON by definition, and the caller's object stays untouched.
-  const { $schema: _ignored, ...spec } = JSON.parse(JSON.stringify(raw)) as ToolSpec & { $schema?: string };
+/**
+ * The spec as JSON will have it, checked and kept as one copy: a getter or a
+ * toJSON cannot show the check one value and register another.
+ */
+function jsonCopy(raw: unknown): { ok: true; value: unknown } | { ok: false; problems: Problem[] } {
+  try {
+    return { ok: true, value: JSON.parse(JSON.stringify(raw) ?? 'null') };
+  } catch (err) {
+    return { ok: false, problems: [{ path: '/', message: `is not JSON data (${err instanceof Error ? err.message : String(err)})` }] };
+  }
+}
+
+/** An accepted spec's copy with defaults filled in. */
+function withDefaults(copy: unknown): ToolSpec {
+  // `copy` is jsonCopy's, never the caller's object.
+  const { $schema: _ignored, ...spec } = copy as ToolSpec & { $schema?: string };
   spec.resources = { ...specDefaults.resources, ...spec.resources };
   spec.resources.network_access = [...spec.resources.network_access!];
   spec.mounts ??= [];

@@ -91,6 +91,20 @@ describe('a spec registered as validated', () => {
     }
   });
 
+  it('is checked as it will be registered: a toJSON cannot show one memory_mb to the check and register another', async () => {
+    for (const validated of [true, false]) {
+      const raw = resources({});
+      // Not enumerable, so no additional property for the check to see.
+      Object.defineProperty(raw.resources, 'toJSON', { value: () => ({ memory_mb: 1e9 }) });
+      const registry = new Registry();
+      await expect(registry.register(raw, MODULE_BYTES, 'x', { validated }), `validated: ${validated}`).rejects.toMatchObject({
+        code: 'E_REGISTRATION',
+        message: /\/resources\/memory_mb/,
+      });
+      expect(registry.list()).toEqual([]);
+    }
+  });
+
   it('is never registered with limits the sandbox cannot enforce', async () => {
     const registry = new Registry();
     await expect(registry.register(resources({ memory_mb: -5 }), MODULE_BYTES, 'x', { validated: true })).rejects.toMatchObject({
