@@ -83,9 +83,9 @@ export interface RegisterBundledOptions {
   /**
    * Fetches the .wasm files, the components' transpiled forms, whose
    * JavaScript the sandbox workers run, and the validators' code, which runs
-   * in the page itself (with the page's DOM, storage and network): give a
-   * fetch you trust as you trust the page's own scripts. Default: the
-   * global fetch.
+   * where `corral` lives (the page, or the worker holding it) with that
+   * realm's storage and network: give a fetch you trust as you trust the
+   * page's own scripts. Default: the global fetch.
    */
   fetch?: (url: string) => Promise<Response>;
   /**
