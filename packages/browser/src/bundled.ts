@@ -59,6 +59,20 @@ async function builtValidators(tool: BundledTool, get: (url: string) => Promise<
   }
 }
 
+/**
+ * How long registration waits for a tool's validators once its .wasm has
+ * arrived. They are optional (without them the schemas are compiled at the
+ * first call, tens of ms) and requested first, and far smaller than the
+ * .wasm: a request still pending is stalled and must not hold the tool back.
+ */
+const VALIDATORS_GRACE_MS = 3000;
+
+function withinGrace<T>(pending: Promise<T | undefined>): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, VALIDATORS_GRACE_MS)));
+  return Promise.race([pending, late]).finally(() => clearTimeout(timer));
+}
+
 export interface RegisterBundledOptions {
   /**
    * 'component' (default) registers the components Node runs; 'module'
@@ -67,9 +81,11 @@ export interface RegisterBundledOptions {
    */
   kind?: 'component' | 'module';
   /**
-   * Fetches the .wasm files and the components' transpiled forms, whose
-   * JavaScript the sandbox workers run: give a fetch you trust as you trust
-   * the page's own scripts. Default: the global fetch.
+   * Fetches the .wasm files, the components' transpiled forms, whose
+   * JavaScript the sandbox workers run, and the validators' code, which runs
+   * where `corral` lives (the page, or the worker holding it) with that
+   * realm's storage and network: give a fetch you trust as you trust the
+   * page's own scripts. Default: the global fetch.
    */
   fetch?: (url: string) => Promise<Response>;
   /**
@@ -87,6 +103,16 @@ export interface RegisterBundledOptions {
  */
 export async function registerBundledTools(corral: BrowserCorral, options: RegisterBundledOptions = {}): Promise<Tool[]> {
   const kind = options.kind ?? 'component';
+  // From JavaScript anything can arrive: a wrong type is named here, not met as a TypeError further on.
+  if (kind !== 'component' && kind !== 'module') {
+    const message = `kind must be 'component' or 'module' (got ${JSON.stringify(kind) ?? String(kind)})`;
+    throw new CorralError(ErrorCodes.REGISTRATION, message, { problems: [{ path: '/kind', message }] });
+  }
+  const names: unknown = options.names;
+  if (names !== undefined && !(Array.isArray(names) && names.every((name) => typeof name === 'string'))) {
+    const message = `names must be an array of tool names (got ${describe(names)})`;
+    throw new CorralError(ErrorCodes.REGISTRATION, message, { problems: [{ path: '/names', message }] });
+  }
   const get = options.fetch ?? ((url: string) => fetch(url));
   const unknown = options.names?.filter((name) => !bundledTools.some((tool) => tool.name === name)) ?? [];
   if (unknown.length > 0) {
@@ -120,7 +146,7 @@ export async function registerBundledTools(corral: BrowserCorral, options: Regis
       }
       // Validated when Corral was built (wasm-tools/validate-specs.mjs; bundled-specs.ts is checked
       // to be those very files): the page need not compile the meta-schemas to check them again.
-      const built = await validators;
+      const built = await withinGrace(validators);
       const registered = await corral.registry.register(spec, bytes, `bundled ${tool.name}`, {
         validated: true,
         ...(built ? { validators: built } : {}),
@@ -136,4 +162,14 @@ export async function registerBundledTools(corral: BrowserCorral, options: Regis
       return registered;
     }),
   );
+}
+
+/** "a string", "a Set", "an array with a number": what was passed where names belong. */
+function describe(value: unknown): string {
+  if (Array.isArray(value)) {
+    const odd = value.find((item) => typeof item !== 'string');
+    return `an array with ${odd === null ? 'null' : `a ${typeof odd}`}`;
+  }
+  if (typeof value === 'object' && value !== null) return `a ${(value as object).constructor?.name ?? 'object'}`;
+  return value === null ? 'null' : `a ${typeof value}`;
 }

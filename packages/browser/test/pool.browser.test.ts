@@ -222,6 +222,58 @@ describe('BrowserCorral runs the bundled tools in Web Workers', () => {
     }
   });
 
+  it('registerBundledTools refuses names and kinds it cannot take, E_REGISTRATION, and registers nothing', async () => {
+    const some = await BrowserCorral.create({ size: 1, store: false, cache: false, prestart: 0 });
+    const fetched: string[] = [];
+    const counting = (url: string) => (fetched.push(url), fetch(url));
+    try {
+      for (const [options, message] of [
+        [{ names: 'diff-summary' }, /names must be an array of tool names \(got a string\)/],
+        [{ names: new Set(['diff-summary']) }, /names must be an array of tool names \(got a Set\)/],
+        [{ names: ['diff-summary', 5] }, /names must be an array of tool names/],
+        [{ names: ['__proto__', 'constructor', 'toString'] }, /Not bundled tools: __proto__, constructor, toString\./],
+        [{ kind: 'wasm' }, /kind must be 'component' or 'module' \(got "wasm"\)/],
+      ] as const) {
+        await expect(
+          registerBundledTools(some, { ...(options as object), fetch: counting }),
+          JSON.stringify(options),
+        ).rejects.toMatchObject({
+          code: 'E_REGISTRATION',
+          message,
+        });
+      }
+      expect(fetched).toEqual([]);
+      expect(some.registry.list()).toEqual([]);
+      // No names, nothing to do; the same name twice, one tool.
+      expect(await registerBundledTools(some, { names: [], fetch: counting })).toEqual([]);
+      const twice = await registerBundledTools(some, { names: ['diff-summary', 'diff-summary'], fetch: counting });
+      expect(twice.map((t) => t.spec.name)).toEqual(['diff-summary']);
+    } finally {
+      await some.close();
+    }
+  });
+
+  it('registers a bundled tool whose validators never arrive (a stalled request): its schemas are compiled at the first call', async () => {
+    const files = bundledTools.find((t) => t.name === 'diff-summary')!;
+    const stalling = (url: string) => (url === files.validatorsUrl ? new Promise<Response>(() => {}) : fetch(url));
+    const some = await BrowserCorral.create({ size: 1, store: false, cache: false, prestart: 0 });
+    try {
+      const started = performance.now();
+      const registered = await Promise.race([
+        registerBundledTools(some, { names: ['diff-summary'], fetch: stalling }),
+        new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000)),
+      ]);
+      expect(registered).not.toBe('hung');
+      expect(performance.now() - started).toBeLessThan(10_000);
+      const bad = await some.invoke('diff-summary', { diff: 5 });
+      expect(bad.error).toMatchObject({ code: 'E_INPUT_VALIDATION', message: /\/diff: must be string/ });
+      const good = await some.invoke('diff-summary', { diff: '' });
+      expect(good.error).toBeNull();
+    } finally {
+      await some.close();
+    }
+  });
+
   it("uses the validators Corral's build compiled for a bundled spec, and only for that very spec", async () => {
     const files = bundledTools.find((t) => t.name === 'diff-summary')!;
     const real = (await (await fetch(files.validatorsUrl)).json()) as { spec: string; input: string; output: string };

@@ -110,7 +110,10 @@ function shapeValidator(): ValidateFunction {
 export type SpecValidation = { ok: true; spec: ToolSpec } | { ok: false; problems: Problem[] };
 
 /** Validate a parsed tool-spec.json; on success return a copy with defaults filled in. */
-export function validateSpec(raw: unknown): SpecValidation {
+export function validateSpec(given: unknown): SpecValidation {
+  const copied = jsonCopy(given);
+  if (!copied.ok) return copied;
+  const raw = copied.value;
   const problems: Problem[] = [];
   const validateShape = shapeValidator();
   if (!validateShape(raw)) {
@@ -125,10 +128,109 @@ export function validateSpec(raw: unknown): SpecValidation {
   return { ok: true, spec: withDefaults(raw) };
 }
 
-/** A copy of an accepted spec with defaults filled in. */
-function withDefaults(raw: unknown): ToolSpec {
-  // JSON round-trip: the spec is JSON by definition, and the caller's object stays untouched.
-  const { $schema: _ignored, ...spec } = JSON.parse(JSON.stringify(raw)) as ToolSpec & { $schema?: string };
+/**
+ * What a vouched-for spec is still checked against: toolSpecSchema's own
+ * rules, read by this small walker instead of ajv (compiling the schema is
+ * what vouching saves). It knows exactly the keywords toolSpecSchema uses
+ * and reports problems at the paths ajv would.
+ */
+function shapeProblems(value: unknown, rule: Record<string, unknown>, path: string, out: Problem[]): void {
+  const fail = (message: string) => out.push({ path: path || '/', message });
+  const unknown = Object.keys(rule).find((k) => !WALKED_KEYWORDS.has(k));
+  if (unknown) throw new Error(`shapeProblems does not know the keyword ${unknown}: teach it, or vouched specs go unchecked`);
+  if (rule.type !== undefined) {
+    const types = [rule.type].flat() as string[];
+    if (!types.some((t) => isJsonType(value, t))) return void fail(`must be ${types.join(',')}`);
+  }
+  if (Array.isArray(rule.enum) && !rule.enum.includes(value)) fail(`must be equal to one of the allowed values (${rule.enum.join(', ')})`);
+  if (typeof value === 'string') {
+    // Code points, as ajv counts; a string has at least half as many as UTF-16 units, so most are decided by .length.
+    const points = () => [...value].length;
+    if (typeof rule.maxLength === 'number' && value.length > rule.maxLength && points() > rule.maxLength)
+      fail(`must NOT have more than ${rule.maxLength} characters`);
+    if (typeof rule.minLength === 'number' && value.length < 2 * rule.minLength && points() < rule.minLength)
+      fail(`must NOT have fewer than ${rule.minLength} characters`);
+    if (typeof rule.pattern === 'string' && !new RegExp(rule.pattern, 'u').test(value)) fail(`must match pattern "${rule.pattern}"`);
+    const format = typeof rule.format === 'string' ? FORMATS[rule.format] : undefined;
+    if (rule.format !== undefined && !format) throw new Error(`shapeProblems does not know the format ${String(rule.format)}`);
+    if (format && !format.check(value)) fail(format.message);
+  }
+  if (typeof value === 'number') {
+    if (typeof rule.minimum === 'number' && value < rule.minimum) fail(`must be >= ${rule.minimum}`);
+    if (typeof rule.maximum === 'number' && value > rule.maximum) fail(`must be <= ${rule.maximum}`);
+    if (typeof rule.exclusiveMinimum === 'number' && value <= rule.exclusiveMinimum) fail(`must be > ${rule.exclusiveMinimum}`);
+  }
+  if (Array.isArray(value)) {
+    // JSON text as identity: enough for the arrays of strings toolSpecSchema makes unique.
+    const texts = value.map((item) => JSON.stringify(item));
+    if (rule.uniqueItems === true && new Set(texts).size < texts.length) fail('must NOT have duplicate items');
+    const items = rule.items as Record<string, unknown> | undefined;
+    if (items)
+      value.forEach((item, i) => {
+        shapeProblems(item, items, `${path}/${i}`, out);
+      });
+  }
+  if (isJsonType(value, 'object')) {
+    const object = value as Record<string, unknown>;
+    const properties = (rule.properties ?? {}) as Record<string, Record<string, unknown>>;
+    for (const key of (rule.required ?? []) as string[]) {
+      if (object[key] === undefined) fail(`must have required property '${key}'`);
+    }
+    for (const key of Object.keys(object)) {
+      if (Object.hasOwn(properties, key)) shapeProblems(object[key], properties[key]!, `${path}/${key}`, out);
+      else if (rule.additionalProperties === false) fail(`must NOT have additional property '${key}'`);
+    }
+  }
+}
+
+const WALKED_KEYWORDS = new Set([
+  ...['$schema', 'title', 'type', 'enum', 'required', 'properties', 'additionalProperties', 'items', 'uniqueItems'],
+  ...['pattern', 'format', 'maxLength', 'minLength', 'minimum', 'maximum', 'exclusiveMinimum'],
+]);
+
+/** JSON Schema's types, as ajv decides them (numbers are finite). */
+function isJsonType(value: unknown, type: string): boolean {
+  switch (type) {
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    case 'array':
+      return Array.isArray(value);
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'integer':
+      return Number.isInteger(value);
+    default:
+      return typeof value === type;
+  }
+}
+
+/** validateSpec without the meta-schema check of the spec's own schemas (see ParseSpecOptions.validated). */
+function vouchedSpec(raw: unknown): SpecValidation {
+  const copied = jsonCopy(raw);
+  if (!copied.ok) return copied;
+  const copy = copied.value;
+  const problems: Problem[] = [];
+  shapeProblems(copy, toolSpecSchema, '', problems);
+  problems.push(...semanticProblems(copy, false));
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, spec: withDefaults(copy) };
+}
+
+/**
+ * The spec as JSON will have it, checked and kept as one copy: a getter or a
+ * toJSON cannot show the check one value and register another.
+ */
+function jsonCopy(raw: unknown): { ok: true; value: unknown } | { ok: false; problems: Problem[] } {
+  try {
+    return { ok: true, value: JSON.parse(JSON.stringify(raw) ?? 'null') };
+  } catch (err) {
+    return { ok: false, problems: [{ path: '/', message: `is not JSON data (${err instanceof Error ? err.message : String(err)})` }] };
+  }
+}
+
+/** An accepted spec's copy with defaults filled in. */
+function withDefaults(copy: unknown): ToolSpec {
+  // `copy` is jsonCopy's, never the caller's object.
+  const { $schema: _ignored, ...spec } = copy as ToolSpec & { $schema?: string };
   spec.resources = { ...specDefaults.resources, ...spec.resources };
   spec.resources.network_access = [...spec.resources.network_access!];
   spec.mounts ??= [];
@@ -136,13 +238,13 @@ function withDefaults(raw: unknown): ToolSpec {
   return spec;
 }
 
-/** Rules a JSON Schema cannot say (or cannot say in a helpful sentence). */
-function semanticProblems(raw: unknown): Problem[] {
+/** Rules a JSON Schema cannot say (or cannot say in a helpful sentence); `schemas`: compile input_schema and output_schema too. */
+function semanticProblems(raw: unknown, schemas = true): Problem[] {
   if (typeof raw !== 'object' || raw === null) return [];
   const spec = raw as Record<string, unknown>;
   const problems: Problem[] = [];
 
-  for (const key of ['input_schema', 'output_schema'] as const) {
+  for (const key of schemas ? (['input_schema', 'output_schema'] as const) : []) {
     const schema = spec[key];
     if (typeof schema === 'boolean' || (typeof schema === 'object' && schema !== null && !Array.isArray(schema))) {
       const compiled = compileUserSchema(schema as ToolSpec['input_schema'], `/${key}`);
@@ -179,19 +281,22 @@ function semanticProblems(raw: unknown): Problem[] {
 
 export interface ParseSpecOptions {
   /**
-   * The caller vouches that validateSpec accepted this very spec, so only
-   * the defaults are filled in. The bundled tools' specs are validated when
-   * Corral is built: checking them again compiled the JSON Schema
-   * meta-schemas and every tool's schemas in each new process, the largest
-   * part of a cold start.
+   * The caller vouches that validateSpec accepted this very spec, so its
+   * input_schema and output_schema are not checked against the JSON Schema
+   * meta-schemas here (the first call compiles them: one ajv cannot compile
+   * fails that call, E_REGISTRATION). The bundled tools' specs are validated when
+   * Corral is built: checking them again compiled the meta-schemas and every
+   * tool's schemas in each new process, the largest part of a cold start.
+   * Everything else (name, version, limits, mounts, env) is checked as
+   * validateSpec checks it, without ajv: a caller who vouches wrongly gets
+   * the same refusal, never a tool with limits the sandbox cannot enforce.
    */
   validated?: boolean;
 }
 
 /** validateSpec, or a CorralError E_REGISTRATION that lists every problem; see ParseSpecOptions. */
 export function parseSpec(raw: unknown, source = 'bytes', options: ParseSpecOptions = {}): ToolSpec {
-  if (options.validated) return withDefaults(raw);
-  const result = validateSpec(raw);
+  const result = options.validated ? vouchedSpec(raw) : validateSpec(raw);
   if (result.ok) return result.spec;
   const n = result.problems.length;
   throw new CorralError(
