@@ -1,0 +1,90 @@
+// The web app when the user does not wait, in real Chromium (production
+// build in test mode): a file picked while a summary runs, two files picked
+// one after the other (the larger one read more slowly), Clear while a
+// summary runs. What is shown must always be the last thing the user asked
+// for: its text in the box, its name under it, and its own summary.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { syntheticDiff } from '../bench/diffs.js';
+import { appReady, openApp, type OpenApp } from './helpers/web-app.js';
+
+/** A small diff of `n` new files under `dir`, each adding one line. */
+function smallDiff(dir: string, n: number): string {
+  let diff = '';
+  for (let i = 0; i < n; i++) {
+    const p = `${dir}/file${i}.txt`;
+    diff += `diff --git a/${p} b/${p}\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/${p}\n@@ -0,0 +1 @@\n+line ${i}\n`;
+  }
+  return diff;
+}
+
+describe('web app: the last thing asked for is what is shown', () => {
+  let app: OpenApp;
+  let page: Page;
+  /** Large enough that reading and summarizing it takes a while (several MB, kept in the runtime's worker). */
+  let bigFile: string;
+
+  const summaryText = () => page.textContent('#summary-text');
+  const busy = () => page.waitForFunction(() => document.querySelector('#result')?.getAttribute('aria-busy') === 'true');
+  /** A summary drawn and none running. */
+  const drawn = () =>
+    page.waitForFunction(
+      () => document.querySelector('#result')?.getAttribute('aria-busy') === 'false' && document.querySelector('#summary-text') !== null,
+      null,
+      { timeout: 90_000 },
+    );
+
+  beforeAll(async () => {
+    app = await openApp();
+    page = app.page;
+    bigFile = join(app.scratch, 'big.diff');
+    writeFileSync(bigFile, syntheticDiff(12 * 1024 * 1024));
+    await page.goto(app.url);
+    await appReady(page);
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('summarizes a file picked while a large summary runs, not the one before it', async () => {
+    const later = join(app.scratch, 'later.diff');
+    writeFileSync(later, smallDiff('later', 3));
+    await page.click('#clear');
+    await page.setInputFiles('#file-input', bigFile);
+    await busy();
+    await page.setInputFiles('#file-input', later);
+    await drawn();
+    await appReady(page);
+    expect(await summaryText()).toMatch(/^3 files changed/);
+    expect(await page.inputValue('#diff-input')).toBe(smallDiff('later', 3));
+    expect(await page.textContent('#file-note')).toContain('later.diff');
+  }, 120_000);
+
+  it('shows the file picked last even when the one picked before it takes longer to read', async () => {
+    const quick = join(app.scratch, 'quick.diff');
+    writeFileSync(quick, smallDiff('quick', 2));
+    await page.click('#clear');
+    await page.setInputFiles('#file-input', bigFile);
+    await page.setInputFiles('#file-input', quick);
+    await drawn();
+    await appReady(page);
+    expect(await summaryText()).toMatch(/^2 files changed/);
+    expect(await page.inputValue('#diff-input')).toBe(smallDiff('quick', 2));
+    expect(await page.textContent('#file-note')).toContain('quick.diff');
+  }, 120_000);
+
+  it('Clear while a summary runs leaves the page cleared', async () => {
+    await page.click('#clear');
+    await page.setInputFiles('#file-input', bigFile);
+    await busy();
+    await page.click('#clear');
+    await page.waitForFunction(() => document.querySelector('#result')?.getAttribute('aria-busy') === 'false', null, { timeout: 90_000 });
+    await appReady(page);
+    expect(await page.locator('#summary-text').count()).toBe(0);
+    expect(await page.inputValue('#diff-input')).toBe('');
+    expect(await page.textContent('#file-note')).toBe('');
+  }, 120_000);
+});
