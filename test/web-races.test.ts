@@ -87,4 +87,24 @@ describe('web app: the last thing asked for is what is shown', () => {
     expect(await page.inputValue('#diff-input')).toBe('');
     expect(await page.textContent('#file-note')).toBe('');
   }, 120_000);
+
+  it('says so everywhere, without waiting forever, when the runtime worker cannot load', async () => {
+    const context = await app.freshContext();
+    const blocked = context.pages()[0] ?? (await context.newPage());
+    await blocked.route('**/runtime.worker-*', (route) => route.abort());
+    await blocked.goto(app.url);
+    await blocked.waitForSelector('#status[data-state="error"]');
+    expect(await blocked.textContent('#status-text')).toBe('The sandbox could not start');
+    expect(await blocked.isVisible('#prep')).toBe(true);
+    // A file picked now is answered (not read), not left pending.
+    const file = join(app.scratch, 'blocked.diff');
+    writeFileSync(file, smallDiff('blocked', 1));
+    await blocked.setInputFiles('#file-input', file);
+    await blocked.waitForSelector('#result-error');
+    expect(await blocked.textContent('#result-error h3')).toBe('The file could not be read');
+    // No card still promises the sandbox is being prepared.
+    expect(await blocked.locator('#review-body').textContent()).not.toContain('Preparing the sandbox');
+    expect(await blocked.locator('#review-body').textContent()).toContain('The sandbox could not start');
+    await context.close();
+  }, 120_000);
 });

@@ -206,6 +206,9 @@ async function prepare(): Promise<void> {
     state.hostError = (err as Error).message;
     els.prepText.textContent = `${t().prepFailed}: ${state.hostError}`;
     els.prep.classList.add('failed');
+    // The review card's placeholder promised a sandbox being prepared; it will not load now.
+    const wait = els.reviewBody.querySelector<HTMLElement>('.review-wait');
+    if (wait) (wait.dataset.i18n = 'prepFailed'), (wait.textContent = t().prepFailed);
     updateStatus();
     rejectReady(err as Error);
   }
