@@ -2,7 +2,9 @@
 // build in test mode): a file picked while a summary runs, two files picked
 // one after the other (the larger one read more slowly), Clear while a
 // summary runs. What is shown must always be the last thing the user asked
-// for: its text in the box, its name under it, and its own summary.
+// for: its text in the box, its name under it, and its own summary. Also a
+// file picked or a diff pasted before the page's script has run (its
+// download held back), and a runtime worker that cannot load.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -86,6 +88,45 @@ describe('web app: the last thing asked for is what is shown', () => {
     expect(await page.locator('#summary-text').count()).toBe(0);
     expect(await page.inputValue('#diff-input')).toBe('');
     expect(await page.textContent('#file-note')).toBe('');
+  }, 120_000);
+
+  /** A new profile whose page's script is held back until `release()`: the page is drawn, its code not yet run. */
+  async function scriptHeld(): Promise<{ held: Page; release: () => void; close: () => Promise<void> }> {
+    const context = await app.freshContext();
+    await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    const held = context.pages()[0] ?? (await context.newPage());
+    let release!: () => void;
+    const go = new Promise<void>((resolve) => (release = resolve));
+    await held.route('**/assets/index-*.js', async (route) => {
+      await go;
+      await route.continue();
+    });
+    await held.goto(app.url, { waitUntil: 'domcontentloaded' });
+    return { held, release, close: () => context.close() };
+  }
+
+  it("summarizes a file picked before the page's script has run", async () => {
+    const { held, release, close } = await scriptHeld();
+    const file = join(app.scratch, 'early.diff');
+    writeFileSync(file, smallDiff('early', 4));
+    await held.setInputFiles('#file-input', file);
+    release();
+    await held.waitForSelector('#summary-text', { timeout: 90_000 });
+    expect(await held.textContent('#summary-text')).toMatch(/^4 files changed/);
+    expect(await held.textContent('#file-note')).toContain('early.diff');
+    await close();
+  }, 120_000);
+
+  it("summarizes a diff pasted before the page's script has run", async () => {
+    const { held, release, close } = await scriptHeld();
+    await held.evaluate((text) => navigator.clipboard.writeText(text), smallDiff('pasted', 5));
+    await held.click('#diff-input');
+    await held.keyboard.press('Control+V');
+    expect(await held.inputValue('#diff-input')).toBe(smallDiff('pasted', 5));
+    release();
+    await held.waitForSelector('#summary-text', { timeout: 90_000 });
+    expect(await held.textContent('#summary-text')).toMatch(/^5 files changed/);
+    await close();
   }, 120_000);
 
   it('says so everywhere, without waiting forever, when the runtime worker cannot load', async () => {

@@ -548,6 +548,11 @@ function takePickedFile(): void {
   els.fileInput.value = '';
 }
 els.fileInput.addEventListener('change', takePickedFile);
+// Text pasted while this script was still loading (the box is usable before it runs) is summarized as a paste would be.
+if (els.input.value.trim()) {
+  if (els.input.value.length > TEXTAREA_LIMIT) setDiff(els.input.value);
+  userAsked(runWhenReady());
+}
 // A file picked while this script was still loading (it runs after the document is parsed) is not dropped.
 takePickedFile();
 els.clear.addEventListener('click', () => {
