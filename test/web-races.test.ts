@@ -78,6 +78,22 @@ describe('web app: the last thing asked for is what is shown', () => {
     expect(await page.textContent('#file-note')).toContain('quick.diff');
   }, 120_000);
 
+  it('keeps a diff pasted while a large file is still being read', async () => {
+    const huge = join(app.scratch, 'huge.diff');
+    writeFileSync(huge, syntheticDiff(48 * 1024 * 1024));
+    await app.context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    await page.click('#clear');
+    await page.evaluate((text) => navigator.clipboard.writeText(text), smallDiff('pasted', 6));
+    await page.focus('#diff-input');
+    await page.setInputFiles('#file-input', huge);
+    await page.keyboard.press('Control+V');
+    await drawn();
+    await appReady(page);
+    expect(await summaryText()).toMatch(/^6 files changed/);
+    expect(await page.inputValue('#diff-input')).toBe(smallDiff('pasted', 6));
+    expect(await page.textContent('#file-note')).not.toContain('huge.diff');
+  }, 120_000);
+
   it('Clear while a summary runs leaves the page cleared', async () => {
     await page.click('#clear');
     await page.setInputFiles('#file-input', bigFile);
