@@ -94,6 +94,25 @@ describe('web app: the last thing asked for is what is shown', () => {
     expect(await page.textContent('#file-note')).not.toContain('huge.diff');
   }, 120_000);
 
+  it('keeps a large loaded diff when what is pasted over it has no text (an image)', async () => {
+    await page.click('#clear');
+    await page.setInputFiles('#file-input', bigFile);
+    await drawn();
+    await appReady(page);
+    const before = await summaryText();
+    await page.evaluate(() => {
+      const data = new DataTransfer();
+      data.items.add(new File([new Uint8Array([0x89, 0x50, 0x4e, 0x47])], 'shot.png', { type: 'image/png' }));
+      const box = document.querySelector<HTMLTextAreaElement>('#diff-input')!;
+      box.focus();
+      box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    });
+    await appReady(page);
+    expect((await page.inputValue('#diff-input')).startsWith('diff --git a/src/module0/file0.ts')).toBe(true);
+    expect(await page.textContent('#file-note')).toContain('big.diff');
+    expect(await summaryText()).toBe(before);
+  }, 120_000);
+
   it('Clear while a summary runs leaves the page cleared', async () => {
     await page.click('#clear');
     await page.setInputFiles('#file-input', bigFile);

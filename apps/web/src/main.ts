@@ -523,6 +523,8 @@ els.input.addEventListener('input', () => {
 });
 els.input.addEventListener('paste', (e) => {
   const pasted = e.clipboardData?.getData('text/plain') ?? '';
+  // No text (an image, say): the box takes nothing, and a large loaded diff is kept.
+  if (!pasted) return;
   // A paste replaces what is loading too: a file still being read is not put over it.
   inputGen++;
   // A large paste, or any paste over a large text's read-only start, replaces the whole diff.
