@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
   hunkLines,
+  localDiffText,
   matchSections,
   readQuoted,
   sectionParents,
@@ -234,6 +235,18 @@ describe('file sections', () => {
     const output = await tool(diff);
     expect(whole.length).toBe(output.files.length);
     expectSectionsAgree(diff, output);
+  });
+
+  it("shows a file's hunks when it has 200,000 of them (a generated file changed on every other line)", async () => {
+    const n = 200_000;
+    let diff = 'diff --git a/data.csv b/data.csv\nindex 1111111..2222222 100644\n--- a/data.csv\n+++ b/data.csv\n';
+    for (let i = 0; i < n; i++) diff += `@@ -${2 * i + 1} +${2 * i + 1} @@\n-${i},old\n+${i},new\n`;
+    const got = await localDiffText(diff).fileHunks([{ path: 'data.csv' }], 0);
+    if (typeof got === 'string') throw new Error(`no hunks: ${got}`);
+    expect(got.hunks).toHaveLength(n);
+    const shown = hunkLines(got.text, got.hunks);
+    expect(shown).toHaveLength(3 * n);
+    expect(shown.at(-1)).toEqual({ kind: 'add', text: `+${n - 1},new` });
   });
 
   it('matches by path when the positions disagree, and gives null for a file it cannot find', () => {

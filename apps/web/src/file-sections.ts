@@ -464,8 +464,10 @@ export function cutHunks(text: string, group: readonly FileSection[] | null | un
   if (!group) return 'not-found';
   const hunks = group.flatMap((section) => section.hunks);
   if (hunks.length === 0) return 'no-hunks';
-  const base = Math.min(...hunks.map((hunk) => hunk.start));
-  const end = Math.max(...hunks.map((hunk) => hunk.end));
+  // A loop, not Math.min(...): a file can have more hunks than a call has room for arguments (~125,000).
+  let base = Infinity;
+  let end = 0;
+  for (const hunk of hunks) (base = Math.min(base, hunk.start)), (end = Math.max(end, hunk.end));
   return { text: text.slice(base, end), hunks: hunks.map((hunk) => ({ start: hunk.start - base, end: hunk.end - base })) };
 }
 

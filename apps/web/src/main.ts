@@ -206,6 +206,9 @@ async function prepare(): Promise<void> {
     state.hostError = (err as Error).message;
     els.prepText.textContent = `${t().prepFailed}: ${state.hostError}`;
     els.prep.classList.add('failed');
+    // The review card's placeholder promised a sandbox being prepared; it will not load now.
+    const wait = els.reviewBody.querySelector<HTMLElement>('.review-wait');
+    if (wait) (wait.dataset.i18n = 'prepFailed'), (wait.textContent = t().prepFailed);
     updateStatus();
     rejectReady(err as Error);
   }
@@ -239,6 +242,16 @@ async function runWhenReady(): Promise<void> {
 
 /** The summary asked for while the page prepared, if any. */
 let queuedRun: Promise<unknown> | null = null;
+
+/**
+ * Counts replacements of the input (a file, a large paste, an example, a
+ * history entry, Clear), and files starting to be read to replace it: a read
+ * or a summary begun before the count moved is out of date, and its answer
+ * must not be shown over what the user asked for since.
+ */
+let inputGen = 0;
+/** A summary was asked for while one ran: run once it ends, if the input changed. */
+let rerun = false;
 
 /**
  * What the user asked for and the page has not finished: a file being read,
@@ -288,14 +301,24 @@ interface RunTimings {
 
 async function run(): Promise<RunTimings | null> {
   const host = state.host;
-  if (!host || state.busy) return null;
+  if (!host) return null;
+  if (state.busy) {
+    rerun = true;
+    return null;
+  }
   const diff = currentDiff();
+  const gen = inputGen;
   const language = state.lang;
   state.busy = true;
   els.result.setAttribute('aria-busy', 'true');
   updateStatus();
   try {
     const { result, ms } = await host.summarize(diff, language);
+    if (gen !== inputGen) {
+      // The input was replaced meanwhile (another file, Clear): this result would describe what is gone. It is in the history.
+      void refreshHistory();
+      return null;
+    }
     // A large result's copy from the worker and its drawing are a task each, not one long one.
     if ((result.output?.files.length ?? 0) > 1000) await new Promise((resolve) => setTimeout(resolve));
     const r0 = performance.now();
@@ -348,6 +371,10 @@ async function run(): Promise<RunTimings | null> {
     state.busy = false;
     els.result.setAttribute('aria-busy', 'false');
     updateStatus();
+    // What was asked for while this ran, once, of the input as it is now.
+    const again = rerun && (gen !== inputGen || currentDiff() !== diff);
+    rerun = false;
+    if (again) userAsked(run());
   }
 }
 
@@ -409,6 +436,7 @@ const OFFER: Offer = { inline: TEXTAREA_LIMIT, head: PREVIEW_CHARS };
  * `file`: the file it came from.
  */
 function setDiff(diff: string | TextRef, file?: { name: string }, label?: (s: Strings) => string): void {
+  inputGen++;
   const bytes = typeof diff === 'string' ? undefined : diff.bytes;
   fileNote = file && bytes !== undefined ? { kind: 'loaded', name: file.name, bytes } : null;
   const name = file?.name ?? (label ?? ((s) => s.pastedText))(t());
@@ -450,10 +478,16 @@ async function loadFile(file: File): Promise<void> {
   // Read, checked and decoded in the runtime's worker: the page never holds a binary
   // file's bytes, nor the whole of a large text (only its start, to show).
   let reply: Awaited<ReturnType<typeof runtime.readFile>>;
+  const gen = ++inputGen;
   try {
     reply = await runtime.readFile(file, MAX_FILE_BYTES, OFFER);
   } catch (err) {
     reply = { kind: 'error', bytes: file.size, message: (err as Error).message };
+  }
+  if (gen !== inputGen) {
+    // Another file, a paste or Clear came since (a smaller file picked after a large one is read first).
+    if (reply.kind === 'kept') runtime.forget(reply.id);
+    return;
   }
   const size = formatBytes(reply.bytes);
   if (reply.kind === 'binary') return refuse(file, (s) => [s.binaryFile, s.binaryMessage(file.name, size), s.binaryHint]);
@@ -489,6 +523,10 @@ els.input.addEventListener('input', () => {
 });
 els.input.addEventListener('paste', (e) => {
   const pasted = e.clipboardData?.getData('text/plain') ?? '';
+  // No text (an image, say): the box takes nothing, and a large loaded diff is kept.
+  if (!pasted) return;
+  // A paste replaces what is loading too: a file still being read is not put over it.
+  inputGen++;
   // A large paste, or any paste over a large text's read-only start, replaces the whole diff.
   if (pasted.length > TEXTAREA_LIMIT || state.bigFile) {
     e.preventDefault();
@@ -514,6 +552,11 @@ function takePickedFile(): void {
   els.fileInput.value = '';
 }
 els.fileInput.addEventListener('change', takePickedFile);
+// Text pasted while this script was still loading (the box is usable before it runs) is summarized as a paste would be.
+if (els.input.value.trim()) {
+  if (els.input.value.length > TEXTAREA_LIMIT) setDiff(els.input.value);
+  userAsked(runWhenReady());
+}
 // A file picked while this script was still loading (it runs after the document is parsed) is not dropped.
 takePickedFile();
 els.clear.addEventListener('click', () => {
@@ -637,7 +680,7 @@ function renderHistory(): void {
           'data-snapshot': entry.id,
           disabled: !entry.hasInput && !entry.output,
           title: entry.summary ?? entry.error ?? '',
-          onclick: () => void reopen(entry, title),
+          onclick: () => userAsked(reopen(entry, title)),
         },
         h(
           'span',
@@ -670,10 +713,16 @@ function markCurrentHistory(): void {
 async function reopen(entry: HistoryEntry, title: string): Promise<void> {
   // Read in the runtime's worker: a large input stays there, the page gets its start.
   let input: Awaited<ReturnType<Host['reopen']>> = null;
+  const gen = ++inputGen;
   try {
     input = (await state.host?.reopen(entry.id, OFFER)) ?? null;
   } catch {
     // Read failed: said below, as for an input that was not kept.
+  }
+  if (gen !== inputGen) {
+    // Something else was loaded or cleared meanwhile.
+    if (input?.diff.kind === 'kept') runtime.forget(input.diff.id);
+    return;
   }
   if (!input) {
     toast(t().historyNoInput);
@@ -802,10 +851,12 @@ addEventListener('offline', updateStatus);
 
 const hook = {
   ready,
-  /** Resolves once the page is ready and has nothing left to do (history and reviews drawn, service worker registered). */
+  /** Resolves once the page is ready and has nothing left to do (the user's work done, history and reviews drawn, service worker registered). */
   async idle(): Promise<void> {
     await ready;
     await afterStart;
+    // What the user asked for (files read, summaries and the ones they asked for again), then what it redraws.
+    while (userWork.size > 0) await Promise.allSettled([...userWork]);
     await Promise.all([historyLoading, serviceWorkerRegistered, reviewLoading]);
   },
   /** The history's snapshot store (in the runtime worker), once ready. */

@@ -50,6 +50,8 @@ export interface Runtime {
   host: Promise<Host>;
   /** Reads a file in the worker (at once, before the host is ready): its text whole, or kept there with its start (see Offer). */
   readFile(file: File, maxBytes: number, how: Offer): Promise<FileReply>;
+  /** Lets a kept text go (one the page will not show: another was asked for meanwhile), so it never pushes out the one shown. */
+  forget(id: number): void;
 }
 
 /** Starts the runtime in `worker` (a runtime.worker.ts, made by boot.ts as early as possible). */
@@ -86,7 +88,11 @@ export function startRuntime(worker: Worker, onStep: (step: PrepStep) => void, o
       reopen: (snapshotId, how) => call(api.reopen(snapshotId, how)),
     }),
   );
-  return { host, readFile: (file, maxBytes, how) => call(api.readFile(file, maxBytes, how) as Promise<FileReply>) };
+  return {
+    host,
+    readFile: (file, maxBytes, how) => call(api.readFile(file, maxBytes, how) as Promise<FileReply>),
+    forget: (id) => void call(api.forget(id)).catch(() => {}),
+  };
 }
 
 /**

@@ -88,6 +88,10 @@ const api = {
     const h = await started();
     return h.summarize(typeof diff === 'number' ? keptText(diff) : diff, language, options);
   },
+  /** Drops a kept text the page will not use. */
+  async forget(id: number): Promise<void> {
+    kept.delete(id);
+  },
   /** A kept text, whole (the review panel applies it). */
   async text(id: number): Promise<string> {
     return keptText(id);
