@@ -14,6 +14,7 @@ import type { ToolFlavor } from './host.js';
 import { historyEntries, relativeTime, type HistoryEntry } from './history.js';
 import { STRINGS, formatBytes, formatNumber, initialLanguage, saveLanguage, shownSentence, type Strings } from './i18n.js';
 import { localDiffText, type DiffText } from './file-sections.js';
+import { textStart, utf8Length } from './read-file.js';
 import { renderError, renderSummary } from './render.js';
 import { startRuntime, type Host, type Offer, type PrepStep, type TextRef } from './runtime.js';
 import { failureMessage, type DiffSummary, type Language } from './summary.js';
@@ -208,7 +209,10 @@ async function prepare(): Promise<void> {
     els.prep.classList.add('failed');
     // The review card's placeholder promised a sandbox being prepared; it will not load now.
     const wait = els.reviewBody.querySelector<HTMLElement>('.review-wait');
-    if (wait) (wait.dataset.i18n = 'prepFailed'), (wait.textContent = t().prepFailed);
+    if (wait) {
+      wait.dataset.i18n = 'prepFailed';
+      wait.textContent = t().prepFailed;
+    }
     updateStatus();
     rejectReady(err as Error);
   }
@@ -263,6 +267,11 @@ function userAsked(work: Promise<unknown>): void {
   void work.finally(() => userWork.delete(work)).catch(() => {});
 }
 
+/** Resolves once the user's work is done, including what it started meanwhile (a summary asked for again). */
+async function userWorkDone(): Promise<void> {
+  while (userWork.size > 0) await Promise.allSettled([...userWork]);
+}
+
 /**
  * What a page does once ready but nobody waits for (the history, the review
  * panel, the service worker's download of the whole app): after what the
@@ -270,12 +279,7 @@ function userAsked(work: Promise<unknown>): void {
  * reading may end just after ready), so that first summary has the machine
  * to itself.
  */
-const afterStart: Promise<void> = ready.then(
-  async () => {
-    while (userWork.size > 0) await Promise.allSettled([...userWork]);
-  },
-  () => {},
-);
+const afterStart: Promise<void> = ready.then(userWorkDone, () => {});
 
 /** What a summary runs on: the text, or the id of the one the runtime's worker keeps. */
 function currentDiff(): string | number {
@@ -416,16 +420,6 @@ function redrawShown(): void {
 /** What the note under the box says of the last file: loaded (with its size on disk), or turned away. */
 let fileNote: { kind: 'loaded' | 'refused'; name: string; bytes: number } | null = null;
 
-/** UTF-8 length of a string, without encoding it (a 50 MB copy just to count). */
-function utf8Length(text: string): number {
-  let n = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0x80) n += c < 0x800 ? 1 : c >= 0xd800 && c <= 0xdbff ? 0 : 2;
-  }
-  return n;
-}
-
 /** How the runtime's worker hands a file's or a history entry's text to the page: whole up to the box's limit, else kept there. */
 const OFFER: Offer = { inline: TEXTAREA_LIMIT, head: PREVIEW_CHARS };
 
@@ -447,9 +441,7 @@ function setDiff(diff: string | TextRef, file?: { name: string }, label?: (s: St
     showStart(kept.head);
   } else if (text.length > TEXTAREA_LIMIT) {
     state.bigFile = { name, diff: text, bytes: bytes ?? utf8Length(text) };
-    // Cut at a line end, so the box never shows half a line.
-    const cut = text.lastIndexOf('\n', PREVIEW_CHARS);
-    showStart(text.slice(0, cut > 0 ? cut : PREVIEW_CHARS));
+    showStart(textStart(text, PREVIEW_CHARS));
   } else {
     state.bigFile = null;
     els.input.readOnly = false;
@@ -855,8 +847,8 @@ const hook = {
   async idle(): Promise<void> {
     await ready;
     await afterStart;
-    // What the user asked for (files read, summaries and the ones they asked for again), then what it redraws.
-    while (userWork.size > 0) await Promise.allSettled([...userWork]);
+    // What the user asked for (files read, summaries and the ones asked for again), then what it redraws.
+    await userWorkDone();
     await Promise.all([historyLoading, serviceWorkerRegistered, reviewLoading]);
   },
   /** The history's snapshot store (in the runtime worker), once ready. */

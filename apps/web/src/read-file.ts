@@ -47,3 +47,19 @@ export async function readDiffFile(file: Blob, maxBytes: number): Promise<ReadRe
     return { kind: 'error', bytes, message: err instanceof Error ? err.message : String(err) };
   }
 }
+
+/** UTF-8 length of a string, without encoding it (a 50 MB copy just to count). */
+export function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) n += c < 0x800 ? 1 : c >= 0xd800 && c <= 0xdbff ? 0 : 2;
+  }
+  return n;
+}
+
+/** A large text's first `chars` characters, cut at a line end so no half line is shown. */
+export function textStart(text: string, chars: number): string {
+  const cut = text.lastIndexOf('\n', chars);
+  return text.slice(0, cut > 0 ? cut : chars);
+}

@@ -13,7 +13,7 @@ import type { ExecutionFilter, ExecutionSnapshot, PruneOptions } from '@corral/c
 import { cutHunks, matchSections, splitSections, type FileHunksReply, type FileSection } from './file-sections.js';
 import { inputOf } from './history.js';
 import { startHost, type Host, type PrepStep, type Summarized, type ToolFlavor } from './host.js';
-import { readDiffFile } from './read-file.js';
+import { readDiffFile, textStart, utf8Length } from './read-file.js';
 import type { Language } from './summary.js';
 
 /** How the page wants a text: whole up to `inline` characters, else kept here and its first `head` shown. */
@@ -56,9 +56,7 @@ function offer(text: string, bytes: number, how: Offer): TextRef {
   const id = nextId++;
   kept.set(id, { text });
   for (const old of kept.keys()) if (kept.size > KEPT) kept.delete(old);
-  // Cut at a line end, so the page never shows half a line.
-  const cut = text.lastIndexOf('\n', how.head);
-  return { kind: 'kept', id, head: text.slice(0, cut > 0 ? cut : how.head), length: text.length, bytes };
+  return { kind: 'kept', id, head: textStart(text, how.head), length: text.length, bytes };
 }
 
 function keptText(id: number): string {
@@ -113,7 +111,7 @@ const api = {
     const snapshot = await (await store()).getExecution(snapshotId);
     const input = snapshot ? inputOf(snapshot) : null;
     if (!input) return null;
-    return { language: input.language, diff: offer(input.diff, new TextEncoder().encode(input.diff).length, how) };
+    return { language: input.language, diff: offer(input.diff, utf8Length(input.diff), how) };
   },
   async listExecutions(options: ExecutionFilter): Promise<ExecutionSnapshot[]> {
     return (await store()).listExecutions(options);
