@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { appReady, longTasks, openApp, watchLongTasks, type OpenApp } from './helpers/web-app.js';
+import { appReady, longTasks, openReadyApp, watchLongTasks, type OpenApp } from './helpers/web-app.js';
 
 /** A unified diff of `files` new-content hunks of `lines` added lines each (100-character lines). */
 function makeDiff(files: number, lines: number): string {
@@ -78,10 +78,8 @@ async function historyCount(): Promise<number> {
 
 describe('apps/web: input of any size and kind, without stalling the page', () => {
   beforeAll(async () => {
-    app = await openApp({ prioritized: true });
+    app = await openReadyApp({ prioritized: true });
     page = app.page;
-    await page.goto(app.url);
-    await appReady(page);
     await watchLongTasks(page);
   }, 180_000);
 

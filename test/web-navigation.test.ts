@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { TempRepo, type GitDiff, type Tree } from './helpers/gitdiff.js';
 import { join } from 'node:path';
-import { REPO, RESULTS, appReady, longTasks, openApp, watchLongTasks, type OpenApp } from './helpers/web-app.js';
+import { REPO, RESULTS, longTasks, openReadyApp, watchLongTasks, type OpenApp } from './helpers/web-app.js';
 
 const lines = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}\n`).join('');
 
@@ -102,10 +102,8 @@ describe('apps/web: navigating a diff', () => {
     a = repo.commit(BEFORE, 'before');
     b = repo.commit(AFTER, 'after');
     git = repo.diff(a, b);
-    app = await openApp();
+    app = await openReadyApp();
     page = app.page;
-    await page.goto(app.url);
-    await appReady(page);
     const r = await page.evaluate((d) => (globalThis as unknown as Hook).corralApp.summarize(d), git.diff);
     expect(r.ok, r.error).toBe(true);
     await page.waitForSelector('#files-table tr.folder-row');
@@ -343,10 +341,8 @@ describe('apps/web: drawing and navigating very large diffs', () => {
   let page: Page;
 
   beforeAll(async () => {
-    app = await openApp({ prioritized: true });
+    app = await openReadyApp({ prioritized: true });
     page = app.page;
-    await page.goto(app.url);
-    await appReady(page);
     await watchLongTasks(page);
   }, 240_000);
 

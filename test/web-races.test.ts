@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { syntheticDiff } from '../bench/diffs.js';
-import { appReady, openApp, type OpenApp } from './helpers/web-app.js';
+import { appReady, openReadyApp, type OpenApp } from './helpers/web-app.js';
 
 /** A small diff of `n` new files under `dir`, each adding one line. */
 function smallDiff(dir: string, n: number): string {
@@ -39,43 +39,37 @@ describe('web app: the last thing asked for is what is shown', () => {
     );
 
   beforeAll(async () => {
-    app = await openApp();
+    app = await openReadyApp();
     page = app.page;
     bigFile = join(app.scratch, 'big.diff');
     writeFileSync(bigFile, syntheticDiff(12 * 1024 * 1024));
-    await page.goto(app.url);
-    await appReady(page);
   }, 120_000);
 
   afterAll(async () => {
     await app?.close();
   });
 
-  it('summarizes a file picked while a large summary runs, not the one before it', async () => {
-    const later = join(app.scratch, 'later.diff');
-    writeFileSync(later, smallDiff('later', 3));
+  /** Picks the big file, then (once `between` resolves) a small one of `n` files: the small one is what must be shown. */
+  async function pickBigThenSmall(name: string, n: number, between: () => Promise<unknown>): Promise<void> {
+    const small = join(app.scratch, `${name}.diff`);
+    writeFileSync(small, smallDiff(name, n));
     await page.click('#clear');
     await page.setInputFiles('#file-input', bigFile);
-    await busy();
-    await page.setInputFiles('#file-input', later);
+    await between();
+    await page.setInputFiles('#file-input', small);
     await drawn();
     await appReady(page);
-    expect(await summaryText()).toMatch(/^3 files changed/);
-    expect(await page.inputValue('#diff-input')).toBe(smallDiff('later', 3));
-    expect(await page.textContent('#file-note')).toContain('later.diff');
+    expect(await summaryText()).toMatch(new RegExp(`^${n} files changed`));
+    expect(await page.inputValue('#diff-input')).toBe(smallDiff(name, n));
+    expect(await page.textContent('#file-note')).toContain(`${name}.diff`);
+  }
+
+  it('summarizes a file picked while a large summary runs, not the one before it', async () => {
+    await pickBigThenSmall('later', 3, busy);
   }, 120_000);
 
   it('shows the file picked last even when the one picked before it takes longer to read', async () => {
-    const quick = join(app.scratch, 'quick.diff');
-    writeFileSync(quick, smallDiff('quick', 2));
-    await page.click('#clear');
-    await page.setInputFiles('#file-input', bigFile);
-    await page.setInputFiles('#file-input', quick);
-    await drawn();
-    await appReady(page);
-    expect(await summaryText()).toMatch(/^2 files changed/);
-    expect(await page.inputValue('#diff-input')).toBe(smallDiff('quick', 2));
-    expect(await page.textContent('#file-note')).toContain('quick.diff');
+    await pickBigThenSmall('quick', 2, async () => {});
   }, 120_000);
 
   it('keeps a diff pasted while a large file is still being read', async () => {

@@ -132,6 +132,14 @@ export const appReady = (page: Page) =>
     { timeout: 90_000 },
   );
 
+/** openApp, then the app loaded in its page and ready (appReady). */
+export async function openReadyApp(options: Parameters<typeof openApp>[0] = {}): Promise<OpenApp> {
+  const app = await openApp(options);
+  await app.page.goto(app.url);
+  await appReady(app.page);
+  return app;
+}
+
 /**
  * Starts recording the page's long tasks (over 50 ms, as Chromium reports
  * them); `longTasks(page)` returns the durations since. Call after every
