@@ -66,6 +66,7 @@ export function outcome(over: Partial<ExecutionOutcome> = {}): ExecutionOutcome 
     stderr_tail: '',
     duration_ms: 5.25,
     peak_memory_bytes: 1_179_648,
+    ran_on: null,
     ...over,
   };
 }
@@ -94,6 +95,7 @@ const NO_OUTCOME = {
   stderr_tail: null,
   duration_ms: null,
   peak_memory_bytes: null,
+  ran_on: null,
 };
 
 export function auditEvent(over: Partial<AuditEvent> = {}): AuditEvent {
@@ -235,7 +237,13 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
     it('a finished execution reads back with every field exact, ok or failed', async () => {
       const { store } = await open();
       const ok = intent();
-      const okOutcome = outcome({ stdout_head: 'é'.repeat(512), stdout_tail: '…\u0000', stderr_head: 'warn\n', stderr_tail: 'warn\n' });
+      const okOutcome = outcome({
+        stdout_head: 'é'.repeat(512),
+        stdout_tail: '…\u0000',
+        stderr_head: 'warn\n',
+        stderr_tail: 'warn\n',
+        ran_on: 'fleet worker-2: the input is 3 MB',
+      });
       const bad = intent({ version: null, wasm_sha256: null, input_sha256: null, tool: 'nope' });
       const badOutcome = outcome({
         exit_code: null,
@@ -438,6 +446,8 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       await refused(store.beginExecution(intent({ id: 7 as unknown as string })), 'id');
       await refused(store.finishExecution(i.id, outcome({ result_ns: '1e9' })), 'result_ns');
       await refused(store.finishExecution(7 as unknown as string, outcome()), 'id');
+      await refused(store.finishExecution(i.id, outcome({ ran_on: 'x'.repeat(257) })), 'ran_on');
+      await refused(store.finishExecution(i.id, outcome({ ran_on: 7 as unknown as string })), 'ran_on');
       expect(await store.listExecutions()).toEqual([expect.objectContaining({ id: i.id, status: 'interrupted' })]);
       expect(await store.listExecutions({ since: 0n, limit: 0 })).toEqual([]);
     });

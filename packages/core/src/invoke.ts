@@ -18,7 +18,7 @@ import {
   type Problem,
 } from './schema.js';
 import { specDefaults } from './spec.js';
-import { nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
+import { MAX_RAN_ON, nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
 import { sha256HexFast } from './sha256.js';
 import { sha256Hex as sha256 } from './wasm.js';
 import type {
@@ -737,6 +737,7 @@ class Recorder {
         stderr_tail: env.stderr_tail,
         duration_ms: env.duration_ms,
         peak_memory_bytes: result?.peakMemoryBytes ?? null,
+        ran_on: result?.ranOn?.slice(0, MAX_RAN_ON) ?? null,
       });
       return { id: this.id };
     } catch (err) {

@@ -70,6 +70,12 @@ export interface ExecutionOutcome {
   stderr_tail: string;
   duration_ms: number;
   peak_memory_bytes: number | null;
+  /**
+   * Where the call ran, when an executor chose (a routing executor between
+   * the local pool and a fleet): `local` or `fleet <worker>`, then the reason
+   * after a colon ("local: the fleet is unreachable"). At most 256 characters.
+   */
+  ran_on?: string | null;
 }
 
 export type Nullable<T> = { [K in keyof T]: T[K] | null };
@@ -370,6 +376,7 @@ export function executionSnapshot(row: ExecutionIntent & Nullable<ExecutionOutco
     stderr_head: row.stderr_head,
     stderr_tail: row.stderr_tail,
     peak_memory_bytes: row.peak_memory_bytes,
+    ran_on: row.ran_on ?? null,
   };
 }
 
@@ -386,6 +393,7 @@ export const NO_OUTCOME: Nullable<ExecutionOutcome> = {
   stderr_tail: null,
   duration_ms: null,
   peak_memory_bytes: null,
+  ran_on: null,
 };
 
 /** A CorralError E_STORE naming the store, for adapters. */
@@ -511,12 +519,18 @@ export function checkRecord(method: 'recordDecision' | 'beginExecution' | 'finis
   } else if (typeof r.id !== 'string') {
     bad('id', `must be a string (got a ${typeof r.id})`);
   }
+  if (method === 'finishExecution' && r.ran_on != null && !(typeof r.ran_on === 'string' && r.ran_on.length <= MAX_RAN_ON)) {
+    bad('ran_on', `must be a string of at most ${MAX_RAN_ON} characters, or null`);
+  }
   const time = method === 'recordDecision' ? 'time_ns' : method === 'beginExecution' ? 'intent_ns' : 'result_ns';
   const ns = r[time];
   if (typeof ns !== 'string' || !/^\d+$/.test(ns) || BigInt(ns) > MAX_RECORD_NS) {
     bad(time, `must be nanoseconds since the epoch as a decimal string, at most 2^63-1 (got ${JSON.stringify(ns) ?? String(ns)})`);
   }
 }
+
+/** Longest `ran_on` a store keeps. */
+export const MAX_RAN_ON = 256;
 
 /** The latest time a record may carry: SQLite's largest integer (in the year 2262), the same for every store. */
 const MAX_RECORD_NS = 2n ** 63n - 1n;

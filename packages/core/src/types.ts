@@ -104,6 +104,8 @@ export interface ExecutionResult {
   peakMemoryBytes?: number;
   stdoutTruncated?: boolean;
   stderrTruncated?: boolean;
+  /** Where the call ran and why, when the executor chose (kept as the snapshot's `ran_on`). */
+  ranOn?: string;
 }
 
 /** A host supplies this: Node runs it in worker_threads, browsers in Web Workers. */

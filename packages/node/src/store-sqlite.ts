@@ -115,7 +115,7 @@ import { CHECK_FAILED, commitBatch, type Row, type WriteOp, type WriteResult } f
 import type { CommitReply, WriterConfig } from './store-writer.js';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 /** PRAGMA application_id of Corral stores ("CRRL"), to tell them from other SQLite files. */
 export const APPLICATION_ID = 0x4352524c;
 
@@ -250,6 +250,8 @@ const MIGRATIONS: string[] = [
      note         TEXT,
      PRIMARY KEY (run_id, seq)
    ) STRICT;`,
+  // 5: where each call ran, when an executor chose (local, or a fleet worker).
+  `ALTER TABLE executions ADD COLUMN ran_on TEXT;`,
 ];
 
 /**
@@ -262,7 +264,7 @@ const EXECUTIONS = `SELECT e.*, CASE WHEN e.input_kept = 1 THEN (SELECT json FRO
 /** The same rows without their inputs' text, which may be megabytes each (`withInput: false`). */
 const EXECUTIONS_WITHOUT_INPUT = `SELECT e.id, e.decision_id, e.tool, e.version, e.wasm_sha256, e.input_sha256, NULL AS input_text, e.intent_ns,
   e.result_ns, e.exit_code, e.error_code, e.error_message, e.stdout_sha256, e.stdout_head, e.stdout_tail, e.stderr_head, e.stderr_tail,
-  e.duration_ms, e.peak_memory_bytes FROM executions e`;
+  e.duration_ms, e.peak_memory_bytes, e.ran_on FROM executions e`;
 
 /** Drops every input no execution keeps. */
 const COLLECT_INPUTS = `DELETE FROM inputs WHERE NOT EXISTS
@@ -536,7 +538,8 @@ export class SqliteStore implements Store {
   async finishExecution(id: string, o: ExecutionOutcome): Promise<void> {
     checkRecord('finishExecution', o, id);
     const sql = `UPDATE executions SET result_ns = ?, exit_code = ?, error_code = ?, error_message = ?, stdout_sha256 = ?,
-                   stdout_head = ?, stdout_tail = ?, stderr_head = ?, stderr_tail = ?, duration_ms = ?, peak_memory_bytes = ?
+                   stdout_head = ?, stdout_tail = ?, stderr_head = ?, stderr_tail = ?, duration_ms = ?, peak_memory_bytes = ?,
+                   ran_on = ?
                  WHERE id = ? AND result_ns IS NULL`;
     const params = [
       nanos(o.result_ns),
@@ -550,6 +553,7 @@ export class SqliteStore implements Store {
       o.stderr_tail,
       o.duration_ms,
       o.peak_memory_bytes ?? null,
+      o.ran_on ?? null,
       id,
     ];
     const result = await this.#write([{ sql, params, probe: { sql: 'SELECT 1 FROM executions WHERE id = ?', params: [id] } }]);
@@ -1302,6 +1306,7 @@ function toExecution(r: Row): ExecutionSnapshot {
     stderr_tail: str(r.stderr_tail),
     duration_ms: num(r.duration_ms),
     peak_memory_bytes: num(r.peak_memory_bytes),
+    ran_on: str(r.ran_on),
   });
 }
 

@@ -411,7 +411,7 @@ describe('SQLite store schema 3', () => {
     expect(onDisk(path)).toBeLessThan(before - 4 * MB);
 
     const after = new Database(path, { readonly: true });
-    expect(after.pragma('user_version', { simple: true })).toBe(4); // and on to schema 4 (workflows) in the same open
+    expect(after.pragma('user_version', { simple: true })).toBe(5); // and on to schemas 4 (workflows) and 5 (ran_on) in the same open
     expect(after.pragma('auto_vacuum', { simple: true })).toBe(2);
     // One row per hash; the odd row keeps its own text, as does the one without a hash.
     expect(after.prepare('SELECT count(*) AS n FROM inputs').get()).toEqual({ n: 2 });

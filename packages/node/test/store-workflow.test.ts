@@ -252,10 +252,10 @@ function v3Store(name: string): { path: string; approvals: ApprovalRecord[]; exe
   return { path, approvals, execution };
 }
 
-describe('SQLite store schema 4', () => {
+describe('SQLite store schema 4 and on', () => {
   it('upgrades a schema-3 file in place: old approvals read back with null workflow fields, everything else the same', async () => {
     const { path, approvals, execution } = v3Store('v3.db');
-    expect(SQLITE_SCHEMA_VERSION).toBe(4);
+    expect(SQLITE_SCHEMA_VERSION).toBe(5);
     await expect(SqliteStore.open(path, { readonly: true })).rejects.toMatchObject({
       code: 'E_STORE',
       message: /schema version 3; open it writable once/,
@@ -281,7 +281,7 @@ describe('SQLite store schema 4', () => {
     await store.close();
 
     const db = new Database(path, { readonly: true });
-    expect(db.pragma('user_version', { simple: true })).toBe(4);
+    expect(db.pragma('user_version', { simple: true })).toBe(5);
     expect(db.prepare('SELECT workflow_run_id, workflow_step, prompt FROM approvals WHERE id = ?').get(approvals[0]!.id)).toEqual({
       workflow_run_id: null,
       workflow_step: null,

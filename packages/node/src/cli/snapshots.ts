@@ -181,6 +181,7 @@ function printExecution(e: ExecutionSnapshot, decision: DecisionSnapshot | null,
   field('intent', isoFromNs(e.intent_ns));
   field('result', e.result_ns === null ? null : isoFromNs(e.result_ns));
   field('duration', e.duration_ms === null ? null : `${e.duration_ms} ms`);
+  if (e.ran_on) field('ran on', e.ran_on);
   field('exit code', e.exit_code);
   field('error', e.error_code === null ? null : `${e.error_code}: ${e.error_message ?? ''}`);
   field('peak memory', e.peak_memory_bytes === null ? null : `${(e.peak_memory_bytes / 1048576).toFixed(1)} MiB`);
