@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionOutcome, Store } from '@corral/core';
 import { PostgresStore } from '@corral/postgres';
@@ -167,6 +169,65 @@ describe('PostgresStore shared by processes', () => {
       const kept = await a.getExecution(intents[n]!.id);
       expect(kept).toMatchObject({ exit_code: won + 1, stdout_head: outcomes(n)[won]!.stdout_head });
     }
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('three processes opening one new schema at once and writing to it lose nothing', async () => {
+    const schema = freshSchema();
+    // Each creates (or finds) the schema, then records 90 calls on 3 lanes.
+    const script = `
+      import { PostgresStore } from '@corral/postgres';
+      import { nowNs } from '@corral/core';
+      const store = await PostgresStore.open(${JSON.stringify(url)}, { schema: ${JSON.stringify(schema)}, maxConnections: 3 });
+      await Promise.all([0, 1, 2].map(async () => {
+        for (let i = 0; i < 30; i++) {
+          const id = crypto.randomUUID();
+          await store.beginExecution({ id, decision_id: null, tool: 'p' + process.pid, version: '1.0.0', wasm_sha256: null,
+            input_sha256: 'f'.repeat(64), input_json: '{"same":true}', intent_ns: nowNs() });
+          await store.finishExecution(id, { result_ns: nowNs(), exit_code: 0, error_code: null, error_message: null,
+            stdout_sha256: null, stdout_head: '', stdout_tail: '', stderr_head: '', stderr_tail: '', duration_ms: 1, peak_memory_bytes: null });
+        }
+      }));
+      await store.close();`;
+    const ROOT = new URL('../../..', import.meta.url).pathname;
+    const run = () => promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+    await Promise.all([run(), run(), run()]);
+    const store = await PostgresStore.open(url, { schema });
+    const all = await store.listExecutions();
+    expect(all).toHaveLength(270);
+    expect(new Set(all.map((e) => e.tool)).size).toBe(3);
+    expect(all.every((e) => e.status === 'ok' && e.input_json === '{"same":true}')).toBe(true);
+    const inputs = await cluster.sql(`SELECT count(*)::int AS n FROM "${schema}".inputs`, [], 'corral_test');
+    expect(inputs.rows).toEqual([{ n: 1 }]);
+    await store.close();
+  });
+
+  it('a prune in one pool never drops an input a call in another pool is recording', async () => {
+    const schema = freshSchema();
+    const [a, b] = [await PostgresStore.open(url, { schema }), await PostgresStore.open(url, { schema })];
+    const text = '{"shared":"input"}';
+    let writing = true;
+    const writes = (async () => {
+      try {
+        for (let n = 0; n < 150; n++) {
+          await a.beginExecution(intent({ intent_ns: at(1000 + n), input_sha256: '9'.repeat(64), input_json: text }));
+        }
+      } finally {
+        writing = false; // a failed write stops the prunes too
+      }
+    })();
+    let prunes = 0;
+    while (writing) {
+      await b.prune({ keep: 0 });
+      prunes++;
+    }
+    await writes;
+    // Whatever the prunes left reads back with its input, and the next prune empties the table of inputs.
+    for (const e of await b.listExecutions()) expect(e.input_json).toBe(text);
+    expect(prunes).toBeGreaterThan(0);
+    await b.prune({ keep: 0 });
+    const inputs = await cluster.sql(`SELECT count(*)::int AS n FROM "${schema}".inputs`, [], 'corral_test');
+    expect(inputs.rows).toEqual([{ n: 0 }]);
     await Promise.all([a.close(), b.close()]);
   });
 
