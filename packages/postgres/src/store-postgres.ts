@@ -14,8 +14,10 @@
  * that failed on one before anything was committed is tried again on a
  * fresh connection (a transaction that never committed wrote nothing), and
  * once the server is back the next call succeeds. A connection lost during
- * COMMIT is reported as such (the write may or may not be durable), never
- * retried behind the caller's back.
+ * COMMIT leaves the write in doubt: an intent, an outcome and a fleet call's
+ * result are written again in a way that finds the earlier try's row if it
+ * landed (and waits for it if it is still committing); any other write is
+ * reported as possibly not durable.
  */
 import pg from 'pg';
 import {
@@ -83,6 +85,12 @@ export interface PostgresStoreOptions {
 
 type Row = Record<string, unknown>;
 type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult<Row>>;
+/**
+ * `again`: an earlier try of this work lost its connection during COMMIT, so
+ * it may have landed; work that passes `rerun` to #use finds its own earlier
+ * write and succeeds instead of refusing it as another's.
+ */
+type Work<T> = (q: Query, again: boolean) => Promise<T>;
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Tries of a call whose connection failed before it committed anything. */
@@ -311,12 +319,24 @@ export class PostgresStore implements Store {
       keep ? null : text,
       nanos(i.intent_ns),
     ];
-    await this.#use(true, async (q) => {
+    const work: Work<void> = async (q, again) => {
       if (keep) await this.#keepInput(q, hash, text!);
       const sql = `INSERT INTO @executions (id, decision_id, tool, version, wasm_sha256, input_sha256, input_ref, input_json, intent_ns)
                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
-      await q(this.#sql(sql), params).catch(this.#duplicate(`an execution with id ${i.id} already exists`));
-    });
+      // ON CONFLICT DO NOTHING: the transaction stays usable to tell our own earlier insert from another's.
+      const inserted = await q(this.#sql(`${sql} ON CONFLICT (id) DO NOTHING`), params);
+      if (inserted.rowCount === 1) return;
+      if (again) {
+        const mine = await q(
+          this.#sql(`SELECT 1 FROM @executions WHERE id = $1 AND tool = $2 AND intent_ns = $3 AND input_sha256 IS NOT DISTINCT FROM $4
+                       AND wasm_sha256 IS NOT DISTINCT FROM $5`),
+          [i.id, i.tool, params[8], hash, params[4]],
+        );
+        if (mine.rows.length === 1) return;
+      }
+      throw storeError(this.location, `an execution with id ${i.id} already exists`);
+    };
+    await this.#use(true, work, true);
   }
 
   /**
@@ -338,7 +358,7 @@ export class PostgresStore implements Store {
 
   async finishExecution(id: string, o: ExecutionOutcome): Promise<void> {
     checkRecord('finishExecution', o, id);
-    const done = await this.#use(true, (q) => this.#finish(q, id, o));
+    const done = await this.#use(true, (q, again) => this.#finish(q, id, o, again), true);
     if (!done) throw storeError(this.location, `execution ${id} already has a result`);
   }
 
@@ -347,7 +367,7 @@ export class PostgresStore implements Store {
    * it, false when it had one already (another process won). Refuses an
    * unknown id.
    */
-  async #finish(q: Query, id: string, o: ExecutionOutcome): Promise<boolean> {
+  async #finish(q: Query, id: string, o: ExecutionOutcome, again: boolean): Promise<boolean> {
     const sql = `UPDATE @executions SET result_ns = $1, exit_code = $2, error_code = $3, error_message = $4, stdout_sha256 = $5,
                    stdout_head = $6, stdout_tail = $7, stderr_head = $8, stderr_tail = $9, duration_ms = $10, peak_memory_bytes = $11
                  WHERE id = $12 AND result_ns IS NULL`;
@@ -367,9 +387,17 @@ export class PostgresStore implements Store {
     ];
     const changed = await q(this.#sql(sql), params);
     if (changed.rowCount === 1) return true;
-    const found = await q(this.#sql('SELECT 1 FROM @executions WHERE id = $1'), [id]);
-    if (found.rows.length === 0) throw storeError(this.location, `no execution with id ${id} to finish`, { id });
-    return false;
+    const found = await q(this.#sql('SELECT result_ns, stdout_sha256, exit_code, error_code FROM @executions WHERE id = $1'), [id]);
+    const row = found.rows[0];
+    if (!row) throw storeError(this.location, `no execution with id ${id} to finish`, { id });
+    // Our own outcome from a try whose COMMIT landed though its connection was lost: ours, not another's.
+    const same =
+      again &&
+      String(row.result_ns) === params[0] &&
+      row.stdout_sha256 === params[4] &&
+      num(row.exit_code) === params[1] &&
+      row.error_code === params[2];
+    return same;
   }
 
   /** The full result of fleet call `key` (the execution with id `key`), if one was recorded. */
@@ -401,11 +429,22 @@ export class PostgresStore implements Store {
       );
     }
     const data = Buffer.from(result.buffer, result.byteOffset, result.byteLength);
-    return this.#use(true, async (q) => {
-      if (!(await this.#finish(q, key, outcome))) return false;
-      await q(this.#sql('INSERT INTO @call_results (execution_id, result) VALUES ($1, $2)'), [key, data]);
-      return true;
-    });
+    return this.#use(
+      true,
+      async (q, again) => {
+        if (!(await this.#finish(q, key, outcome, again))) return false;
+        const kept = await q(this.#sql('INSERT INTO @call_results (execution_id, result) VALUES ($1, $2) ON CONFLICT DO NOTHING'), [
+          key,
+          data,
+        ]);
+        if (kept.rowCount === 1) return true;
+        // Only an earlier try of this very call can have written it (the outcome was ours): the same bytes, or a refusal.
+        const same = await q(this.#sql('SELECT result = $2 AS same FROM @call_results WHERE execution_id = $1'), [key, data]);
+        if (same.rows[0]?.same === true) return true;
+        throw storeError(this.location, `call ${key} already has a different result`, { id: key });
+      },
+      true,
+    );
   }
 
   async getExecution(id: string): Promise<ExecutionSnapshot | null> {
@@ -715,19 +754,23 @@ export class PostgresStore implements Store {
   /**
    * Run `work` on one pooled connection, in a transaction when `tx`. A
    * connection that fails before COMMIT was sent rolled back with it, so the
-   * work is tried again on another (up to ATTEMPTS); after COMMIT was sent
-   * the outcome is unknown and the caller is told so.
+   * work is tried again on another (up to ATTEMPTS). After COMMIT was sent
+   * the outcome is unknown: work that can recognise its own earlier write
+   * (`rerun`: an intent, an outcome, a call's result) runs again with
+   * `again` set; for any other the caller is told the write may or may not
+   * be durable.
    */
-  #use<T>(tx: boolean, work: (q: Query) => Promise<T>): Promise<T> {
+  #use<T>(tx: boolean, work: Work<T>, rerun = false): Promise<T> {
     if (this.#closed) return Promise.reject(storeError(this.location, 'is closed'));
-    const call = this.#attempt(tx, work);
+    const call = this.#attempt(tx, work, rerun);
     this.#running.add(call);
     const forget = () => this.#running.delete(call);
     call.then(forget, forget);
     return call;
   }
 
-  async #attempt<T>(tx: boolean, work: (q: Query) => Promise<T>): Promise<T> {
+  async #attempt<T>(tx: boolean, work: Work<T>, rerun: boolean): Promise<T> {
+    let again = false;
     for (let attempt = 1; ; attempt++) {
       let client: pg.PoolClient;
       try {
@@ -746,18 +789,20 @@ export class PostgresStore implements Store {
       let committing = false;
       try {
         const q: Query = (sql, params) => client.query<Row>(sql, params);
-        if (!tx) return await work(q);
+        if (!tx) return await work(q, again);
         await q('BEGIN');
-        const result = await work(q);
+        const result = await work(q, again);
         committing = true;
         await q('COMMIT');
         return result;
       } catch (err) {
         if (isConnectionError(err)) {
           discard = true;
-          if (committing) {
+          if (committing && !(rerun && attempt < ATTEMPTS)) {
             throw this.#error(err, 'the connection was lost while committing: the write may or may not be durable');
           }
+          // Work that can tell its own earlier write (rerun) runs again, knowing it may find it.
+          if (committing) again = true;
           if (attempt < ATTEMPTS) {
             await pause(attempt);
             continue;

@@ -287,6 +287,49 @@ describe('PostgresStore fleet call results', () => {
 });
 
 describe('PostgresStore across a server restart', () => {
+  it('replaces connections the server kills mid-write: every acknowledged write is there, every failure is a retryable E_STORE', async () => {
+    const schema = freshSchema();
+    const store = await PostgresStore.open(url, { schema, maxConnections: 4 });
+    // Kill the store's connections a few times while writes run (another session's pg_terminate_backend).
+    const killWhile = async <T>(writes: Promise<T>) => {
+      let killed = 0;
+      for (let round = 0; round < 5; round++) {
+        const r = await cluster.sql<{ n: number }>(
+          `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'corral' AND datname = 'corral_test'`,
+        );
+        killed += r.rows[0]!.n;
+      }
+      expect(killed).toBeGreaterThan(0);
+      return writes;
+    };
+    const failure = { code: 'E_STORE', retryable: true };
+    const intents = Array.from({ length: 200 }, (_, n) => intent({ intent_ns: at(n) }));
+    const begun = await killWhile(Promise.allSettled(intents.map((i) => store.beginExecution(i))));
+    for (const [n, s] of begun.entries()) {
+      if (s.status === 'fulfilled') expect(await store.getExecution(intents[n]!.id)).toMatchObject({ status: 'interrupted' });
+      else expect(s.reason).toMatchObject(failure);
+    }
+    // Most went through: a write that failed before its commit, or lost its COMMIT, was tried again on a new connection.
+    const ids = intents.filter((_, n) => begun[n]!.status === 'fulfilled').map((i) => i.id);
+    expect(ids.length).toBeGreaterThan(150);
+
+    const result = (id: string) => new TextEncoder().encode(`{"result":"${id}"}`);
+    const finished = await killWhile(Promise.allSettled(ids.map((id) => store.finishCall(id, outcome({ stdout_head: id }), result(id)))));
+    for (const [n, s] of finished.entries()) {
+      const id = ids[n]!;
+      if (s.status === 'rejected') {
+        expect(s.reason).toMatchObject(failure);
+        continue;
+      }
+      // Each acknowledged call was finished by this one writer: true, with its outcome and result kept.
+      expect(s.value).toBe(true);
+      expect(await store.getExecution(id)).toMatchObject({ status: 'ok', stdout_head: id });
+      expect(await store.getCallResult(id)).toEqual(result(id));
+    }
+    expect(finished.filter((s) => s.status === 'fulfilled').length).toBeGreaterThan(ids.length * 0.75);
+    await store.close();
+  });
+
   it('fails calls while the server is down without ending the process, and works again once it is back', async () => {
     const store = await PostgresStore.open(url, { schema: freshSchema(), connectTimeoutMs: 2000 });
     const before = intent({ intent_ns: at(1) });
