@@ -187,3 +187,28 @@ export const EXPECTED_RELATIONS: Record<number, readonly string[]> = {
     'i workflow_events_pkey',
   ],
 };
+
+/**
+ * The columns of each table a schema of each version holds, as
+ * `name type[ collate C][ not null]` (what `#columns` in store-postgres.ts
+ * reads from the catalog): a table changed behind Corral's back is refused.
+ */
+export const EXPECTED_COLUMNS: Record<number, Record<string, string>> = {
+  1: {
+    approvals:
+      'id text collate C not null, tool text not null, version text not null, workflow_run_id text, workflow_step text, prompt text, input_sha256 text not null, input_json text not null, bindings_json text not null, caller_json text not null, folders_json text not null, requested_by text not null, requested_ns bigint not null, expires_ns bigint not null, max_scope text not null, status text not null, scope text, decided_by text, decided_ns bigint, comment text, claimed_ns bigint, execution_id text, revoked_by text, revoked_ns bigint',
+    audit:
+      'id text collate C not null, time_ns bigint not null, action text not null, actor text not null, tool text, approval_id text, detail_json text not null',
+    call_results: 'execution_id text collate C not null, result bytea not null',
+    corral_meta: 'application text not null, schema_version integer not null',
+    decisions:
+      'id text collate C not null, time_ns bigint not null, prompt_sha256 text not null, output bytea not null, model text, run_id text, archived_ns bigint',
+    executions:
+      'id text collate C not null, decision_id text collate C, tool text not null, version text, wasm_sha256 text, input_sha256 text, input_ref text collate C, input_json bytea, intent_ns bigint not null, result_ns bigint, exit_code bigint, error_code text, error_message bytea, stdout_sha256 text, stdout_head bytea, stdout_tail bytea, stderr_head bytea, stderr_tail bytea, duration_ms double precision, peak_memory_bytes bigint, archived_ns bigint',
+    inputs: 'sha256 text collate C not null, json bytea not null',
+    workflow_events:
+      'run_id text collate C not null, seq integer not null, at_ns bigint not null, step text, kind text not null, attempt integer not null, tool text, tool_version text, execution_id text, approval_id text, output_json text, error_json text, note text',
+    workflow_runs:
+      'id text collate C not null, workflow text not null, definition_json text not null, definition_sha256 text not null, inputs_json text not null, status text not null, created_ns bigint not null, updated_ns bigint not null, outputs_json text, error_json text',
+  },
+};

@@ -67,7 +67,7 @@ import {
   type WorkflowRunRecord,
   type WorkflowRunStatus,
 } from '@corral/core';
-import { APPLICATION, EXPECTED_RELATIONS, MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+import { APPLICATION, EXPECTED_COLUMNS, EXPECTED_RELATIONS, MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
 export { SCHEMA_VERSION } from './schema.js';
 
@@ -246,16 +246,22 @@ export class PostgresStore implements Store {
     const expected = EXPECTED_RELATIONS[version]!;
     const unexpected = objects.filter((o) => !expected.includes(o));
     const missing = expected.filter((o) => !objects.includes(o));
-    if (unexpected.length > 0 || missing.length > 0) {
+    // A table of the right name whose columns another program changed is no more Corral's.
+    const columns = await this.#columns(q);
+    const changed = Object.entries(EXPECTED_COLUMNS[version] ?? {})
+      .filter(([table, want]) => columns.get(table) !== undefined && columns.get(table) !== want)
+      .map(([table]) => table);
+    if (unexpected.length > 0 || missing.length > 0 || changed.length > 0) {
       const parts = [
         unexpected.length > 0 ? `not Corral’s: ${unexpected.join(', ')}` : '',
         missing.length > 0 ? `missing: ${missing.join(', ')}` : '',
+        changed.length > 0 ? `columns changed: ${changed.join(', ')}` : '',
       ].filter(Boolean);
       throw storeError(
         this.location,
         `is marked as a Corral store but does not hold its schema (${parts.join('; ')}); Corral will not write to it. ` +
           'Choose another schema or database',
-        { schema: this.schema, schema_version: version, unexpected, missing },
+        { schema: this.schema, schema_version: version, unexpected, missing: [...missing, ...changed.map((t) => `columns of ${t}`)] },
       );
     }
     if (version < SCHEMA_VERSION) await this.#migrate(q, version);
@@ -277,6 +283,24 @@ export class PostgresStore implements Store {
       [this.schema],
     );
     return result.rows.map((r) => `${r.kind} ${r.name}`);
+  }
+
+  /** Each table's columns as EXPECTED_COLUMNS spells them: `name type[ collate C][ not null]`, in order. */
+  async #columns(q: Query): Promise<Map<string, string>> {
+    const result = await q(
+      `SELECT c.relname::text AS t, a.attname::text AS col, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS nn,
+              co.collname::text AS coll
+       FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_collation co ON co.oid = a.attcollation
+       WHERE n.nspname = $1 AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped ORDER BY c.relname, a.attnum`,
+      [this.schema],
+    );
+    const tables = new Map<string, string[]>();
+    for (const r of result.rows) {
+      const spelled = `${r.col} ${r.type}${r.coll === 'C' ? ' collate C' : ''}${r.nn ? ' not null' : ''}`;
+      tables.set(String(r.t), [...(tables.get(String(r.t)) ?? []), spelled]);
+    }
+    return new Map([...tables].map(([t, cols]) => [t, cols.join(', ')]));
   }
 
   async #migrate(q: Query, from: number): Promise<void> {

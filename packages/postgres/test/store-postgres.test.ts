@@ -116,6 +116,16 @@ describe('PostgresStore schema', () => {
       message: /does not hold its schema \(not Corral’s: r extra, f spy, t spy\)/,
       details: { unexpected: ['r extra', 'f spy', 't spy'], missing: [] },
     });
+
+    // A Corral table whose columns another program changed.
+    const altered = freshSchema();
+    await (await PostgresStore.open(url, { schema: altered })).close();
+    await cluster.sql(`ALTER TABLE "${altered}".executions ALTER COLUMN tool DROP NOT NULL`, [], 'corral_test');
+    await expect(PostgresStore.open(url, { schema: altered })).rejects.toMatchObject({
+      code: 'E_STORE',
+      message: /columns changed: executions/,
+      details: { missing: ['columns of executions'] },
+    });
   });
 
   it('refuses bad options and URLs with E_INPUT_VALIDATION, and a database it cannot reach with E_STORE', async () => {
