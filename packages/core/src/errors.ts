@@ -370,6 +370,10 @@ export interface ErrorDetailsByCode {
     /** The underlying error: SQLite's code, or the DOMException's name. */
     sqlite_code?: string;
     dom_error?: string;
+    /** PostgreSQL: the server's SQLSTATE, or the connection's error code (ECONNREFUSED…). */
+    pg_code?: string;
+    /** PostgreSQL: the schema the store keeps its tables in. */
+    schema?: string;
     /** The snapshot asked for, or the decision that could not be recorded. */
     id?: string;
     decision_id?: string;

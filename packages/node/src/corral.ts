@@ -6,6 +6,7 @@ import { CorralHost, checkHostOptions, decodePreparedFile, openHostStore, type C
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
 import { SqliteStore, defaultStorePath, type SqliteStoreOptions } from './store-sqlite.js';
+import { isPostgresUrl, openPostgresStore } from './store-url.js';
 
 /**
  * The first-party tools that ship with Corral: the folder of the @corral/tools
@@ -21,7 +22,9 @@ export interface CorralOptions extends WorkerExecutorOptions {
   toolDirs?: string[];
   /**
    * Where execution snapshots are recorded: a Store, the path of an SQLite
-   * file, or false for none. Default: the SQLite file at `defaultStorePath()`
+   * file, a PostgreSQL URL (`postgres://user@host/db`: a PostgresStore in
+   * its `corral` schema, shared by every process that opens it), or false
+   * for none. Default: the SQLite file at `defaultStorePath()`
    * ($CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db, else
    * ~/.local/share/corral/snapshots.db). A file that is not a Corral store,
    * one from a newer Corral, or a path that is not a regular file (a folder,
@@ -84,6 +87,16 @@ export class Corral extends CorralHost<WorkerExecutor> {
         { option: 'storeMaxBytes' },
       );
     }
+    const location = given === undefined ? defaultStorePath() : given;
+    if (typeof location === 'string' && isPostgresUrl(location) && options.storeMaxBytes !== undefined) {
+      throw new CorralError(
+        ErrorCodes.INPUT_VALIDATION,
+        'Corral.create: storeMaxBytes caps an SQLite store; a PostgreSQL store has no size cap',
+        {
+          option: 'storeMaxBytes',
+        },
+      );
+    }
     const storeOptions = {
       ...(options.storeMaxBytes !== undefined ? { maxBytes: options.storeMaxBytes } : {}),
       ...(options.onStoreProgress ? { onProgress: options.onStoreProgress } : {}),
@@ -98,7 +111,7 @@ export class Corral extends CorralHost<WorkerExecutor> {
         loadErrors.push(...errors);
         for (const tool of loaded) usePrebuilt(executor, tool);
       }
-      store = given === false ? undefined : typeof given === 'object' ? given : await openStore(given ?? defaultStorePath(), storeOptions);
+      store = given === false ? undefined : typeof given === 'object' ? given : await openStore(location as string, storeOptions);
     } catch (err) {
       await executor.close();
       throw err;
@@ -127,5 +140,6 @@ function usePrebuilt(executor: WorkerExecutor, tool: Tool): void {
  * run, and every call's envelope says its snapshot was not saved.
  */
 function openStore(path: string, options: SqliteStoreOptions): Promise<Store> {
+  if (isPostgresUrl(path)) return openPostgresStore(path);
   return openHostStore(path, () => SqliteStore.open(path, options));
 }

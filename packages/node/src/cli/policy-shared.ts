@@ -1,9 +1,10 @@
 /** What `corral policy`, `approve`, `approvals` and `audit` share: who acts, the store, the gate, how records print. */
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
-import { isoFromNs, type ApprovalRecord, type AuditEvent, type PolicyGate } from '@corral/core';
+import { isoFromNs, type ApprovalRecord, type AuditEvent, type PolicyGate, type Store } from '@corral/core';
 import { openPolicyGate } from '../policy-gate.js';
 import { SqliteStore, defaultStorePath } from '../store-sqlite.js';
+import { isPostgresUrl, openPostgresStore } from '../store-url.js';
 import { UsageError, cell } from './shared.js';
 
 /** Who is acting: --by, else the OS user. */
@@ -21,11 +22,12 @@ export function actor(by: string | undefined): string {
 }
 
 /** The store that keeps approvals and the audit trail: --store, else the default; created when missing (a grant must be recorded). */
-export function openStore(path: string | undefined): Promise<SqliteStore> {
-  return SqliteStore.open(resolve(path ?? defaultStorePath()));
+export function openStore(path: string | undefined): Promise<Store> {
+  const given = path ?? defaultStorePath();
+  return isPostgresUrl(given) ? openPostgresStore(given) : SqliteStore.open(resolve(given));
 }
 
-export function gateFor(store: SqliteStore, policyPath: string | undefined): PolicyGate {
+export function gateFor(store: Store, policyPath: string | undefined): PolicyGate {
   return openPolicyGate({ store, ...(policyPath !== undefined ? { policyPath } : {}) });
 }
 

@@ -37,7 +37,8 @@ tool's input_schema; the tool's JSON output is printed.
   --tools DIR           also load tools from DIR (repeatable)
   --wasm FILE --spec FILE
                         run this tool file instead of a registered tool
-  --store PATH          record the call's snapshot in this SQLite file
+  --store PATH          record the call's snapshot in this SQLite file, or in
+                        the PostgreSQL database at a postgres:// URL
                         (default: $CORRAL_STORE, else $XDG_DATA_HOME/corral/snapshots.db,
                         else ~/.local/share/corral/snapshots.db)
   --no-store            record nothing

@@ -18,6 +18,7 @@ import {
   type SnapshotRecord,
 } from '@corral/core';
 import { defaultStorePath } from '../store-sqlite.js';
+import { isPostgresUrl } from '../store-url.js';
 import { EXIT_OK, EXIT_USAGE, UsageError, cell, indent, parse, type Cli, type Print } from './shared.js';
 import { noStore, openExisting } from './store.js';
 
@@ -40,7 +41,8 @@ mid-call, or the call is still running).
             the store in archive/) and only then delete them, with the inputs
             no kept call shares; the file shrinks by what they took. Prints
             the archive's path. DURATION: 90s, 15m, 36h, 30d, 2w
-  --store PATH   the store to read (default as for corral run)`;
+  --store PATH   the store to read: an SQLite file, or a postgres:// URL
+                 (default as for corral run)`;
 
 const STATUSES: ExecutionStatus[] = ['ok', 'failed', 'interrupted'];
 
@@ -254,8 +256,13 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
     keep = Number(values.keep);
     if (!Number.isInteger(keep) || keep < 0) throw new UsageError(`bad --keep ${values.keep}: a whole number of executions to keep.`);
   }
+  // A database has no folder to keep the archive beside: the archive is named.
+  if (isPostgresUrl(values.store ?? defaultStorePath()) && values.archive === undefined) {
+    throw new UsageError('a PostgreSQL store has no folder to keep the archive beside: give --archive FILE.');
+  }
   const store = await openExisting(values.store);
   if (!store) return (print('Nothing to prune (no store yet).'), EXIT_OK);
+  const isFile = !isPostgresUrl(values.store ?? defaultStorePath());
   const before = fileBytes(store.location);
   try {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -272,7 +279,7 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
       `Removed ${executions} execution${executions === 1 ? '' : 's'} and ${removed.length - executions} decision${removed.length - executions === 1 ? '' : 's'}.`,
     );
     print(`Archive: ${archivePath}`);
-    print(`Store: ${megabytes(before)} → ${megabytes(fileBytes(store.location))}`);
+    if (isFile) print(`Store: ${megabytes(before)} → ${megabytes(fileBytes(store.location))}`);
     return EXIT_OK;
   } finally {
     await store.close();

@@ -1,13 +1,17 @@
 /** The snapshot store the `snapshots` and `replay` commands read: one that already exists. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { Store } from '@corral/core';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { SqliteStore, defaultStorePath } from '../store-sqlite.js';
+import { isPostgresUrl, openPostgresStore } from '../store-url.js';
 import { UsageError } from './shared.js';
 
-/** Open the store named by --store (else the default) that must already exist. */
-export async function openExisting(path: string | undefined): Promise<SqliteStore | undefined> {
-  const location = resolve(path ?? defaultStorePath());
+/** Open the store named by --store (else the default) that must already exist; a PostgreSQL URL opens that database's store. */
+export async function openExisting(path: string | undefined): Promise<Store | undefined> {
+  const given = path ?? defaultStorePath();
+  if (isPostgresUrl(given)) return openPostgresStore(given);
+  const location = resolve(given);
   if (!existsSync(location)) return undefined;
   return SqliteStore.open(location, { onProgress: storeProgress });
 }
