@@ -66,6 +66,7 @@ export const MIGRATIONS: string[] = [
      stderr_tail       bytea,
      duration_ms       double precision,
      peak_memory_bytes bigint,
+     ran_on            bytea,
      archived_ns       bigint
    );
    CREATE INDEX executions_by_time ON executions (intent_ns, id);
@@ -204,7 +205,7 @@ export const EXPECTED_COLUMNS: Record<number, Record<string, string>> = {
     decisions:
       'id text collate C not null, time_ns bigint not null, prompt_sha256 text not null, output bytea not null, model text, run_id text, archived_ns bigint',
     executions:
-      'id text collate C not null, decision_id text collate C, tool text not null, version text, wasm_sha256 text, input_sha256 text, input_ref text collate C, input_json bytea, intent_ns bigint not null, result_ns bigint, exit_code bigint, error_code text, error_message bytea, stdout_sha256 text, stdout_head bytea, stdout_tail bytea, stderr_head bytea, stderr_tail bytea, duration_ms double precision, peak_memory_bytes bigint, archived_ns bigint',
+      'id text collate C not null, decision_id text collate C, tool text not null, version text, wasm_sha256 text, input_sha256 text, input_ref text collate C, input_json bytea, intent_ns bigint not null, result_ns bigint, exit_code bigint, error_code text, error_message bytea, stdout_sha256 text, stdout_head bytea, stdout_tail bytea, stderr_head bytea, stderr_tail bytea, duration_ms double precision, peak_memory_bytes bigint, ran_on bytea, archived_ns bigint',
     inputs: 'sha256 text collate C not null, json bytea not null',
     workflow_events:
       'run_id text collate C not null, seq integer not null, at_ns bigint not null, step text, kind text not null, attempt integer not null, tool text, tool_version text, execution_id text, approval_id text, output_json text, error_json text, note text',

@@ -100,7 +100,8 @@ const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
 /** Executions ready to be selected with their input text (kept in `inputs`, or in the row). */
 const EXECUTION_FIELDS = `e.id, e.decision_id, e.tool, e.version, e.wasm_sha256, e.input_sha256, e.intent_ns, e.result_ns, e.exit_code,
-  e.error_code, e.error_message, e.stdout_sha256, e.stdout_head, e.stdout_tail, e.stderr_head, e.stderr_tail, e.duration_ms, e.peak_memory_bytes`;
+  e.error_code, e.error_message, e.stdout_sha256, e.stdout_head, e.stdout_tail, e.stderr_head, e.stderr_tail, e.duration_ms, e.peak_memory_bytes,
+  e.ran_on`;
 const EXECUTIONS = `SELECT ${EXECUTION_FIELDS}, CASE WHEN e.input_ref IS NOT NULL THEN i.json ELSE e.input_json END AS input_text
   FROM @executions e LEFT JOIN @inputs i ON i.sha256 = e.input_ref`;
 /** The same rows without their inputs' text, which may be megabytes each (`withInput: false`). */
@@ -393,7 +394,8 @@ export class PostgresStore implements Store {
    */
   async #finish(q: Query, id: string, o: ExecutionOutcome, again: boolean): Promise<boolean> {
     const sql = `UPDATE @executions SET result_ns = $1, exit_code = $2, error_code = $3, error_message = $4, stdout_sha256 = $5,
-                   stdout_head = $6, stdout_tail = $7, stderr_head = $8, stderr_tail = $9, duration_ms = $10, peak_memory_bytes = $11
+                   stdout_head = $6, stdout_tail = $7, stderr_head = $8, stderr_tail = $9, duration_ms = $10, peak_memory_bytes = $11,
+                   ran_on = $13
                  WHERE id = $12 AND result_ns IS NULL`;
     const params = [
       nanos(o.result_ns),
@@ -408,6 +410,7 @@ export class PostgresStore implements Store {
       o.duration_ms,
       o.peak_memory_bytes ?? null,
       id,
+      o.ran_on === null || o.ran_on === undefined ? null : bytes(o.ran_on),
     ];
     const changed = await q(this.#sql(sql), params);
     if (changed.rowCount === 1) return true;
@@ -955,6 +958,7 @@ function toExecution(r: Row): ExecutionSnapshot {
     stderr_tail: text(r.stderr_tail),
     duration_ms: num(r.duration_ms),
     peak_memory_bytes: num(r.peak_memory_bytes),
+    ran_on: text(r.ran_on),
   });
 }
 
