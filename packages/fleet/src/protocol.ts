@@ -157,7 +157,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export function encodeCall(call: CallMessage): Uint8Array {
   const blobs: Uint8Array[] = [call.stdin];
   const tree = (t: MemoryTree): unknown => {
-    const out: Record<string, unknown> = {};
+    // No prototype: a file named "__proto__" stays a key.
+    const out = Object.create(null) as Record<string, unknown>;
     for (const [name, node] of Object.entries(t)) {
       if (typeof node === 'string' || node instanceof Uint8Array) {
         out[name] = blobs.length;

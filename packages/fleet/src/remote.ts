@@ -6,7 +6,7 @@
  * or in the fleet.
  */
 import { CorralError, ErrorCodes, type ExecutionRequest, type ExecutionResult, type Executor, type MemoryTree } from '@corral/core';
-import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { connectTo, ensureStream, errorText, serversText, unreachable } from './nats.js';
 import {
@@ -16,6 +16,7 @@ import {
   HEADER_MSG_ID,
   HEADER_REPLY,
   MalformedMessage,
+  STREAM,
   decodeReply,
   encodeCall,
   isCallKey,
@@ -33,6 +34,8 @@ export interface RemoteOptions {
 
 interface Pending {
   outputLimitBytes: number;
+  /** Cancel it in the fleet (and take it out of the stream if still queued). */
+  giveUp: () => void;
   resolve: (result: ExecutionResult) => void;
   reject: (err: CorralError) => void;
 }
@@ -45,7 +48,7 @@ export class RemoteExecutor implements Executor {
   readonly #servers: string;
   readonly #queueTimeoutMs: number;
   readonly #pending = new Map<string, Pending>();
-  #ready: Promise<{ nc: NatsConnection; js: JetStreamClient; inbox: string; sub: Subscription }> | undefined;
+  #ready: Promise<{ nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager; inbox: string; sub: Subscription }> | undefined;
   #closed = false;
 
   constructor(options: RemoteOptions) {
@@ -116,8 +119,10 @@ export class RemoteExecutor implements Executor {
     h.set(HEADER_REPLY, `${inbox}.${key}`);
     return new Promise<ExecutionResult>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      /** The call's place in the stream, once JetStream has stored it. */
+      let seq: number | undefined;
       const onAbort = () => {
-        this.#cancel(key);
+        void this.#cancel(key, seq);
         finish();
         reject(cancelled(signal!));
       };
@@ -128,6 +133,7 @@ export class RemoteExecutor implements Executor {
       };
       this.#pending.set(key, {
         outputLimitBytes: request.outputLimitBytes,
+        giveUp: () => void this.#cancel(key, seq),
         resolve: (r) => {
           finish();
           resolve(r);
@@ -139,29 +145,35 @@ export class RemoteExecutor implements Executor {
       });
       signal?.addEventListener('abort', onAbort, { once: true });
       timer = setTimeout(() => {
-        // Nobody answered in time: make sure it does not run later for nobody.
-        this.#cancel(key);
+        // Nobody answered in time: make sure it does not run later for nobody (out of the queue before the caller hears).
+        const given = this.#cancel(key, seq);
         finish();
-        reject(
-          new CorralError(
-            ErrorCodes.RESOURCE_EXHAUSTED,
-            `No fleet worker answered the call to ${name} within ${waitMs} ms (its time limit ${request.timeoutMs} ms plus ${this.#queueTimeoutMs} ms of queueing); are workers running for ${this.#servers}?`,
-            { resource: 'fleet', reason: 'no_reply', waited_ms: waitMs, servers: this.#servers },
-          ),
+        const error = new CorralError(
+          ErrorCodes.RESOURCE_EXHAUSTED,
+          `No fleet worker answered the call to ${name} within ${waitMs} ms (its time limit ${request.timeoutMs} ms plus ${this.#queueTimeoutMs} ms of queueing); are workers running for ${this.#servers}?`,
+          { resource: 'fleet', reason: 'no_reply', waited_ms: waitMs, servers: this.#servers },
         );
+        void given.finally(() => reject(error));
       }, waitMs);
-      js.publish(`${CALLS_PREFIX}${name}`, body, { msgID: key, headers: h }).catch((err: unknown) => {
-        if (!this.#pending.has(key)) return;
-        finish();
-        reject(unreachable(this.#servers, err));
-      });
+      js.publish(`${CALLS_PREFIX}${name}`, body, { msgID: key, headers: h }).then(
+        (ack) => {
+          seq = ack.seq;
+          // Given up on before JetStream answered: take it back out now.
+          if (!this.#pending.has(key)) void this.#cancel(key, seq);
+        },
+        (err: unknown) => {
+          if (!this.#pending.has(key)) return;
+          finish();
+          reject(unreachable(this.#servers, err));
+        },
+      );
     });
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const [key, p] of this.#pending) {
-      this.#cancel(key);
+    for (const p of this.#pending.values()) {
+      p.giveUp();
       p.reject(closedError());
     }
     const ready = this.#ready;
@@ -181,15 +193,17 @@ export class RemoteExecutor implements Executor {
   #connection() {
     this.#ready ??= (async () => {
       const nc = this.#options.connection ?? (await connectTo(this.#servers, 'corral-remote'));
+      let jsm: JetStreamManager;
       try {
-        await ensureStream(await jetstreamManager(nc));
+        jsm = await jetstreamManager(nc);
+        await ensureStream(jsm);
       } catch (err) {
         if (this.#options.connection === undefined) await nc.close().catch(() => {});
         throw unreachable(this.#servers, err);
       }
       const inbox = createInbox();
       const sub = nc.subscribe(`${inbox}.*`, { callback: (_err, msg) => this.#onReply(msg.subject.slice(inbox.length + 1), msg.data) });
-      return { nc, js: jetstream(nc), inbox, sub };
+      return { nc, js: jetstream(nc), jsm, inbox, sub };
     })();
     const ready = this.#ready;
     ready.catch(() => {
@@ -214,11 +228,20 @@ export class RemoteExecutor implements Executor {
     }
   }
 
-  #cancel(key: string): void {
-    this.#ready
-      ?.then(({ nc }) => nc.publish(`${CANCEL_PREFIX}${key}`))
+  /**
+   * Stop a call given up on: a worker running it aborts it (corral.cancel.KEY),
+   * and a call still queued is deleted from the stream so no worker takes it later.
+   */
+  #cancel(key: string, seq?: number): Promise<void> {
+    if (!this.#ready) return Promise.resolve();
+    return this.#ready
+      .then(async ({ nc, jsm }) => {
+        nc.publish(`${CANCEL_PREFIX}${key}`);
+        // Fails when a worker has acked it already (or the server is away): nothing left to do then.
+        if (seq !== undefined) await jsm.streams.deleteMessage(STREAM, seq, false).catch(() => false);
+      })
       .catch(() => {
-        // Not connected: the worker drops the call when its caller's wait is over.
+        // Not connected: a worker that takes the call later drops it once its caller's wait is over.
       });
   }
 }

@@ -1,0 +1,95 @@
+// What remote() answers when the fleet cannot: no server, no worker, a call
+// or a result too large for NATS. Each is a stable code the caller (or a
+// router that falls back to local) can branch on.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import type { Executor } from '@corral/core';
+import { Corral } from '@corral/node';
+import { FleetWorker, MemoryLedger, remote } from '@corral/fleet';
+import { startNats, type NatsServer } from '../helpers/nats.js';
+
+const FIXTURES = fileURLToPath(new URL('../fixtures/tools/', import.meta.url));
+
+let nats: NatsServer;
+let local: Corral;
+let client: Corral;
+
+beforeAll(async () => {
+  nats = await startNats();
+  local = await Corral.create({ size: 1, bundled: false, toolDirs: [FIXTURES], store: false });
+  client = await Corral.create({
+    bundled: false,
+    toolDirs: [FIXTURES],
+    store: false,
+    executor: remote({ servers: nats.url, queueTimeoutMs: 300 }),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await client?.close();
+  await local?.close();
+  await nats?.stop();
+});
+
+describe('remote() when the fleet cannot answer', () => {
+  it('no server: E_RESOURCE_EXHAUSTED, resource fleet, reason unreachable', async () => {
+    const stopped = await startNats();
+    const url = stopped.url;
+    await stopped.stop();
+    const offline = await Corral.create({ bundled: false, toolDirs: [FIXTURES], store: false, executor: remote({ servers: url }) });
+    try {
+      const r = await offline.invoke('echo', {});
+      expect(r.error).toMatchObject({
+        code: 'E_RESOURCE_EXHAUSTED',
+        retryable: true,
+        details: { resource: 'fleet', reason: 'unreachable', servers: url },
+      });
+    } finally {
+      await offline.close();
+    }
+  });
+
+  it('a server list that is not one is E_INPUT_VALIDATION naming the option', () => {
+    expect(() => remote({ servers: 'http://example.com/' })).toThrow(
+      expect.objectContaining({ code: 'E_INPUT_VALIDATION', details: { option: 'servers' } }),
+    );
+    expect(() => remote({} as never)).toThrow(expect.objectContaining({ code: 'E_INPUT_VALIDATION' }));
+  });
+
+  it('no worker: no_reply after the time limit plus the queueing allowance, and the call never runs later', async () => {
+    const r = await client.invoke('echo', { stale: true }, { timeoutMs: 200 });
+    expect(r.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'fleet', reason: 'no_reply', waited_ms: 500 } });
+    // A worker that comes up now finds nothing of that call: it was taken back out of the stream.
+    const ran: unknown[] = [];
+    const counting: Executor = {
+      execute: (request) => {
+        ran.push(JSON.parse(new TextDecoder().decode(request.stdin)));
+        return local.executor.execute(request);
+      },
+    };
+    const worker = await FleetWorker.start({ servers: nats.url, registry: local.registry, executor: counting, ledger: new MemoryLedger() });
+    try {
+      const fresh = await client.invoke('echo', { fresh: true }, { timeoutMs: 5000 });
+      expect(fresh).toMatchObject({ ok: true, output: { fresh: true } });
+      expect(ran).toEqual([{ fresh: true }]);
+
+      // A result larger than NATS carries (max_payload, 1 MB by default) is a classified error, not a lost reply.
+      const flood = await client.invoke('stdout-flood', {}, { timeoutMs: 5000 });
+      expect(flood.error).toMatchObject({
+        code: 'E_RESOURCE_EXHAUSTED',
+        details: { resource: 'fleet', reason: 'message_too_large', max_payload: 1048576 },
+      });
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('a call larger than NATS carries is refused before it is sent', async () => {
+    const r = await client.invoke('echo', { big: 'x'.repeat(2 * 1024 * 1024) });
+    expect(r.error).toMatchObject({
+      code: 'E_RESOURCE_EXHAUSTED',
+      details: { resource: 'fleet', reason: 'message_too_large', max_payload: 1048576 },
+    });
+    expect((r.error?.details as { message_bytes?: number } | undefined)?.message_bytes).toBeGreaterThan(2 * 1024 * 1024);
+  });
+});
