@@ -221,6 +221,26 @@ describe('the worker against hostile messages', () => {
   });
 });
 
+describe('the worker against calls that ask for more than the spec allows', () => {
+  it('refuses a call whose limits, variables or mounts the spec does not give, without running it', async () => {
+    const before = runs.get('echo') ?? 0;
+    const asks: [Partial<CallMessage>, RegExp][] = [
+      [{ memory_limit_bytes: 2 ** 40 }, /memory limit is above the spec's 64 MiB/],
+      [{ env: { SECRET: 'x' } }, /SECRET are not listed/],
+      [{ mounts: [{ guest: '/etc', access: 'read', tree: {} }] }, /mount \/etc is not declared/],
+      [{ output_limit_bytes: 2 ** 30 }, /output limit is above what a reply can carry/],
+    ];
+    for (const [ask, message] of asks) {
+      const key = crypto.randomUUID();
+      const sent = await publishRaw('echo', encodeCall({ ...callFor('echo', {}), ...ask }), key);
+      const reply = decodeReply((await sent.reply)!, 1024);
+      expect(reply).toMatchObject({ kind: 'error', error: { code: 'E_INPUT_VALIDATION' } });
+      expect(reply.kind === 'error' && reply.error.message).toMatch(message);
+    }
+    expect(runs.get('echo') ?? 0).toBe(before);
+  });
+});
+
 describe('exactly-once results', () => {
   it('answers a redelivered call whose result is recorded from the record, without running it again', async () => {
     const key = crypto.randomUUID();

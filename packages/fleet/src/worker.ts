@@ -16,6 +16,7 @@ import {
   ErrorCodes,
   isCorralErrorJSON,
   nowNs,
+  specDefaults,
   type CorralErrorJSON,
   type ExecutionResult,
   type Executor,
@@ -343,6 +344,7 @@ export class FleetWorker {
     let tool: Tool;
     try {
       tool = this.#toolFor(call);
+      checkAgainstSpec(call, tool, this.#nc.info?.max_payload);
     } catch (err) {
       return errorReply(err);
     }
@@ -444,6 +446,51 @@ async function ack(msg: JsMsg): Promise<void> {
     await msg.ackAck();
   } catch {
     // The connection dropped: the call comes back, and is answered from its record.
+  }
+}
+
+/** Longest time limit a worker takes from a message. */
+const MAX_TIMEOUT_MS = 24 * 3600 * 1000;
+
+/**
+ * What the caller's pipeline already checked, checked again: a message may
+ * come from anyone who can publish, and must not get more than the tool's
+ * spec allows (memory, disk, variables, mounts) or more than a reply carries.
+ */
+function checkAgainstSpec(call: CallMessage, tool: Tool, maxPayload: number | undefined): void {
+  const { spec } = tool;
+  const refuse = (message: string, details: Record<string, unknown>): never => {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `The fleet refused the call to ${spec.name}: ${message}`, details);
+  };
+  const memoryMb = spec.resources?.memory_mb ?? specDefaults.resources.memory_mb;
+  const diskMb = spec.resources?.disk_mb ?? specDefaults.resources.disk_mb;
+  if (call.memory_limit_bytes > memoryMb * 2 ** 20)
+    refuse(`its memory limit is above the spec's ${memoryMb} MiB`, {
+      option: 'memoryMb',
+      memory_mb: memoryMb,
+      requested: call.memory_limit_bytes / 2 ** 20,
+    });
+  if (call.disk_limit_bytes > diskMb * 2 ** 20)
+    refuse(`its disk limit is above the spec's ${diskMb} MiB`, {
+      option: 'diskMb',
+      disk_mb: diskMb,
+      requested: call.disk_limit_bytes / 2 ** 20,
+    });
+  if (call.timeout_ms > MAX_TIMEOUT_MS)
+    refuse(`its time limit is above ${MAX_TIMEOUT_MS} ms`, { option: 'timeoutMs', requested: call.timeout_ms });
+  if (maxPayload !== undefined && call.output_limit_bytes > maxPayload)
+    refuse(`its output limit is above what a reply can carry (max_payload ${maxPayload})`, {
+      option: 'outputLimitBytes',
+      requested: call.output_limit_bytes,
+    });
+  const listed = [...(spec.env ?? []), 'TZ'];
+  const unlisted = Object.keys(call.env).filter((k) => !listed.includes(k));
+  if (unlisted.length > 0) refuse(`environment variables ${unlisted.join(', ')} are not listed in its env`, { unlisted, listed });
+  for (const m of call.mounts) {
+    const decl = spec.mounts?.find((d) => d.guest === m.guest);
+    if (!decl) refuse(`mount ${m.guest} is not declared`, { guest: m.guest, declared: (spec.mounts ?? []).map((d) => d.guest) });
+    if (m.access === 'read-write' && decl!.access === 'read')
+      refuse(`mount ${m.guest} is declared read-only`, { guest: m.guest, declared_access: decl!.access, requested_access: m.access });
   }
 }
 
