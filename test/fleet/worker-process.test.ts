@@ -3,7 +3,7 @@
 // whose worker is SIGKILLed mid-run goes to another worker process and comes
 // back to its caller once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Corral } from '@corral/node';
 import { remote } from '@corral/fleet';
@@ -92,6 +92,21 @@ async function waitFor(what: string, check: () => boolean, w?: WorkerProcess): P
 const runsOf = (w: WorkerProcess, key?: string) => w.events.filter((e) => e.event === 'run' && (key === undefined || e.key === key));
 
 describe('corral worker', () => {
+  it('refuses misuse with exit 2 and an unreachable server with exit 1, saying which', () => {
+    const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'worker', ...args], { encoding: 'utf8' });
+    const noNats = run();
+    expect(noNats.status).toBe(2);
+    expect(noNats.stderr).toMatch(/--nats URL is required/);
+    const badUrl = run('--nats', 'http://x/');
+    expect(badUrl.status).toBe(2);
+    expect(badUrl.stderr).toMatch(/must be a NATS URL/);
+    const badCount = run('--nats', nats.url, '--concurrency', '0');
+    expect(badCount.status).toBe(2);
+    const down = run('--nats', 'nats://127.0.0.1:1', '--no-bundled');
+    expect(down.status).toBe(1);
+    expect(down.stderr).toMatch(/could not be reached.*E_RESOURCE_EXHAUSTED/);
+  });
+
   it('answers a call, and on SIGTERM finishes the call in flight, answers it and exits 0', async () => {
     const w = await startWorker('--concurrency', '1');
     expect(w.stdout[0]).toMatch(/worker ready on nats:\/\/127\.0\.0\.1:\d+: \d+ tools, concurrency 1/);

@@ -232,6 +232,11 @@ export class FleetWorker {
       return;
     }
 
+    if (this.#running.has(key)) {
+      // Delivered again while this worker still runs it (its heartbeats were late): the run in hand answers; this copy comes back later, to the record.
+      msg.nak(STORE_RETRY_MS);
+      return;
+    }
     const { ledger } = this.#options;
     let retry = false;
     try {
