@@ -93,3 +93,29 @@ describe('remote() when the fleet cannot answer', () => {
     expect((r.error?.details as { message_bytes?: number } | undefined)?.message_bytes).toBeGreaterThan(2 * 1024 * 1024);
   });
 });
+
+describe('a nats-server restart', () => {
+  it('the worker and the caller reconnect and the next call is answered', async () => {
+    const worker = await FleetWorker.start({
+      servers: nats.url,
+      registry: local.registry,
+      executor: local.executor,
+      ledger: new MemoryLedger(),
+    });
+    const patient = await Corral.create({
+      bundled: false,
+      toolDirs: [FIXTURES],
+      store: false,
+      executor: remote({ servers: nats.url, queueTimeoutMs: 30_000 }),
+    });
+    try {
+      expect(await patient.invoke('echo', { before: true })).toMatchObject({ ok: true, output: { before: true } });
+      await nats.restart();
+      const after = await patient.invoke('echo', { after: true });
+      expect(after).toMatchObject({ ok: true, output: { after: true } });
+    } finally {
+      await patient.close();
+      await worker.close();
+    }
+  }, 90_000);
+});

@@ -12,6 +12,8 @@ const NATS_SERVER = process.env.NATS_SERVER ?? '/usr/sbin/nats-server';
 export interface NatsServer {
   url: string;
   port: number;
+  /** Stop the server (SIGTERM, its store kept) and start it again on the same port and store. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -26,14 +28,11 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startNats(): Promise<NatsServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'corral-nats-'));
-  const port = await freePort();
+/** Start nats-server on `port` with its store in `dir`, resolved once it is ready. */
+async function spawnServer(port: number, dir: string): Promise<ChildProcess> {
   const child: ChildProcess = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
   let log = '';
   try {
     await new Promise<void>((resolve, reject) => {
@@ -56,23 +55,46 @@ export async function startNats(): Promise<NatsServer> {
       });
     });
   } catch (err) {
-    kill();
+    child.kill('SIGKILL');
+    throw err;
+  }
+  child.stderr!.removeAllListeners('data');
+  child.stderr!.resume();
+  return child;
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(t);
+}
+
+export async function startNats(): Promise<NatsServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-nats-'));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const kill = () => child?.kill('SIGKILL');
+  process.once('exit', kill);
+  try {
+    child = await spawnServer(port, dir);
+  } catch (err) {
+    process.removeListener('exit', kill);
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  child.stderr!.resume();
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    async restart() {
+      await stopServer(child!);
+      child = await spawnServer(port, dir);
+    },
     async stop() {
       process.removeListener('exit', kill);
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        const t = setTimeout(kill, 5000);
-        await exited;
-        clearTimeout(t);
-      }
+      await stopServer(child!);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -40,6 +40,9 @@ interface Pending {
   reject: (err: CorralError) => void;
 }
 
+/** How long a call's publish is retried while the servers do not answer. */
+const PUBLISH_RETRY_MS = 10_000;
+
 /** Room left in a message for its headers and framing. */
 const HEADROOM_BYTES = 4096;
 
@@ -155,18 +158,28 @@ export class RemoteExecutor implements Executor {
         );
         void given.finally(() => reject(error));
       }, waitMs);
-      js.publish(`${CALLS_PREFIX}${name}`, body, { msgID: key, headers: h }).then(
-        (ack) => {
-          seq = ack.seq;
-          // Given up on before JetStream answered: take it back out now.
-          if (!this.#pending.has(key)) void this.#cancel(key, seq);
-        },
-        (err: unknown) => {
-          if (!this.#pending.has(key)) return;
-          finish();
-          reject(unreachable(this.#servers, err));
-        },
-      );
+      // A server restarting or a failover: publish again with the same Nats-Msg-Id (JetStream
+      // stores it once) for up to PUBLISH_RETRY_MS, then the fleet counts as unreachable.
+      const firstTry = Date.now();
+      const publish = (): void => {
+        js.publish(`${CALLS_PREFIX}${name}`, body, { msgID: key, headers: h }).then(
+          (ack) => {
+            seq = ack.seq;
+            // Given up on before JetStream answered: take it back out now.
+            if (!this.#pending.has(key)) void this.#cancel(key, seq);
+          },
+          (err: unknown) => {
+            if (!this.#pending.has(key)) return;
+            if (Date.now() - firstTry < PUBLISH_RETRY_MS && !nc.isClosed()) {
+              setTimeout(publish, 250);
+              return;
+            }
+            finish();
+            reject(unreachable(this.#servers, err));
+          },
+        );
+      };
+      publish();
     });
   }
 
