@@ -199,7 +199,14 @@ export class FleetWorker {
         continue;
       }
       // A message that arrived while closing is still handled: it was delivered to this worker.
-      if (msg) await this.#handle(msg);
+      if (!msg) continue;
+      try {
+        await this.#handle(msg);
+      } catch (err) {
+        // A bug, not the call's: keep the lane alive, and let the call come back (to its record, if it has one).
+        this.#emit({ event: 'error', cause: `handling a call failed: ${errorText(err)}` });
+        msg.nak(STORE_RETRY_MS);
+      }
     }
   }
 

@@ -47,8 +47,6 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   );
   if (values.help) return (print(help), EXIT_OK);
   if (!values.nats?.length) throw new UsageError('--nats URL is required: the NATS server the fleet shares (e.g. nats://127.0.0.1:4222).');
-  if (values.postgres !== undefined)
-    throw new UsageError('--postgres is not available in this build yet; run without it (results are then recorded in memory).');
   const toolDirs = toolDirsFlag(values.tools);
   const workers = integerFlag('--workers', values.workers, 1, 1024);
   const concurrency = integerFlag('--concurrency', values.concurrency, 1, 1024);
@@ -59,9 +57,15 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   const log = (line: Record<string, unknown>) => {
     if (!values.quiet) io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
   };
+  // Opened first: a database that cannot be reached is refused before any sandbox worker starts.
+  const ledger: import('@corral/fleet').LedgerStore =
+    values.postgres !== undefined ? await postgresLedger(values.postgres) : new MemoryLedger('memory (this worker only)');
+  const recorded =
+    values.postgres !== undefined
+      ? 'results recorded in PostgreSQL'
+      : "results recorded in memory (exactly-once within this worker's life)";
   const corral = await Corral.create({ toolDirs, bundled: !values['no-bundled'], store: false, ...(workers ? { size: workers } : {}) });
   for (const err of corral.loadErrors) log({ event: 'skipped_tools', code: err.code, message: err.message });
-  const ledger = new MemoryLedger('memory (this worker only)');
   let worker: import('@corral/fleet').FleetWorker;
   try {
     worker = await FleetWorker.start({
@@ -85,7 +89,7 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   const count = corral.registry.list().length;
   print(
     `corral: worker ready on ${values.nats.join(',')}: ${count} tool${count === 1 ? '' : 's'}, ` +
-      `concurrency ${concurrency ?? corral.executor.pool.size}, results recorded in memory (exactly-once within this worker's life)`,
+      `concurrency ${concurrency ?? corral.executor.pool.size}, ${recorded}`,
   );
 
   let signals = 0;
@@ -114,6 +118,11 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
     process.off('SIGINT', onSignal);
   }
   return EXIT_OK;
+}
+
+/** The fleet's shared ledger in PostgreSQL (@corral/postgres): a Store with getCallResult and finishCall. */
+async function postgresLedger(_url: string): Promise<import('@corral/fleet').LedgerStore> {
+  throw new UsageError('--postgres is not available in this build yet; run without it (results are then recorded in memory).');
 }
 
 function integerFlag(flag: string, value: string | undefined, min: number, max: number): number | undefined {
