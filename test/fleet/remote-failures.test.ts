@@ -3,7 +3,7 @@
 // router that falls back to local) can branch on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import type { Executor } from '@corral/core';
+import { CorralError, ErrorCodes, type ExecutionOutcome, type Executor } from '@corral/core';
 import { Corral } from '@corral/node';
 import { FleetWorker, MemoryLedger, remote } from '@corral/fleet';
 import { startNats, type NatsServer } from '../helpers/nats.js';
@@ -118,4 +118,47 @@ describe('a nats-server restart', () => {
       await worker.close();
     }
   }, 90_000);
+});
+
+describe('a worker whose store fails to record a result', () => {
+  it('does not ack the call: it comes back, runs again as a recorded retry, and its result is then recorded once', async () => {
+    // A real MemoryLedger whose first finishCall fails, as a database that went away for a moment would.
+    class FlakyLedger extends MemoryLedger {
+      failures = 1;
+      override async finishCall(key: string, outcome: ExecutionOutcome, result: Uint8Array): Promise<boolean> {
+        if (this.failures-- > 0) throw new CorralError(ErrorCodes.STORE, 'Snapshot store flaky: connection lost', { store: 'flaky' });
+        return super.finishCall(key, outcome, result);
+      }
+    }
+    const ledger = new FlakyLedger();
+    let runs = 0;
+    const counting: Executor = {
+      execute: (request) => {
+        runs++;
+        return local.executor.execute(request);
+      },
+    };
+    const worker = await FleetWorker.start({ servers: nats.url, registry: local.registry, executor: counting, ledger });
+    const patient = await Corral.create({
+      bundled: false,
+      toolDirs: [FIXTURES],
+      store: false,
+      executor: remote({ servers: nats.url, queueTimeoutMs: 30_000 }),
+    });
+    try {
+      // The caller is answered at once (the result exists), though it is not recorded yet.
+      expect(await patient.invoke('echo', { flaky: true })).toMatchObject({ ok: true, output: { flaky: true } });
+      for (let i = 0; i < 600 && (await ledger.listExecutions({ status: 'ok' })).length === 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const [done] = await ledger.listExecutions({ tool: 'echo' });
+      expect(done?.status).toBe('ok');
+      expect(runs).toBe(2);
+      const retries = await ledger.listAudit({ action: 'fleet_retry' });
+      expect(retries.map((e) => e.detail.execution_id)).toEqual([done!.id]);
+      expect(retries[0]!.detail.delivery).toBe(2);
+    } finally {
+      await patient.close();
+      await worker.close();
+    }
+  }, 60_000);
 });
