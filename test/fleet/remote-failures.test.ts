@@ -49,11 +49,15 @@ describe('remote() when the fleet cannot answer', () => {
     }
   });
 
-  it('a server list that is not one is E_INPUT_VALIDATION naming the option', () => {
+  it('a server list (or an executor) that is not one is E_INPUT_VALIDATION naming the option', async () => {
     expect(() => remote({ servers: 'http://example.com/' })).toThrow(
       expect.objectContaining({ code: 'E_INPUT_VALIDATION', details: { option: 'servers' } }),
     );
     expect(() => remote({} as never)).toThrow(expect.objectContaining({ code: 'E_INPUT_VALIDATION' }));
+    await expect(Corral.create({ bundled: false, store: false, executor: {} as never })).rejects.toMatchObject({
+      code: 'E_INPUT_VALIDATION',
+      details: { option: 'executor' },
+    });
   });
 
   it('no worker: no_reply after the time limit plus the queueing allowance, and the call never runs later', async () => {
