@@ -110,6 +110,23 @@ export type ResourceExhaustedDetails =
       /** A server's workflow runs for remote callers that wait for a person are at their limit. */
       resource: 'waiting_workflow_runs';
       max_waiting: number;
+    }
+  | {
+      /**
+       * The fleet (NATS JetStream) did not take or answer the call: its
+       * servers are unreachable, no worker answered within the call's time
+       * limit plus the queueing allowance, or a message would be larger than
+       * the servers carry (max_payload).
+       */
+      resource: 'fleet';
+      reason: 'unreachable' | 'no_reply' | 'message_too_large';
+      servers?: string;
+      /** no_reply: how long the caller waited. */
+      waited_ms?: number;
+      /** message_too_large: the message's size and the servers' max_payload. */
+      message_bytes?: number;
+      max_payload?: number;
+      cause?: string;
     };
 
 /**

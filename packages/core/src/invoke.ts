@@ -18,8 +18,8 @@ import {
   type Problem,
 } from './schema.js';
 import { specDefaults } from './spec.js';
-import { MAX_RAN_ON, nowNs, type DecisionSnapshot, type ExecutionIntent, type Store } from './snapshot.js';
-import { sha256HexFast } from './sha256.js';
+import { nowNs, type DecisionSnapshot, type Store } from './snapshot.js';
+import { executionIntent, executionOutcome, head, tail } from './execution-records.js';
 import { sha256Hex as sha256 } from './wasm.js';
 import type {
   ExecutionRequest,
@@ -86,8 +86,6 @@ function decisionError(problem: string): CorralError {
   return new CorralError(ErrorCodes.INPUT_VALIDATION, `recordDecision: the decision ${problem}.`, {});
 }
 
-/** Bytes of stdout/stderr kept in the envelope (head of stdout, tail of stderr). */
-const ENVELOPE_BYTES = 1024;
 /** Problems spelled out in one message; details.problems has them all. */
 const MAX_PROBLEMS_IN_MESSAGE = 10;
 
@@ -655,20 +653,6 @@ function internalError(message: string, err: unknown): CorralError<'E_UNEXPECTED
   });
 }
 
-/** First ENVELOPE_BYTES of a stream, not cutting a UTF-8 character in half. */
-function head(bytes: Uint8Array): string {
-  let end = Math.min(bytes.length, ENVELOPE_BYTES);
-  while (end < bytes.length && end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
-  return decoder.decode(bytes.subarray(0, end));
-}
-
-/** Last ENVELOPE_BYTES of a stream, starting on a UTF-8 character boundary. */
-function tail(bytes: Uint8Array): string {
-  let start = Math.max(0, bytes.length - ENVELOPE_BYTES);
-  while (start > 0 && start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
-  return decoder.decode(bytes.subarray(start));
-}
-
 /**
  * Writes one call's execution snapshot: the intent before the tool runs,
  * the outcome after. A store failure is reported in the envelope's
@@ -704,16 +688,17 @@ class Recorder {
     const json = text ?? jsonText(this.input);
     // A refused input can be anything, a 1 GB one included: keep its hash, and its text only when small.
     const keepText = this.recordInput && json !== null && (!refused || json.length <= REFUSED_INPUT_KEPT_CHARS);
-    const intent: ExecutionIntent = {
+    const intent = await executionIntent({
       id: this.id,
-      decision_id: this.decisionId,
+      decisionId: this.decisionId,
       tool: tool?.spec.name ?? this.name,
       version: tool?.spec.version ?? null,
-      wasm_sha256: tool?.wasmSha256 ?? null,
-      input_sha256: json === null ? null : await sha256HexFast(stdin ?? json),
-      input_json: keepText ? json : null,
-      intent_ns: this.#intentNs,
-    };
+      wasmSha256: tool?.wasmSha256 ?? null,
+      ...(stdin ? { stdin } : {}),
+      json,
+      keepText,
+      intentNs: this.#intentNs,
+    });
     try {
       await this.store.beginExecution(intent);
     } catch (err) {
@@ -725,20 +710,8 @@ class Recorder {
     if (!this.#began) await this.begin(tool, undefined, undefined, true);
     if (this.#error) return { id: this.id, error: this.#error };
     try {
-      await this.store.finishExecution(this.id, {
-        result_ns: nowNs(),
-        exit_code: result?.exitCode ?? null,
-        error_code: env.error?.code ?? null,
-        error_message: env.error?.message ?? null,
-        stdout_sha256: result ? await sha256HexFast(result.stdout) : null,
-        stdout_head: result ? head(result.stdout) : '',
-        stdout_tail: result ? tail(result.stdout) : '',
-        stderr_head: result ? head(result.stderr) : '',
-        stderr_tail: env.stderr_tail,
-        duration_ms: env.duration_ms,
-        peak_memory_bytes: result?.peakMemoryBytes ?? null,
-        ran_on: result?.ranOn?.slice(0, MAX_RAN_ON) ?? null,
-      });
+      // stderr_tail is the envelope's (the same tail of the same bytes).
+      await this.store.finishExecution(this.id, await executionOutcome(result, env.error, env.duration_ms));
       return { id: this.id };
     } catch (err) {
       return { id: this.id, error: `the snapshot's result could not be written (it reads back as interrupted): ${errorText(err)}` };

@@ -28,6 +28,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'approve',
   'reject',
   'approval_revoked',
+  'fleet_retry',
 ];
 export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'claimed', 'done', 'revoked'];
 /** Narrowest first: an approver may give any scope up to the policy's `approval_scope`. */

@@ -131,7 +131,13 @@ export type AuditAction =
   | 'approve'
   | 'reject'
   /** A remembered (scoped) approval, or an approved call not yet run, was withdrawn. */
-  | 'approval_revoked';
+  | 'approval_revoked'
+  /**
+   * A fleet worker ran a call again: its intent was recorded without an
+   * outcome (the worker that took it first died mid-call, or its lease ran
+   * out), so the message came back. `detail` names the execution id.
+   */
+  | 'fleet_retry';
 
 /** One entry of the audit trail: who did what, when. */
 export interface AuditEvent {

@@ -53,3 +53,4 @@ export {
   type WorkflowRunRow,
   type WorkflowRunRowPatch,
 } from './workflow-store-kit.js';
+export { executionIntent, executionOutcome, head, tail, ENVELOPE_BYTES, type IntentFields } from './execution-records.js';

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
-import { CorralError, ErrorCodes, Registry, type Store, type Tool } from '@corral/core';
+import { CorralError, ErrorCodes, Registry, type Executor, type Store, type Tool } from '@corral/core';
 import { CorralHost, checkHostOptions, decodePreparedFile, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
@@ -41,6 +41,13 @@ export interface CorralOptions extends WorkerExecutorOptions {
   storeMaxBytes?: number;
   /** Told (a line of text) about slow store maintenance and what the size cap removed. */
   onStoreProgress?: (message: string) => void;
+  /**
+   * Run tool calls on this executor instead of the local worker pool, e.g.
+   * `remote({ servers })` from @corral/fleet. The pipeline around it (input
+   * and output checks, snapshots) is the same; `exec` still runs locally.
+   * Closed with Corral.
+   */
+  executor?: Executor;
 }
 
 /**
@@ -75,6 +82,7 @@ export class Corral extends CorralHost<WorkerExecutor> {
       idleTimeoutMs: 'ms',
       spareWorker: 'boolean',
       toolCacheBytes: 'size',
+      executor: 'executor',
     });
     const registry = new Registry();
     const dirs = [...(options.bundled === false ? [] : [BUNDLED_TOOLS_DIR]), ...(options.toolDirs ?? [])];
@@ -103,7 +111,8 @@ export class Corral extends CorralHost<WorkerExecutor> {
     };
     // The first worker boots (its own thread) while the tools load and the store opens.
     const executor = new WorkerExecutor(options);
-    executor.pool.prestart(1);
+    // With calls going to another executor, the local pool only serves `exec`: start no worker until one runs.
+    if (!options.executor) executor.pool.prestart(1);
     let store: Store | undefined;
     try {
       for (const dir of dirs) {
@@ -113,10 +122,20 @@ export class Corral extends CorralHost<WorkerExecutor> {
       }
       store = given === false ? undefined : typeof given === 'object' ? given : await openStore(location as string, storeOptions);
     } catch (err) {
-      await executor.close();
+      await Promise.all([executor.close(), options.executor?.close?.()]);
       throw err;
     }
-    return new Corral({ registry, executor, store, ownsStore: typeof given !== 'object', recordInputs: options.recordInputs }, loadErrors);
+    return new Corral(
+      {
+        registry,
+        executor,
+        invokeExecutor: options.executor,
+        store,
+        ownsStore: typeof given !== 'object',
+        recordInputs: options.recordInputs,
+      },
+      loadErrors,
+    );
   }
 }
 

@@ -33,6 +33,11 @@ export interface CorralHostParts<E extends HostExecutor> {
   /** Default: an empty registry. */
   registry?: Registry;
   executor: E;
+  /**
+   * Runs the registered tools' calls instead of `executor` (which still runs
+   * `exec`): e.g. the fleet's remote executor. Closed by `close()`.
+   */
+  invokeExecutor?: Executor | undefined;
   /** Where snapshots go; undefined: recording is off. */
   store: Store | undefined;
   /** True when the host opened the store itself, so `close` closes it. */
@@ -49,6 +54,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   readonly store: Store | undefined;
   /** A store this object opened and so must close. */
   readonly #ownedStore: Store | undefined;
+  readonly #invokeExecutor: Executor | undefined;
   #closed = false;
 
   protected constructor(parts: CorralHostParts<E>) {
@@ -56,9 +62,10 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
     this.executor = parts.executor;
     this.store = parts.store;
     this.#ownedStore = parts.ownsStore ? parts.store : undefined;
+    this.#invokeExecutor = parts.invokeExecutor;
     this.runtime = new Runtime({
       registry: this.registry,
-      executor: parts.executor,
+      executor: parts.invokeExecutor ?? parts.executor,
       ...(parts.store ? { store: parts.store } : {}),
       ...(parts.recordInputs !== undefined ? { recordInputs: parts.recordInputs } : {}),
     });
@@ -119,7 +126,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   async close(): Promise<void> {
     this.#closed = true;
     try {
-      await this.executor.close();
+      await Promise.all([this.executor.close(), this.#invokeExecutor?.close?.()]);
     } finally {
       await this.#ownedStore?.close();
     }
@@ -141,7 +148,9 @@ export type HostOptionKind =
   | 'object|false'
   /** A Store, a path (Node) or false. */
   | 'store|path|false'
-  | 'store|false';
+  | 'store|false'
+  /** An Executor: an object with an execute function. */
+  | 'executor';
 
 /**
  * Check the options a host's `create` was given against their kinds, so a
@@ -188,6 +197,10 @@ export function checkHostOptions(where: string, options: unknown, kinds: Record<
         break;
       case 'store|false':
         if (value !== false && !isStore) bad(option, `must be a Store or false ${got}`);
+        break;
+      case 'executor':
+        if (typeof value !== 'object' || value === null || typeof (value as Executor).execute !== 'function')
+          bad(option, `must be an Executor (an object with an execute method) ${got}`);
         break;
     }
   }

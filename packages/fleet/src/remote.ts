@@ -1,0 +1,280 @@
+/**
+ * `remote()`: an Executor that runs each call in the fleet. The caller's
+ * invoke pipeline (input and output checks, policy, its own snapshots) is
+ * unchanged; only where the tool runs differs, so `invoke('diff-summary', …)`
+ * is the same call, with the same result envelope and error codes, locally
+ * or in the fleet.
+ */
+import { CorralError, ErrorCodes, type ExecutionRequest, type ExecutionResult, type Executor, type MemoryTree } from '@corral/core';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { connectTo, ensureStream, errorText, serversText, unreachable } from './nats.js';
+import {
+  CALLS_PREFIX,
+  CANCEL_PREFIX,
+  HEADER_KEY,
+  HEADER_MSG_ID,
+  HEADER_REPLY,
+  MalformedMessage,
+  STREAM,
+  decodeReply,
+  encodeCall,
+  isCallKey,
+  isToolName,
+} from './protocol.js';
+
+export interface RemoteOptions {
+  /** NATS server URL(s); the executor connects on its first call and closes on close(). */
+  servers?: string | string[];
+  /** Or a connection the caller owns (left open on close()). */
+  connection?: NatsConnection;
+  /** How long a call may wait in the queue for a free worker, on top of its own time limit. Default 30000. */
+  queueTimeoutMs?: number;
+}
+
+interface Pending {
+  outputLimitBytes: number;
+  /** Cancel it in the fleet (and take it out of the stream if still queued). */
+  giveUp: () => void;
+  resolve: (result: ExecutionResult) => void;
+  reject: (err: CorralError) => void;
+}
+
+/** How long a call's publish is retried while the servers do not answer. */
+const PUBLISH_RETRY_MS = 10_000;
+
+/** Room left in a message for its headers and framing. */
+const HEADROOM_BYTES = 4096;
+
+export class RemoteExecutor implements Executor {
+  readonly #options: RemoteOptions;
+  readonly #servers: string;
+  readonly #queueTimeoutMs: number;
+  readonly #pending = new Map<string, Pending>();
+  #ready: Promise<{ nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager; inbox: string; sub: Subscription }> | undefined;
+  #closed = false;
+
+  constructor(options: RemoteOptions) {
+    const bad = (option: string, problem: string): never => {
+      throw new CorralError(ErrorCodes.INPUT_VALIDATION, `remote: ${option} ${problem}`, { option });
+    };
+    if (typeof options !== 'object' || options === null) bad('options', 'must be an object');
+    if ((options.servers === undefined) === (options.connection === undefined)) bad('servers', 'or connection is needed (one of them)');
+    this.#servers = options.servers !== undefined ? serversText(options.servers, 'remote') : 'the given connection';
+    const q = options.queueTimeoutMs;
+    if (q !== undefined && !(Number.isInteger(q) && q >= 0 && q <= 86_400_000))
+      bad('queueTimeoutMs', 'must be a whole number of milliseconds (0 to a day)');
+    this.#queueTimeoutMs = q ?? 30_000;
+    this.#options = options;
+  }
+
+  async execute(request: ExecutionRequest): Promise<ExecutionResult> {
+    if (this.#closed) throw closedError();
+    const { tool, signal } = request;
+    if (signal?.aborted) throw cancelled(signal);
+    const name = tool.spec.name;
+    if (!isToolName(name)) {
+      throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Tool name '${name}' cannot be sent to the fleet: it is not a valid tool name`, {
+        name,
+      });
+    }
+    const mounts = request.mounts.map((m) => {
+      const source = m.source ?? { kind: 'memory', tree: {} };
+      if (source.kind !== 'memory') {
+        throw new CorralError(
+          ErrorCodes.INPUT_VALIDATION,
+          `Mount ${m.guest} is a '${source.kind}' mount, which the fleet cannot open: a worker runs on another machine and sees none of this one's folders. Bind an in-memory tree ({ kind: 'memory', tree }) or run the call locally`,
+          { guest: m.guest, kind: source.kind, supported_kinds: ['memory'] },
+        );
+      }
+      return { guest: m.guest, access: m.access, tree: (source as { tree?: MemoryTree }).tree ?? {} };
+    });
+    const waitMs = request.timeoutMs + this.#queueTimeoutMs;
+    const body = encodeCall({
+      tool: name,
+      version: tool.spec.version,
+      wasm_sha256: tool.wasmSha256,
+      stdin: request.stdin,
+      args: request.args,
+      env: request.env,
+      mounts,
+      timeout_ms: request.timeoutMs,
+      output_limit_bytes: request.outputLimitBytes,
+      memory_limit_bytes: request.memoryLimitBytes,
+      disk_limit_bytes: request.diskLimitBytes,
+      sent_ms: Date.now(),
+      wait_ms: waitMs,
+    });
+    const { nc, js, inbox } = await this.#connection();
+    const maxPayload = nc.info?.max_payload ?? Number.POSITIVE_INFINITY;
+    if (body.length > maxPayload - HEADROOM_BYTES) {
+      throw new CorralError(
+        ErrorCodes.RESOURCE_EXHAUSTED,
+        `The call to ${name} (${body.length} bytes with its input and mounts) is larger than the fleet's NATS servers carry (max_payload ${maxPayload}); send less or run it locally`,
+        { resource: 'fleet', reason: 'message_too_large', message_bytes: body.length, max_payload: maxPayload, servers: this.#servers },
+      );
+    }
+
+    const key = crypto.randomUUID();
+    const h = headers();
+    h.set(HEADER_KEY, key);
+    h.set(HEADER_MSG_ID, key);
+    h.set(HEADER_REPLY, `${inbox}.${key}`);
+    return new Promise<ExecutionResult>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      /** The call's place in the stream, once JetStream has stored it. */
+      let seq: number | undefined;
+      const onAbort = () => {
+        void this.#cancel(key, seq);
+        finish();
+        reject(cancelled(signal!));
+      };
+      const finish = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#pending.delete(key);
+      };
+      this.#pending.set(key, {
+        outputLimitBytes: request.outputLimitBytes,
+        giveUp: () => void this.#cancel(key, seq),
+        resolve: (r) => {
+          finish();
+          resolve(r);
+        },
+        reject: (e) => {
+          finish();
+          reject(e);
+        },
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      timer = setTimeout(() => {
+        // Nobody answered in time: make sure it does not run later for nobody (out of the queue before the caller hears).
+        const given = this.#cancel(key, seq);
+        finish();
+        const error = new CorralError(
+          ErrorCodes.RESOURCE_EXHAUSTED,
+          `No fleet worker answered the call to ${name} within ${waitMs} ms (its time limit ${request.timeoutMs} ms plus ${this.#queueTimeoutMs} ms of queueing); are workers running for ${this.#servers}?`,
+          { resource: 'fleet', reason: 'no_reply', waited_ms: waitMs, servers: this.#servers },
+        );
+        void given.finally(() => reject(error));
+      }, waitMs);
+      // A server restarting or a failover: publish again with the same Nats-Msg-Id (JetStream
+      // stores it once) for up to PUBLISH_RETRY_MS, then the fleet counts as unreachable.
+      const firstTry = Date.now();
+      const publish = (): void => {
+        js.publish(`${CALLS_PREFIX}${name}`, body, { msgID: key, headers: h }).then(
+          (ack) => {
+            seq = ack.seq;
+            // Given up on before JetStream answered: take it back out now.
+            if (!this.#pending.has(key)) void this.#cancel(key, seq);
+          },
+          (err: unknown) => {
+            if (!this.#pending.has(key)) return;
+            if (Date.now() - firstTry < PUBLISH_RETRY_MS && !nc.isClosed()) {
+              setTimeout(publish, 250);
+              return;
+            }
+            finish();
+            reject(unreachable(this.#servers, err));
+          },
+        );
+      };
+      publish();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const p of this.#pending.values()) {
+      p.giveUp();
+      p.reject(closedError());
+    }
+    const ready = this.#ready;
+    this.#ready = undefined;
+    if (!ready) return;
+    try {
+      const { nc, sub } = await ready;
+      sub.unsubscribe();
+      if (this.#options.connection === undefined) await nc.drain();
+      else await nc.flush();
+    } catch {
+      // It never connected, or it is gone already.
+    }
+  }
+
+  /** One connection and one inbox subscription for the executor's life; a failed attempt is retried by the next call. */
+  #connection() {
+    this.#ready ??= (async () => {
+      const nc = this.#options.connection ?? (await connectTo(this.#servers, 'corral-remote'));
+      let jsm: JetStreamManager;
+      try {
+        jsm = await jetstreamManager(nc);
+        await ensureStream(jsm);
+      } catch (err) {
+        if (this.#options.connection === undefined) await nc.close().catch(() => {});
+        throw unreachable(this.#servers, err);
+      }
+      const inbox = createInbox();
+      const sub = nc.subscribe(`${inbox}.*`, { callback: (_err, msg) => this.#onReply(msg.subject.slice(inbox.length + 1), msg.data) });
+      return { nc, js: jetstream(nc), jsm, inbox, sub };
+    })();
+    const ready = this.#ready;
+    ready.catch(() => {
+      if (this.#ready === ready) this.#ready = undefined;
+    });
+    return ready;
+  }
+
+  #onReply(key: string, data: Uint8Array): void {
+    // A second answer to a call (a redelivery's) finds nothing pending and is dropped.
+    const pending = isCallKey(key) ? this.#pending.get(key) : undefined;
+    if (!pending) return;
+    try {
+      const reply = decodeReply(data, pending.outputLimitBytes);
+      if (reply.kind === 'error') pending.reject(CorralError.fromJSON(reply.error));
+      else pending.resolve(reply.result);
+    } catch (err) {
+      const cause = err instanceof MalformedMessage ? err.message : errorText(err);
+      pending.reject(
+        new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The fleet's reply could not be read: ${cause}`, { reason: 'internal', cause }),
+      );
+    }
+  }
+
+  /**
+   * Stop a call given up on: a worker running it aborts it (corral.cancel.KEY),
+   * and a call still queued is deleted from the stream so no worker takes it later.
+   */
+  #cancel(key: string, seq?: number): Promise<void> {
+    if (!this.#ready) return Promise.resolve();
+    return this.#ready
+      .then(async ({ nc, jsm }) => {
+        nc.publish(`${CANCEL_PREFIX}${key}`);
+        // Fails when a worker has acked it already (or the server is away): nothing left to do then.
+        if (seq !== undefined) await jsm.streams.deleteMessage(STREAM, seq, false).catch(() => false);
+      })
+      .catch(() => {
+        // Not connected: a worker that takes the call later drops it once its caller's wait is over.
+      });
+  }
+}
+
+/** An executor that runs each call in the fleet of `corral worker`s behind these NATS servers. */
+export function remote(options: RemoteOptions): RemoteExecutor {
+  return new RemoteExecutor(options);
+}
+
+function cancelled(signal: AbortSignal): CorralError {
+  const reason: unknown = signal.reason;
+  const why = reason instanceof Error ? reason.message : reason === undefined ? '' : String(reason);
+  return new CorralError(ErrorCodes.CANCELLED, `The call was cancelled${why ? `: ${why}` : ''}.`, {
+    cancelled: true,
+    ...(why ? { reason: why } : {}),
+  });
+}
+
+function closedError(): CorralError {
+  return new CorralError(ErrorCodes.CLOSED, 'The remote executor was closed, so the call cannot run. Create a new one.', {
+    running: false,
+  });
+}
