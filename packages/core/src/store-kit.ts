@@ -5,6 +5,7 @@
  * it changes when the adapters need it to.
  */
 export {
+  MAX_RAN_ON,
   NO_OUTCOME,
   UnavailableStore,
   checkExecutionFilter,

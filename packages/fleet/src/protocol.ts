@@ -18,6 +18,7 @@ import {
   type ExecutionResult,
   type MemoryTree,
 } from '@corral/core';
+import { MAX_RAN_ON } from '@corral/core/store-kit';
 
 /** The JetStream stream calls go through (work-queue retention: each call is taken once). */
 export const STREAM = 'CORRAL_CALLS';
@@ -269,6 +270,7 @@ export function encodeReply(reply: ReplyMessage): Uint8Array {
     ...(r.peakMemoryBytes !== undefined ? { peak_memory_bytes: r.peakMemoryBytes } : {}),
     ...(r.stdoutTruncated !== undefined ? { stdout_truncated: r.stdoutTruncated } : {}),
     ...(r.stderrTruncated !== undefined ? { stderr_truncated: r.stderrTruncated } : {}),
+    ...(r.ranOn !== undefined ? { ran_on: r.ranOn } : {}),
   };
   return frame(REPLY_MAGIC, meta, [r.stdout, r.stderr]);
 }
@@ -297,11 +299,14 @@ export function decodeReply(bytes: Uint8Array, outputLimitBytes: number): ReplyM
     if (meta[flag] !== undefined && typeof meta[flag] !== 'boolean') throw new MalformedMessage(`the reply's ${flag} is not true or false`);
   if (meta.peak_memory_bytes !== undefined && !(Number.isSafeInteger(meta.peak_memory_bytes) && (meta.peak_memory_bytes as number) >= 0))
     throw new MalformedMessage("the reply's peak_memory_bytes is not a size");
+  if (meta.ran_on !== undefined && !(typeof meta.ran_on === 'string' && meta.ran_on.length <= MAX_RAN_ON))
+    throw new MalformedMessage(`the reply's ran_on is not a text of at most ${MAX_RAN_ON} characters`);
   const result: ExecutionResult = { exitCode: meta.exit_code as number, stdout, stderr, durationMs: meta.duration_ms };
   if (meta.exited !== undefined) result.exited = meta.exited as boolean;
   if (meta.error !== undefined) result.error = errorOf(meta.error);
   if (meta.peak_memory_bytes !== undefined) result.peakMemoryBytes = meta.peak_memory_bytes as number;
   if (meta.stdout_truncated !== undefined) result.stdoutTruncated = meta.stdout_truncated as boolean;
   if (meta.stderr_truncated !== undefined) result.stderrTruncated = meta.stderr_truncated as boolean;
+  if (meta.ran_on !== undefined) result.ranOn = meta.ran_on as string;
   return { kind: 'result', result };
 }

@@ -24,6 +24,7 @@ import {
   type Tool,
 } from '@corral/core';
 import { executionIntent, executionOutcome } from '@corral/core/store-kit';
+import { hostname } from 'node:os';
 import { AckPolicy, jetstream, jetstreamManager, JetStreamApiError, type Consumer, type JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders, nanos, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { LedgerStore } from './ledger.js';
@@ -62,6 +63,8 @@ export interface FleetWorkerOptions {
   consumer?: string;
   /** Reply subjects must start with this (so a hostile publisher cannot make workers publish anywhere). Default '_INBOX.'. */
   replyPrefix?: string;
+  /** This worker's name, in each call's `ran_on` ("fleet NAME") and in fleet status. Default: host name and process id. */
+  name?: string;
   /** Told what happens to each call (for a log). */
   onEvent?: (event: WorkerEvent) => void;
 }
@@ -74,7 +77,7 @@ export type WorkerEvent =
   | { event: 'store_error'; key: string; cause: string }
   | { event: 'error'; cause: string };
 
-type ResolvedOptions = Required<Pick<FleetWorkerOptions, 'concurrency' | 'ackWaitMs' | 'replyPrefix'>> & FleetWorkerOptions;
+type ResolvedOptions = Required<Pick<FleetWorkerOptions, 'concurrency' | 'ackWaitMs' | 'replyPrefix' | 'name'>> & FleetWorkerOptions;
 
 /** Bounds on cancellations kept for calls not (yet) seen here. */
 const MAX_CANCELLED = 10_000;
@@ -97,6 +100,8 @@ export class FleetWorker {
   readonly #lanes: Promise<void>[] = [];
   #closing = false;
   #closed: Promise<void> | undefined;
+  /** What this worker's calls record as `ran_on`. */
+  readonly ranOn: string;
   /** Counters, for a status line and tests. */
   readonly stats = { runs: 0, answeredFromRecord: 0, retries: 0, refused: 0 };
 
@@ -105,6 +110,7 @@ export class FleetWorker {
     this.#ownsConnection = owns;
     this.#consumer = consumer;
     this.#options = options;
+    this.ranOn = `fleet ${options.name}`;
     this.#cancelSub = nc.subscribe(`${CANCEL_PREFIX}*`, { callback: (_err, msg) => this.#cancel(msg.subject.slice(CANCEL_PREFIX.length)) });
     for (let i = 0; i < options.concurrency; i++) this.#lanes.push(this.#lane());
   }
@@ -128,6 +134,8 @@ export class FleetWorker {
     const durable = options.consumer ?? DEFAULT_CONSUMER;
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(durable)) bad('consumer', 'must be letters, digits, _ or - (at most 64)');
     if (options.connection === undefined && options.servers === undefined) bad('servers', 'or connection is needed');
+    const name = options.name ?? `${hostname()}-${process.pid}`;
+    if (typeof name !== 'string' || !/^[\w.:@-]{1,64}$/.test(name)) bad('name', 'must be 1 to 64 letters, digits or . _ : @ -');
     const nc = options.connection ?? (await connectTo(serversText(options.servers, 'FleetWorker.start'), 'corral-worker'));
     try {
       const jsm = await jetstreamManager(nc);
@@ -150,6 +158,7 @@ export class FleetWorker {
       const consumer = await jetstream(nc).consumers.get(STREAM, durable);
       return new FleetWorker(nc, options.connection === undefined, consumer, {
         ...options,
+        name,
         concurrency: options.concurrency ?? 1,
         ackWaitMs,
         replyPrefix: options.replyPrefix ?? '_INBOX.',
@@ -317,7 +326,7 @@ export class FleetWorker {
     const error: CorralErrorJSON | null = reply.kind === 'error' ? reply.error : (reply.result.error ?? null);
     this.#emit({ event: 'done', key, tool: call.tool, error_code: error?.code ?? null, duration_ms: durationMs });
     try {
-      const won = await ledger.finishCall(key, await executionOutcome(result, error, durationMs), encoded);
+      const won = await ledger.finishCall(key, { ...(await executionOutcome(result, error, durationMs)), ran_on: this.ranOn }, encoded);
       // Another delivery recorded first: answer what it recorded, so every answer is the same.
       if (!won) encoded = (await ledger.getCallResult(key)) ?? encoded;
     } catch (err) {
@@ -379,7 +388,7 @@ export class FleetWorker {
         signal: controller.signal,
         stdinTransferable: true,
       });
-      return { kind: 'result', result };
+      return { kind: 'result', result: { ...result, ranOn: this.ranOn } };
     } catch (err) {
       return errorReply(err);
     } finally {

@@ -1,4 +1,5 @@
 /** `corral worker`: a fleet worker (@corral/fleet) over this machine's sandbox pool, until SIGTERM or SIGINT. */
+import { isPostgresUrl, openPostgresStore } from '../store-url.js';
 import { EXIT_OK, UsageError, parse, toolDirsFlag, type Cli } from './shared.js';
 
 export const help = `corral worker --nats URL [options]
@@ -15,8 +16,8 @@ exits at once). One JSON log line per call on stderr.
   --nats URL            the NATS server (repeatable: servers of one cluster)
   --postgres URL        record calls in PostgreSQL, shared by the fleet: results
                         are then exactly-once across workers and restarts.
-                        (Not in this build yet.) Without it, results are recorded
-                        in memory: exactly-once only within this worker's life
+                        Without it, results are recorded in memory: exactly-once
+                        only within this worker's life
   --tools DIR           also run the tools in DIR (repeatable); a caller's tool
                         must be here with the same name, version and wasm
   --no-bundled          do not run the bundled tools
@@ -25,6 +26,8 @@ exits at once). One JSON log line per call on stderr.
   --ack-wait MS         how long a call may go unanswered before JetStream gives it
                         to another worker; running calls send heartbeats (default 30000)
   --max-deliver N       deliveries of one call before JetStream gives up (default 5)
+  --name NAME           this worker's name in each call's snapshot (ran_on "fleet
+                        NAME") and in logs (default: host name and process id)
   --quiet               no log lines
 
 Exit status: 0 after a graceful drain, 1 if the worker failed, 2 for a misused command.`;
@@ -41,6 +44,7 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
       workers: { type: 'string' },
       'ack-wait': { type: 'string' },
       'max-deliver': { type: 'string' },
+      name: { type: 'string' },
       quiet: { type: 'boolean' },
     },
     false,
@@ -76,6 +80,7 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
       concurrency: concurrency ?? corral.executor.pool.size,
       ...(ackWaitMs !== undefined ? { ackWaitMs } : {}),
       ...(maxDeliver !== undefined ? { maxDeliver } : {}),
+      ...(values.name !== undefined ? { name: values.name } : {}),
       onEvent: (e) => log(e),
     });
   } catch (err) {
@@ -121,8 +126,9 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
 }
 
 /** The fleet's shared ledger in PostgreSQL (@corral/postgres): a Store with getCallResult and finishCall. */
-async function postgresLedger(_url: string): Promise<import('@corral/fleet').LedgerStore> {
-  throw new UsageError('--postgres is not available in this build yet; run without it (results are then recorded in memory).');
+async function postgresLedger(url: string): Promise<import('@corral/fleet').LedgerStore> {
+  if (!isPostgresUrl(url)) throw new UsageError(`bad --postgres ${JSON.stringify(url)}: expected a postgres:// or postgresql:// URL.`);
+  return (await openPostgresStore(url)) as import('@corral/postgres').PostgresStore;
 }
 
 function integerFlag(flag: string, value: string | undefined, min: number, max: number): number | undefined {
