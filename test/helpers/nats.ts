@@ -14,6 +14,10 @@ export interface NatsServer {
   port: number;
   /** Stop the server (SIGTERM, its store kept) and start it again on the same port and store. */
   restart(): Promise<void>;
+  /** Stop the server, keeping its store: clients see it gone until start(). */
+  halt(): Promise<void>;
+  /** Start a halted server again, on the same port with the same store. */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -90,6 +94,12 @@ export async function startNats(): Promise<NatsServer> {
     port,
     async restart() {
       await stopServer(child!);
+      child = await spawnServer(port, dir);
+    },
+    async halt() {
+      await stopServer(child!);
+    },
+    async start() {
       child = await spawnServer(port, dir);
     },
     async stop() {

@@ -5,6 +5,18 @@
  */
 export { FleetWorker, type FleetWorkerOptions, type WorkerEvent } from './worker.js';
 export { RemoteExecutor, remote, type RemoteOptions } from './remote.js';
+export {
+  RoutedExecutor,
+  routed,
+  decideRoute,
+  type FleetSide,
+  type LocalLoad,
+  type Placement,
+  type Route,
+  type RouteFacts,
+  type RoutePolicy,
+  type RoutedOptions,
+} from './route.js';
 export { MemoryLedger, type CallLedger, type LedgerStore } from './ledger.js';
 export {
   STREAM,

@@ -5,13 +5,15 @@
  * is the same call, with the same result envelope and error codes, locally
  * or in the fleet.
  */
-import { CorralError, ErrorCodes, type ExecutionRequest, type ExecutionResult, type Executor, type MemoryTree } from '@corral/core';
+import { CorralError, ErrorCodes, type ExecutionRequest, type ExecutionResult, type MemoryTree } from '@corral/core';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { connectTo, ensureStream, errorText, serversText, unreachable } from './nats.js';
+import type { FleetSide } from './route.js';
 import {
   CALLS_PREFIX,
   CANCEL_PREFIX,
+  DEFAULT_CONSUMER,
   HEADER_KEY,
   HEADER_MSG_ID,
   HEADER_REPLY,
@@ -30,6 +32,8 @@ export interface RemoteOptions {
   connection?: NatsConnection;
   /** How long a call may wait in the queue for a free worker, on top of its own time limit. Default 30000. */
   queueTimeoutMs?: number;
+  /** The workers' durable consumer, whose backlog queueDepth() reads. Default 'corral-workers'. */
+  consumer?: string;
 }
 
 interface Pending {
@@ -40,19 +44,30 @@ interface Pending {
   reject: (err: CorralError) => void;
 }
 
+/** While the fleet is unreachable, how often reachable() tries to connect again (in the background). */
+const RECONNECT_CHECK_MS = 2000;
+/** How often the queue depth is read from JetStream, and how old a reading may be before it counts as unknown. */
+const DEPTH_REFRESH_MS = 1000;
+const DEPTH_STALE_MS = 10_000;
+
 /** How long a call's publish is retried while the servers do not answer. */
 const PUBLISH_RETRY_MS = 10_000;
 
 /** Room left in a message for its headers and framing. */
 const HEADROOM_BYTES = 4096;
 
-export class RemoteExecutor implements Executor {
+export class RemoteExecutor implements FleetSide {
   readonly #options: RemoteOptions;
   readonly #servers: string;
   readonly #queueTimeoutMs: number;
   readonly #pending = new Map<string, Pending>();
   #ready: Promise<{ nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager; inbox: string; sub: Subscription }> | undefined;
   #closed = false;
+  /** Connected now (false while the servers are away, undefined before the first try). */
+  #up: boolean | undefined;
+  #lastTry = 0;
+  #depth: { calls: number; at: number } | undefined;
+  #depthReading = false;
 
   constructor(options: RemoteOptions) {
     const bad = (option: string, problem: string): never => {
@@ -65,6 +80,8 @@ export class RemoteExecutor implements Executor {
     if (q !== undefined && !(Number.isInteger(q) && q >= 0 && q <= 86_400_000))
       bad('queueTimeoutMs', 'must be a whole number of milliseconds (0 to a day)');
     this.#queueTimeoutMs = q ?? 30_000;
+    if (options.consumer !== undefined && !(typeof options.consumer === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(options.consumer)))
+      bad('consumer', 'must be letters, digits, _ or - (at most 64)');
     this.#options = options;
   }
 
@@ -183,6 +200,42 @@ export class RemoteExecutor implements Executor {
     });
   }
 
+  /**
+   * Whether the fleet can take a call now, without waiting: true while
+   * connected. While it is not, a connection is tried again in the
+   * background (every 2 s at most), so a fleet that comes back is used again.
+   */
+  reachable(): boolean {
+    if (this.#closed) return false;
+    if (this.#up) return true;
+    if (!this.#ready && Date.now() - this.#lastTry >= RECONNECT_CHECK_MS) {
+      this.#lastTry = Date.now();
+      this.#connection().catch(() => {});
+    }
+    return false;
+  }
+
+  /** Calls waiting in the fleet's queue (not yet taken by a worker), from a reading at most ~1 s old; undefined when unknown. */
+  queueDepth(): number | undefined {
+    const now = Date.now();
+    if (this.#up && !this.#depthReading && (!this.#depth || now - this.#depth.at >= DEPTH_REFRESH_MS)) {
+      this.#depthReading = true;
+      void this.#connection()
+        .then(({ jsm }) => jsm.consumers.info(STREAM, this.#options.consumer ?? DEFAULT_CONSUMER))
+        .then((info) => {
+          this.#depth = { calls: info.num_pending, at: Date.now() };
+        })
+        .catch(() => {
+          // No worker has made the consumer yet, or the server is away: unknown.
+          this.#depth = undefined;
+        })
+        .finally(() => {
+          this.#depthReading = false;
+        });
+    }
+    return this.#depth && now - this.#depth.at < DEPTH_STALE_MS ? this.#depth.calls : undefined;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     for (const p of this.#pending.values()) {
@@ -216,13 +269,25 @@ export class RemoteExecutor implements Executor {
       }
       const inbox = createInbox();
       const sub = nc.subscribe(`${inbox}.*`, { callback: (_err, msg) => this.#onReply(msg.subject.slice(inbox.length + 1), msg.data) });
+      this.#up = true;
+      void this.#watch(nc);
       return { nc, js: jetstream(nc), jsm, inbox, sub };
     })();
     const ready = this.#ready;
     ready.catch(() => {
+      this.#up = false;
       if (this.#ready === ready) this.#ready = undefined;
     });
     return ready;
+  }
+
+  /** Follow the connection: down on a disconnect, up again when the client reconnects by itself. */
+  async #watch(nc: NatsConnection): Promise<void> {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') this.#up = false;
+      else if (status.type === 'reconnect') this.#up = true;
+    }
+    this.#up = false; // closed
   }
 
   #onReply(key: string, data: Uint8Array): void {

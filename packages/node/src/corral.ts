@@ -43,11 +43,13 @@ export interface CorralOptions extends WorkerExecutorOptions {
   onStoreProgress?: (message: string) => void;
   /**
    * Run tool calls on this executor instead of the local worker pool, e.g.
-   * `remote({ servers })` from @corral/fleet. The pipeline around it (input
-   * and output checks, snapshots) is the same; `exec` still runs locally.
-   * Closed with Corral.
+   * `remote({ servers })` from @corral/fleet; or a function given the local
+   * pool's executor that returns the one to use, e.g.
+   * `(local) => routed({ local, fleet: remote({ servers }) })` to send each
+   * call locally or to the fleet. The pipeline around it (input and output
+   * checks, snapshots) is the same; `exec` still runs locally. Closed with Corral.
    */
-  executor?: Executor;
+  executor?: Executor | ((local: WorkerExecutor) => Executor);
 }
 
 /**
@@ -82,7 +84,7 @@ export class Corral extends CorralHost<WorkerExecutor> {
       idleTimeoutMs: 'ms',
       spareWorker: 'boolean',
       toolCacheBytes: 'size',
-      executor: 'executor',
+      executor: 'executor|function',
     });
     const registry = new Registry();
     const dirs = [...(options.bundled === false ? [] : [BUNDLED_TOOLS_DIR]), ...(options.toolDirs ?? [])];
@@ -111,8 +113,15 @@ export class Corral extends CorralHost<WorkerExecutor> {
     };
     // The first worker boots (its own thread) while the tools load and the store opens.
     const executor = new WorkerExecutor(options);
-    // With calls going to another executor, the local pool only serves `exec`: start no worker until one runs.
-    if (!options.executor) executor.pool.prestart(1);
+    let invokeExecutor: Executor | undefined;
+    try {
+      invokeExecutor = typeof options.executor === 'function' ? options.executor(executor) : options.executor;
+    } catch (err) {
+      await executor.close();
+      throw err;
+    }
+    // With calls going only to another executor, the local pool serves `exec` alone: start no worker until one runs.
+    if (typeof options.executor !== 'object') executor.pool.prestart(1);
     let store: Store | undefined;
     try {
       for (const dir of dirs) {
@@ -122,14 +131,14 @@ export class Corral extends CorralHost<WorkerExecutor> {
       }
       store = given === false ? undefined : typeof given === 'object' ? given : await openStore(location as string, storeOptions);
     } catch (err) {
-      await Promise.all([executor.close(), options.executor?.close?.()]);
+      await Promise.all([executor.close(), invokeExecutor?.close?.()]);
       throw err;
     }
     return new Corral(
       {
         registry,
         executor,
-        invokeExecutor: options.executor,
+        invokeExecutor,
         store,
         ownsStore: typeof given !== 'object',
         recordInputs: options.recordInputs,

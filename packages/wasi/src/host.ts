@@ -150,7 +150,9 @@ export type HostOptionKind =
   | 'store|path|false'
   | 'store|false'
   /** An Executor: an object with an execute function. */
-  | 'executor';
+  | 'executor'
+  /** An Executor, or a function that makes one from the host's own (a routing executor). */
+  | 'executor|function';
 
 /**
  * Check the options a host's `create` was given against their kinds, so a
@@ -199,8 +201,13 @@ export function checkHostOptions(where: string, options: unknown, kinds: Record<
         if (value !== false && !isStore) bad(option, `must be a Store or false ${got}`);
         break;
       case 'executor':
+      case 'executor|function':
+        if (kind === 'executor|function' && typeof value === 'function') break;
         if (typeof value !== 'object' || value === null || typeof (value as Executor).execute !== 'function')
-          bad(option, `must be an Executor (an object with an execute method) ${got}`);
+          bad(
+            option,
+            `must be an Executor (an object with an execute method)${kind === 'executor' ? '' : ' or a function that makes one'} ${got}`,
+          );
         break;
     }
   }
