@@ -119,7 +119,7 @@ function v1Store(): string {
 describe('SQLite store schema 2', () => {
   it('upgrades a version-1 file in place, keeping its decisions and executions, and then keeps audit events and approvals', async () => {
     const path = v1Store();
-    expect(SQLITE_SCHEMA_VERSION).toBe(4);
+    expect(SQLITE_SCHEMA_VERSION).toBe(5);
     const store = await SqliteStore.open(path);
     expect(await store.getDecision('dec-1')).toMatchObject({ output: 'call it', time_ns: '1764409626000000001' });
     expect(await store.getExecution('ok-1')).toMatchObject({
@@ -177,16 +177,18 @@ describe('SQLite store schema 2', () => {
     expect(JSON.parse(audit.stdout)).toEqual([]);
   });
 
-  it('refuses a store from a newer Corral (schema 5) without touching it', async () => {
+  it('refuses a store from a newer Corral (one schema version past this one) without touching it', async () => {
     const path = v1Store();
     await (await SqliteStore.open(path)).close();
     const db = new Database(path);
-    db.pragma('user_version = 5');
+    db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
     db.close();
     const before = readFileSync(path);
     await expect(SqliteStore.open(path)).rejects.toMatchObject({
       code: 'E_STORE',
-      message: /newer Corral \(schema version 5; this Corral understands up to 4\)/,
+      message: new RegExp(
+        `newer Corral \\(schema version ${SQLITE_SCHEMA_VERSION + 1}; this Corral understands up to ${SQLITE_SCHEMA_VERSION}\\)`,
+      ),
     });
     expect(readFileSync(path)).toEqual(before);
   });
