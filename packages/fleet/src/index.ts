@@ -5,6 +5,17 @@
  */
 export { FleetWorker, type FleetWorkerOptions, type WorkerEvent } from './worker.js';
 export { RemoteExecutor, remote, type RemoteOptions } from './remote.js';
+export {
+  STATUS_SUBJECT,
+  STATUS_LIMITS,
+  fleetStatus,
+  serveStatus,
+  type FleetStatus,
+  type FleetStatusOptions,
+  type QueueStatus,
+  type WorkerStatus,
+} from './status.js';
+export { connectFleet } from './nats.js';
 export { MemoryLedger, type CallLedger, type LedgerStore } from './ledger.js';
 export {
   STREAM,
