@@ -4,7 +4,18 @@
 // after real calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Corral } from '@corral/node';
-import { CALLS_PREFIX, HEADER_KEY, HEADER_REPLY, STATUS_SUBJECT, encodeCall, remote, type CallMessage } from '@corral/fleet';
+import {
+  CALLS_PREFIX,
+  HEADER_KEY,
+  HEADER_REPLY,
+  STATUS_LIMITS,
+  STATUS_SUBJECT,
+  encodeCall,
+  fleetStatus,
+  remote,
+  serveStatus,
+  type CallMessage,
+} from '@corral/fleet';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from '../helpers/nats.js';
@@ -200,6 +211,38 @@ describe('corral fleet status', () => {
     expect(after.json.workers).toEqual([]);
     expect(after.json.queue).toMatchObject({ pending: 0, ack_pending: 0 });
   }, 120_000);
+
+  it('a worker with more tools than an answer carries lists fewer, and still says how many', async () => {
+    const tools = Array.from({ length: 1000 }, (_, i) => `tool-${i}-${'x'.repeat(50)}@${'1.0.0-'.padEnd(200, 'a')}`);
+    const served = serveStatus(nc, () => ({
+      name: 'many-tools',
+      host: 'here',
+      pid: 1,
+      state: 'running',
+      tools,
+      tool_count: tools.length,
+      concurrency: 1,
+      running: 0,
+      runs: 0,
+      answered_from_record: 0,
+      retries: 0,
+      refused: 0,
+      started_at: new Date().toISOString(),
+      uptime_s: 1,
+      metrics: null,
+    }));
+    try {
+      const status = await fleetStatus({ servers: nats.url, timeoutMs: 500 });
+      const w = status.workers.find((x) => x.name === 'many-tools');
+      expect(w?.tool_count).toBe(1000);
+      expect(w!.tools.length).toBeGreaterThan(0);
+      expect(w!.tools.length).toBeLessThan(1000);
+      expect(JSON.stringify(w).length).toBeLessThanOrEqual(STATUS_LIMITS.answerBytes);
+      expect(status.unreadable_answers).toBe(0);
+    } finally {
+      served.close();
+    }
+  });
 
   it('prints a table a person can read', async () => {
     const w = await startWorkerProcess(nats.url, '--name', 'table-worker');

@@ -84,8 +84,14 @@ export function serveStatus(connection: NatsConnection, describe: () => WorkerSt
       if (!msg.reply) return;
       try {
         const status = describe();
-        const tools = status.tools.slice(0, STATUS_LIMITS.tools);
-        msg.respond(encoder.encode(JSON.stringify({ ...status, tools })));
+        // Within what a reader takes: fewer tools listed (tool_count still says how many) rather than no answer.
+        let tools = status.tools.slice(0, STATUS_LIMITS.tools);
+        let data = encoder.encode(JSON.stringify({ ...status, tools }));
+        while (data.length > STATUS_LIMITS.answerBytes && tools.length > 0) {
+          tools = tools.slice(0, Math.floor(tools.length / 2));
+          data = encoder.encode(JSON.stringify({ ...status, tools }));
+        }
+        msg.respond(data);
       } catch {
         // A status that cannot be described or sent now: the requester counts this worker as silent.
       }
