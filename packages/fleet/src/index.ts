@@ -17,6 +17,17 @@ export {
   type RoutePolicy,
   type RoutedOptions,
 } from './route.js';
+export {
+  STATUS_SUBJECT,
+  STATUS_LIMITS,
+  fleetStatus,
+  serveStatus,
+  type FleetStatus,
+  type FleetStatusOptions,
+  type QueueStatus,
+  type WorkerStatus,
+} from './status.js';
+export { connectFleet } from './nats.js';
 export { MemoryLedger, type CallLedger, type LedgerStore } from './ledger.js';
 export {
   STREAM,

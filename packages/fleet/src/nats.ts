@@ -42,12 +42,28 @@ function validServer(s: string): boolean {
   }
 }
 
-export async function connectTo(servers: string, name: string): Promise<NatsConnection> {
+/** `once`: one attempt and no reconnecting (a one-off question, such as a status, answers at once when the server is down). */
+export async function connectTo(servers: string, name: string, { once = false } = {}): Promise<NatsConnection> {
   try {
-    return await connect({ servers: servers.split(','), name, timeout: 5000, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    return await connect({
+      servers: servers.split(','),
+      name,
+      timeout: 5000,
+      ...(once ? { reconnect: false } : { maxReconnectAttempts: -1, reconnectTimeWait: 500 }),
+    });
   } catch (err) {
     throw unreachable(servers, err);
   }
+}
+
+/**
+ * A connection to the fleet's servers as a worker keeps one (reconnecting
+ * forever), for a process that shares it between a FleetWorker and
+ * serveStatus. Refuses what is not a list of NATS URLs (E_INPUT_VALIDATION);
+ * a server that cannot be reached is E_RESOURCE_EXHAUSTED (resource "fleet").
+ */
+export function connectFleet(servers: string | string[], name = 'corral-worker'): Promise<NatsConnection> {
+  return connectTo(serversText(servers, 'connectFleet'), name);
 }
 
 /** Create the calls stream, or bring an existing one to this configuration (idempotent). */

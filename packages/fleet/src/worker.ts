@@ -71,7 +71,7 @@ export interface FleetWorkerOptions {
 
 export type WorkerEvent =
   | { event: 'run'; key: string; tool: string; delivery: number; retry: boolean }
-  | { event: 'done'; key: string; tool: string; error_code: string | null; duration_ms: number }
+  | { event: 'done'; key: string; tool: string; error_code: string | null; exit_code: number | null; duration_ms: number }
   | { event: 'recorded'; key: string; tool: string }
   | { event: 'refused'; key: string | null; reason: string }
   | { event: 'store_error'; key: string; cause: string }
@@ -324,7 +324,14 @@ export class FleetWorker {
     }
     const result = reply.kind === 'result' ? reply.result : undefined;
     const error: CorralErrorJSON | null = reply.kind === 'error' ? reply.error : (reply.result.error ?? null);
-    this.#emit({ event: 'done', key, tool: call.tool, error_code: error?.code ?? null, duration_ms: durationMs });
+    this.#emit({
+      event: 'done',
+      key,
+      tool: call.tool,
+      error_code: error?.code ?? null,
+      exit_code: result?.exitCode ?? null,
+      duration_ms: durationMs,
+    });
     try {
       const won = await ledger.finishCall(key, { ...(await executionOutcome(result, error, durationMs)), ran_on: this.ranOn }, encoded);
       // Another delivery recorded first: answer what it recorded, so every answer is the same.

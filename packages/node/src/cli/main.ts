@@ -32,6 +32,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   mcp: () => import('./mcp.js'),
   serve: () => import('./serve.js'),
   worker: () => import('./worker.js'),
+  fleet: () => import('./fleet.js'),
   policy: () => import('./policy.js'),
   approve: () => import('./approve.js'),
   approvals: () => import('./approvals.js'),
@@ -57,6 +58,7 @@ Usage:
   corral mcp [--tools DIR]...                  serve the tools to an MCP client over stdio
   corral serve [--port N] [--host H] [options] serve the tools over HTTP (POST /execute, /openapi.json)
   corral worker --nats URL [options]           run calls for a fleet from NATS JetStream
+  corral fleet status --nats URL [--json]      the fleet's workers and work queue
   corral policy grant|deny|revoke|show         what tools called through MCP or HTTP may touch
   corral approvals [--json]                    calls waiting for approval
   corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)

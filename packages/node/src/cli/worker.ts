@@ -1,6 +1,7 @@
 /** `corral worker`: a fleet worker (@corral/fleet) over this machine's sandbox pool, until SIGTERM or SIGINT. */
+import { hostname } from 'node:os';
 import { isPostgresUrl, openPostgresStore } from '../store-url.js';
-import { EXIT_OK, UsageError, parse, toolDirsFlag, type Cli } from './shared.js';
+import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, toolDirsFlag, type Cli } from './shared.js';
 
 export const help = `corral worker --nats URL [options]
 
@@ -27,8 +28,17 @@ exits at once). One JSON log line per call on stderr.
                         to another worker; running calls send heartbeats (default 30000)
   --max-deliver N       deliveries of one call before JetStream gives up (default 5)
   --name NAME           this worker's name in each call's snapshot (ran_on "fleet
-                        NAME") and in logs (default: host name and process id)
+                        NAME"), in logs and in 'corral fleet status' (default:
+                        host name and process id)
+  --metrics HOST:PORT   serve Prometheus metrics at http://HOST:PORT/metrics
+                        (e.g. 0.0.0.0:9464; port 0 for any free one): calls by
+                        tool and outcome, call durations, answers from the
+                        record, retries, refused messages, calls in flight,
+                        the sandbox pool, and process metrics
   --quiet               no log lines
+
+Every worker answers 'corral fleet status' (core NATS subject corral.status)
+with its name, host, tools, concurrency and counters.
 
 Exit status: 0 after a graceful drain, 1 if the worker failed, 2 for a misused command.`;
 
@@ -45,6 +55,7 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
       'ack-wait': { type: 'string' },
       'max-deliver': { type: 'string' },
       name: { type: 'string' },
+      metrics: { type: 'string' },
       quiet: { type: 'boolean' },
     },
     false,
@@ -56,45 +67,119 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   const concurrency = integerFlag('--concurrency', values.concurrency, 1, 1024);
   const ackWaitMs = integerFlag('--ack-wait', values['ack-wait'], 1000, 3_600_000);
   const maxDeliver = integerFlag('--max-deliver', values['max-deliver'], 1, 1000);
+  const metricsAt = values.metrics !== undefined ? hostPortFlag('--metrics', values.metrics) : undefined;
+  const name = values.name ?? `${hostname()}-${process.pid}`;
 
-  const [{ Corral }, { FleetWorker, MemoryLedger }] = await Promise.all([import('../corral.js'), import('@corral/fleet')]);
+  const [{ Corral }, { FleetWorker, MemoryLedger, connectFleet, serveStatus }] = await Promise.all([
+    import('../corral.js'),
+    import('@corral/fleet'),
+  ]);
   const log = (line: Record<string, unknown>) => {
     if (!values.quiet) io.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
   };
-  // Opened first: a database that cannot be reached is refused before any sandbox worker starts.
-  const ledger: import('@corral/fleet').LedgerStore =
-    values.postgres !== undefined ? await postgresLedger(values.postgres) : new MemoryLedger('memory (this worker only)');
+  // One connection for the worker and its status answers, opened first: a bad URL is misuse (exit 2), a server that is down exit 1.
+  let nc: Awaited<ReturnType<typeof connectFleet>>;
+  try {
+    nc = await connectFleet(values.nats, 'corral-worker');
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'E_INPUT_VALIDATION') throw new UsageError((err as Error).message);
+    throw err;
+  }
+  const resources: { close(): Promise<unknown> }[] = [{ close: () => nc.drain().catch(() => {}) }];
+  const closeAll = async () => {
+    for (const r of resources.reverse()) await r.close().catch(() => {});
+  };
+  let ledger: import('@corral/fleet').LedgerStore;
+  let corral: import('../corral.js').Corral;
+  try {
+    // Opened before the pool: a database that cannot be reached is refused before any sandbox worker starts.
+    ledger = values.postgres !== undefined ? await postgresLedger(values.postgres) : new MemoryLedger('memory (this worker only)');
+    resources.push(ledger);
+    corral = await Corral.create({ toolDirs, bundled: !values['no-bundled'], store: false, ...(workers ? { size: workers } : {}) });
+    resources.push(corral);
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
   const recorded =
     values.postgres !== undefined
       ? 'results recorded in PostgreSQL'
       : "results recorded in memory (exactly-once within this worker's life)";
-  const corral = await Corral.create({ toolDirs, bundled: !values['no-bundled'], store: false, ...(workers ? { size: workers } : {}) });
   for (const err of corral.loadErrors) log({ event: 'skipped_tools', code: err.code, message: err.message });
-  let worker: import('@corral/fleet').FleetWorker;
+  const lanes = concurrency ?? corral.executor.pool.size;
+  let worker: import('@corral/fleet').FleetWorker | undefined;
+  let metrics: import('../server/worker-metrics.js').WorkerMetrics | undefined;
+  let metricsUrl: string | null = null;
+  if (metricsAt) {
+    const { WorkerMetrics } = await import('../server/worker-metrics.js');
+    const names = new Set(corral.registry.list().map((t) => t.spec.name));
+    metrics = new WorkerMetrics({ tools: () => names, pool: corral.executor.pool, worker: () => worker, concurrency: lanes });
+    try {
+      const { url, server } = await metrics.listen(metricsAt.host, metricsAt.port);
+      metricsUrl = url;
+      resources.push({ close: () => new Promise((r) => server.close(r)) });
+    } catch (err) {
+      await closeAll();
+      const code = (err as NodeJS.ErrnoException).code;
+      const why: Record<string, string> = {
+        EADDRINUSE: 'the port is in use; pick another, or port 0 for any free one',
+        EACCES: 'not allowed to listen there (ports below 1024 need privileges)',
+        EADDRNOTAVAIL: 'no such address on this machine',
+      };
+      if (code !== undefined && Object.hasOwn(why, code)) {
+        fail(`cannot serve metrics on ${values.metrics}: ${why[code]} (${code}).`);
+        return EXIT_TOOL_FAILED;
+      }
+      throw err;
+    }
+  }
   try {
     worker = await FleetWorker.start({
-      servers: values.nats,
+      connection: nc,
       registry: corral.registry,
       executor: corral.executor,
       ledger,
-      concurrency: concurrency ?? corral.executor.pool.size,
+      concurrency: lanes,
+      name,
       ...(ackWaitMs !== undefined ? { ackWaitMs } : {}),
       ...(maxDeliver !== undefined ? { maxDeliver } : {}),
-      ...(values.name !== undefined ? { name: values.name } : {}),
-      onEvent: (e) => log(e),
+      onEvent: (e) => {
+        metrics?.event(e);
+        log(e);
+      },
     });
   } catch (err) {
-    await corral.close();
-    await ledger.close();
-    // Only option checks are E_INPUT_VALIDATION here (a --nats value that is no URL): misuse, exit 2.
+    await closeAll();
+    // Only option checks are E_INPUT_VALIDATION here (a bad --name): misuse, exit 2.
     if ((err as { code?: unknown }).code === 'E_INPUT_VALIDATION') throw new UsageError((err as Error).message);
     throw err;
   }
+  const started = new Date();
+  let state: 'running' | 'draining' = 'running';
+  const tools = corral.registry.list().map((t) => `${t.spec.name}@${t.spec.version}`);
+  const running = worker;
+  const status = serveStatus(nc, () => ({
+    name,
+    host: hostname(),
+    pid: process.pid,
+    state,
+    tools,
+    tool_count: tools.length,
+    concurrency: lanes,
+    running: running.running,
+    runs: running.stats.runs,
+    answered_from_record: running.stats.answeredFromRecord,
+    retries: running.stats.retries,
+    refused: running.stats.refused,
+    started_at: started.toISOString(),
+    uptime_s: Math.round((Date.now() - started.getTime()) / 100) / 10,
+    metrics: metricsUrl,
+  }));
   corral.executor.pool.prestart(corral.executor.pool.size);
   const count = corral.registry.list().length;
   print(
     `corral: worker ready on ${values.nats.join(',')}: ${count} tool${count === 1 ? '' : 's'}, ` +
-      `concurrency ${concurrency ?? corral.executor.pool.size}, ${recorded}`,
+      `concurrency ${lanes}, ${recorded}, name ${name}${metricsUrl ? `, metrics on ${metricsUrl}` : ''}`,
   );
 
   let signals = 0;
@@ -113,12 +198,13 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   process.on('SIGINT', onSignal);
   try {
     await stopped;
+    state = 'draining';
     log({ event: 'draining', running: worker.running });
     await worker.close();
     log({ event: 'drained', ...worker.stats });
   } finally {
-    await corral.close();
-    await ledger.close();
+    status.close();
+    await closeAll();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
@@ -129,6 +215,15 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
 async function postgresLedger(url: string): Promise<import('@corral/fleet').LedgerStore> {
   if (!isPostgresUrl(url)) throw new UsageError(`bad --postgres ${JSON.stringify(url)}: expected a postgres:// or postgresql:// URL.`);
   return (await openPostgresStore(url)) as import('@corral/postgres').PostgresStore;
+}
+
+/** HOST:PORT (an IPv6 host in brackets: [::1]:9464); port 0 asks for any free one. */
+function hostPortFlag(flag: string, value: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535)
+    throw new UsageError(`bad ${flag} ${JSON.stringify(value)}: expected HOST:PORT, e.g. 127.0.0.1:9464, 0.0.0.0:9464 or [::1]:9464.`);
+  return { host: (m[1] ?? m[2])!, port };
 }
 
 function integerFlag(flag: string, value: string | undefined, min: number, max: number): number | undefined {
