@@ -388,6 +388,8 @@ describe('the fleet under faults', () => {
         at: number;
         end: 'killed' | 'unrecorded' | 'done' | 'none';
         doneAt?: number;
+        /** Its result's first try to record failed (the store was away). */
+        storeFailed?: boolean;
       };
       const runs: Run[] = [];
       let answeredFromRecord = 0;
@@ -409,16 +411,19 @@ describe('the fleet under faults', () => {
           } else if (e.event === 'store_error') {
             storeErrors.push({ at, cause: String(e.cause) });
             const run = open.get(String(e.key));
-            if (run?.end === 'done') run.end = 'unrecorded';
-            open.delete(String(e.key));
+            if (run?.end === 'done') run.storeFailed = true;
           } else if (e.event === 'recorded') answeredFromRecord++;
         }
         for (const run of open.values()) if (run.end === 'none' && w.killed) run.end = 'killed';
       }
-      // A run that finished on a worker killed before it could record (its call's outcome is another run's) was killed too.
+      // A run that finished but whose call's outcome is another run's: its worker was killed before it could
+      // record, or the store was away until the call was handed back.
       const ranOnOf = new Map(rows.map((r) => [r.id, r.ran_on]));
-      for (const run of runs)
-        if (run.end === 'done' && run.worker.killed && ranOnOf.get(run.key) !== `fleet ${run.worker.name}`) run.end = 'killed';
+      for (const run of runs) {
+        if (run.end !== 'done' || ranOnOf.get(run.key) === `fleet ${run.worker.name}`) continue;
+        if (run.worker.killed) run.end = 'killed';
+        else if (run.storeFailed) run.end = 'unrecorded';
+      }
       expect(
         runs.filter((r) => r.end === 'none').map((r) => `${r.key} on ${r.worker.name}`),
         'runs that neither finished nor had their worker killed',
@@ -464,6 +469,7 @@ describe('the fleet under faults', () => {
       expect(unaccounted, 're-runs no fault accounts for').toEqual([]);
       const killedRuns = runs.filter((r) => r.end === 'killed').length;
       expect(killedRuns, 'a kill interrupts at most the calls its worker runs at once').toBeLessThanOrEqual(kills.length * CONCURRENCY);
+      const heldThrough = runs.filter((r) => r.storeFailed && r.end === 'done').length;
       // The store only failed around its restart.
       if (pgRestart)
         expect(
@@ -510,7 +516,7 @@ describe('the fleet under faults', () => {
           `answers: ${kindText}; recorded after the client gave up: ${recordedAfterGivingUp}; ` +
           `runs ${runs.length} for ${runsByKey.size} calls, re-runs ${reruns} (after a kill ${rerunCauses.killed}, after a store error ${rerunCauses.unrecorded}, ` +
           `lost track at the nats restart ${rerunCauses.lost_track}); killed mid-run ${killedRuns}; answered from the record ${answeredFromRecord}; ` +
-          `fleet_retry audits ${audits.rows.length}; store errors ${storeErrors.length}; left in stream ${stream.state.messages}; wall ${(wallMs / 1000).toFixed(1)} s`,
+          `fleet_retry audits ${audits.rows.length}; store errors ${storeErrors.length} (results recorded after one ${heldThrough}); left in stream ${stream.state.messages}; wall ${(wallMs / 1000).toFixed(1)} s`,
       );
     },
     15 * 60_000,
