@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { CorralError, ErrorCodes, type ExecutionOutcome, type Executor } from '@corral/core';
 import { Corral } from '@corral/node';
-import { FleetWorker, MemoryLedger, remote } from '@corral/fleet';
+import { DEFAULT_CONSUMER, FleetWorker, MemoryLedger, STREAM, remote } from '@corral/fleet';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from '../helpers/nats.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/tools/', import.meta.url));
@@ -125,7 +127,7 @@ describe('a nats-server restart', () => {
 });
 
 describe('a worker whose store fails to record a result', () => {
-  it('does not ack the call: it comes back, runs again as a recorded retry, and its result is then recorded once', async () => {
+  it('answers at once, holds the call and records its result when the store works again: run once, acked once', async () => {
     // A real MemoryLedger whose first finishCall fails, as a database that went away for a moment would.
     class FlakyLedger extends MemoryLedger {
       failures = 1;
@@ -156,10 +158,17 @@ describe('a worker whose store fails to record a result', () => {
         await new Promise((r) => setTimeout(r, 50));
       const [done] = await ledger.listExecutions({ tool: 'echo' });
       expect(done?.status).toBe('ok');
-      expect(runs).toBe(2);
-      const retries = await ledger.listAudit({ action: 'fleet_retry' });
-      expect(retries.map((e) => e.detail.execution_id)).toEqual([done!.id]);
-      expect(retries[0]!.detail.delivery).toBe(2);
+      expect(ledger.failures).toBe(-1);
+      // Not handed back to run again (each hand-back spends one of max_deliver): acked once recorded.
+      const nc = await connect({ servers: nats.url });
+      const jsm = await jetstreamManager(nc);
+      for (let i = 0; i < 200 && (await jsm.consumers.info(STREAM, DEFAULT_CONSUMER)).num_ack_pending > 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const pending = (await jsm.consumers.info(STREAM, DEFAULT_CONSUMER)).num_ack_pending;
+      await nc.close();
+      expect(pending).toBe(0);
+      expect(runs).toBe(1);
+      expect(await ledger.listAudit({ action: 'fleet_retry' })).toEqual([]);
     } finally {
       await patient.close();
       await worker.close();

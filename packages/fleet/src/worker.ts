@@ -96,6 +96,8 @@ export class FleetWorker {
   readonly #options: ResolvedOptions;
   readonly #running = new Map<string, AbortController>();
   readonly #cancelled = new Map<string, number>();
+  /** Heartbeats of calls held while the store is away (see #storeAway). */
+  readonly #holding = new Map<JsMsg, ReturnType<typeof setInterval>>();
   readonly #cancelSub: Subscription;
   readonly #lanes: Promise<void>[] = [];
   #closing = false;
@@ -215,6 +217,9 @@ export class FleetWorker {
         // A bug, not the call's: keep the lane alive, and let the call come back (to its record, if it has one).
         this.#emit({ event: 'error', cause: `handling a call failed: ${errorText(err)}` });
         msg.nak(STORE_RETRY_MS);
+      } finally {
+        clearInterval(this.#holding.get(msg));
+        this.#holding.delete(msg);
       }
     }
   }
@@ -302,9 +307,9 @@ export class FleetWorker {
         );
       }
     } catch (err) {
-      // Nothing durable can be written: do not run; let the call come back later (or to a worker whose store works).
+      // Nothing durable can be written: do not run yet; hold the call and try again (see #storeAway).
       this.#emit({ event: 'store_error', key, cause: errorText(err) });
-      msg.nak(STORE_RETRY_MS);
+      if (await this.#storeAway(msg, call)) return this.#handle(msg);
       return;
     }
 
@@ -332,19 +337,49 @@ export class FleetWorker {
       exit_code: result?.exitCode ?? null,
       duration_ms: durationMs,
     });
-    try {
-      const won = await ledger.finishCall(key, { ...(await executionOutcome(result, error, durationMs)), ran_on: this.ranOn }, encoded);
-      // Another delivery recorded first: answer what it recorded, so every answer is the same.
-      if (!won) encoded = (await ledger.getCallResult(key)) ?? encoded;
-    } catch (err) {
-      // Not durable: answer anyway (the caller waits), but do not ack; the call comes back and its retry is recorded.
-      this.#emit({ event: 'store_error', key, cause: errorText(err) });
-      this.#reply(replyTo, key, encoded);
-      msg.nak(STORE_RETRY_MS);
-      return;
+    const outcome = { ...(await executionOutcome(result, error, durationMs)), ran_on: this.ranOn };
+    let answered = false;
+    for (;;) {
+      try {
+        const won = await ledger.finishCall(key, outcome, encoded);
+        // Another delivery recorded first: answer what it recorded, so every answer is the same.
+        if (!won) encoded = (await ledger.getCallResult(key)) ?? encoded;
+        break;
+      } catch (err) {
+        // Not durable: answer anyway (the caller waits) and record it once the store is back (see #storeAway);
+        // failing that, do not ack: the call comes back and its retry is recorded.
+        this.#emit({ event: 'store_error', key, cause: errorText(err) });
+        if (!answered) this.#reply(replyTo, key, encoded);
+        answered = true;
+        if (!(await this.#storeAway(msg, call))) return;
+      }
     }
-    this.#reply(replyTo, key, encoded);
+    if (!answered) this.#reply(replyTo, key, encoded);
     await ack(msg);
+  }
+
+  /**
+   * The store failed (a restart, a failover). Handing the call back (nak) counts a delivery each
+   * time, and after max_deliver JetStream never delivers it again: an outage a little longer than
+   * max_deliver × STORE_RETRY_MS would lose every call that came meanwhile. So the call is held
+   * here, JetStream told it is in progress, and the store tried again after a pause (true); it is
+   * handed back (false) once its caller has stopped waiting, or when the worker drains.
+   */
+  async #storeAway(msg: JsMsg, call: CallMessage): Promise<boolean> {
+    if (this.#closing || Date.now() > call.sent_ms + call.wait_ms) {
+      msg.nak(STORE_RETRY_MS);
+      return false;
+    }
+    // Heartbeats while held, during the next try too (a connection attempt may outlast ack_wait); #lane stops them.
+    const every = Math.max(500, Math.floor(this.#options.ackWaitMs / 3));
+    if (!this.#holding.has(msg))
+      this.#holding.set(
+        msg,
+        setInterval(() => msg.working(), every),
+      );
+    msg.working();
+    await new Promise((r) => setTimeout(r, Math.min(STORE_RETRY_MS, every)));
+    return true;
   }
 
   async #run(call: CallMessage, key: string, msg: JsMsg): Promise<ReplyMessage> {
