@@ -191,6 +191,8 @@ export class RemoteExecutor implements FleetSide {
               setTimeout(publish, 250);
               return;
             }
+            // JetStream may have stored it without its ack reaching us: tell any worker that takes it later not to run it.
+            void this.#cancel(key);
             finish();
             reject(unreachable(this.#servers, err));
           },
