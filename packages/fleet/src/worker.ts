@@ -256,6 +256,31 @@ export class FleetWorker {
     const { ledger } = this.#options;
     let retry = false;
     try {
+      const intent = await executionIntent({
+        id: key,
+        decisionId: null,
+        tool: call.tool,
+        version: call.version,
+        wasmSha256: call.wasm_sha256,
+        stdin: call.stdin,
+        json: jsonTextOf(call.stdin),
+        keepText: true,
+      });
+      const existing = await ledger.getExecution(key);
+      // A key is one call: another tool or input under a recorded key (a reuse, a forgery) must not get that call's result, nor run as its retry.
+      const differs = existing && (['tool', 'version', 'wasm_sha256', 'input_sha256'] as const).find((f) => existing[f] !== intent[f]);
+      if (differs) {
+        const reason = `its key ${key} is another call's (the recorded call differs in ${differs})`;
+        this.stats.refused++;
+        this.#emit({ event: 'refused', key, reason });
+        const error = new CorralError(ErrorCodes.INPUT_VALIDATION, `The fleet refused the call: ${reason}`, {
+          reason: 'bad_request_body',
+          cause: reason,
+        });
+        this.#reply(replyTo, key, encodeReply({ kind: 'error', error: error.toJSON() }));
+        await ack(msg);
+        return;
+      }
       const recorded = await ledger.getCallResult(key);
       if (recorded) {
         this.stats.answeredFromRecord++;
@@ -264,7 +289,6 @@ export class FleetWorker {
         await ack(msg);
         return;
       }
-      const existing = await ledger.getExecution(key);
       if (existing) {
         if (existing.status !== 'interrupted') {
           // An outcome without a result record: not something this worker wrote. Never run it twice.
@@ -288,18 +312,7 @@ export class FleetWorker {
           detail: { execution_id: key, delivery: msg.info.deliveryCount, intent_ns: existing.intent_ns },
         });
       } else {
-        await ledger.beginExecution(
-          await executionIntent({
-            id: key,
-            decisionId: null,
-            tool: call.tool,
-            version: call.version,
-            wasmSha256: call.wasm_sha256,
-            stdin: call.stdin,
-            json: jsonTextOf(call.stdin),
-            keepText: true,
-          }),
-        );
+        await ledger.beginExecution(intent);
       }
     } catch (err) {
       // Nothing durable can be written: do not run; let the call come back later (or to a worker whose store works).
