@@ -104,8 +104,6 @@ describe('corral worker under hostile messages', () => {
     await until('the worker to be ready', () => stdout.includes('worker ready'));
 
     const inbox = createInbox();
-    const answers: Uint8Array[] = [];
-    nc.subscribe(`${inbox}.*`, { callback: (_e, m) => answers.push(m.data) });
     const ok = () => ({ [HEADER_KEY]: crypto.randomUUID(), [HEADER_REPLY]: `${inbox}.${crypto.randomUUID().slice(0, 8)}` });
     const echo = callFor('echo', { hostile: true });
     const meta = (over: Record<string, unknown>) => {
