@@ -12,6 +12,8 @@ import {
   HEADER_REPLY,
   MemoryLedger,
   STREAM,
+  remote,
+  routed,
   decodeReply,
   encodeCall,
   type CallMessage,
@@ -133,5 +135,37 @@ describe('what the worker refuses leaves the stream', () => {
     expect(worker.stats.refused).toBe(before + 20);
     for (let i = 0; i < 100 && (await jsm.streams.info(STREAM)).state.messages > 0; i++) await new Promise((r) => setTimeout(r, 50));
     expect((await jsm.streams.info(STREAM)).state).toMatchObject({ messages: 0 });
+  });
+});
+
+describe('routed() and a call the fleet ran', () => {
+  it('a result too large to carry back (or a worker saying the fleet could not take it) is not run again locally', async () => {
+    let localRuns = 0;
+    const host = await Corral.create({
+      bundled: false,
+      toolDirs: [FIXTURES],
+      store: false,
+      size: 1,
+      executor: (local) =>
+        routed({
+          local: { execute: (r) => (localRuns++, local.execute(r)) },
+          localLoad: local.pool,
+          fleet: remote({ servers: nats.url }),
+          policy: { tools: { 'stdout-flood': 'fleet' } },
+        }),
+    });
+    try {
+      const mark = crypto.randomUUID();
+      const r = await host.invoke('stdout-flood', { mark }, { timeoutMs: 2000 });
+      // It ran in the fleet (once), and its caller hears why nothing came back, not a second, local run's result.
+      expect(ran).toContainEqual({ mark });
+      expect(localRuns).toBe(0);
+      expect(r.error).toMatchObject({
+        code: 'E_RESOURCE_EXHAUSTED',
+        details: { resource: 'fleet', reason: 'message_too_large', delivered: true },
+      });
+    } finally {
+      await host.close();
+    }
   });
 });
