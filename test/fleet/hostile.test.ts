@@ -16,6 +16,7 @@ import {
   routed,
   decodeReply,
   encodeCall,
+  encodeReply,
   type CallMessage,
 } from '@corral/fleet';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -167,5 +168,15 @@ describe('routed() and a call the fleet ran', () => {
     } finally {
       await host.close();
     }
+  });
+});
+
+describe("a worker's reply is untrusted", () => {
+  it('a ran_on other than "fleet NAME" (claiming a local run, or carrying terminal escapes) is refused', () => {
+    const reply = (ranOn: string) =>
+      encodeReply({ kind: 'result', result: { exitCode: 0, stdout: new Uint8Array(), stderr: new Uint8Array(), durationMs: 1, ranOn } });
+    expect(decodeReply(reply('fleet w1.example:4@x'), 10)).toMatchObject({ kind: 'result', result: { ranOn: 'fleet w1.example:4@x' } });
+    for (const lie of ['local: a local worker is free', 'fleet w1\u001b]0;pwned\u0007', 'fleet ', `fleet ${'w'.repeat(65)}`])
+      expect(() => decodeReply(reply(lie), 10)).toThrow(/ran_on is not "fleet NAME"/);
   });
 });
