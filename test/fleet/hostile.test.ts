@@ -180,3 +180,19 @@ describe("a worker's reply is untrusted", () => {
       expect(() => decodeReply(reply(lie), 10)).toThrow(/ran_on is not "fleet NAME"/);
   });
 });
+
+describe("the host's own options", () => {
+  it('a reply prefix that would let a call name any subject (none, a wildcard, the calls stream) is E_INPUT_VALIDATION', async () => {
+    for (const replyPrefix of ['', '>', 'corral.', '_INBOX', 42 as unknown as string]) {
+      await expect(
+        FleetWorker.start({
+          servers: nats.url,
+          registry: local.registry,
+          executor: local.executor,
+          ledger: new MemoryLedger(),
+          replyPrefix,
+        }),
+      ).rejects.toMatchObject({ code: 'E_INPUT_VALIDATION', details: { option: 'replyPrefix' } });
+    }
+  });
+});

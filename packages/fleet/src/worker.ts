@@ -134,6 +134,13 @@ export class FleetWorker {
     const durable = options.consumer ?? DEFAULT_CONSUMER;
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(durable)) bad('consumer', 'must be letters, digits, _ or - (at most 64)');
     if (options.connection === undefined && options.servers === undefined) bad('servers', 'or connection is needed');
+    // Else a hostile call's reply subject could be any subject: another call's cancel, the calls stream, another program's.
+    const rp = options.replyPrefix;
+    if (
+      rp !== undefined &&
+      !(typeof rp === 'string' && /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.$/.test(rp) && rp.length <= 128 && !rp.startsWith('corral.'))
+    )
+      bad('replyPrefix', "must be subject tokens ending in '.' (like '_INBOX.'), outside corral.");
     const name = options.name ?? `${hostname()}-${process.pid}`;
     if (typeof name !== 'string' || !/^[\w.:@-]{1,64}$/.test(name)) bad('name', 'must be 1 to 64 letters, digits or . _ : @ -');
     const nc = options.connection ?? (await connectTo(serversText(options.servers, 'FleetWorker.start'), 'corral-worker'));
