@@ -196,3 +196,42 @@ describe("the host's own options", () => {
     }
   });
 });
+
+describe("a worker's memory ledger", () => {
+  it('keeps at most maxCalls calls, the newest, results and snapshots together, so a long-lived worker does not grow without bound', async () => {
+    const small = new MemoryLedger('bounded', { maxCalls: 10 });
+    const keys: string[] = [];
+    for (let i = 0; i < 35; i++) {
+      const key = crypto.randomUUID();
+      keys.push(key);
+      const intent = {
+        id: key,
+        decision_id: null,
+        tool: 'echo',
+        version: '1.0.0',
+        wasm_sha256: null,
+        input_sha256: null,
+        input_json: null,
+      };
+      await small.beginExecution({ ...intent, intent_ns: String(1000 + i) });
+      const outcome = { result_ns: String(2000 + i), exit_code: 0, error_code: null, error_message: null, stdout_sha256: null };
+      const rest = {
+        stdout_head: '',
+        stdout_tail: '',
+        stderr_head: '',
+        stderr_tail: '',
+        duration_ms: 1,
+        peak_memory_bytes: null,
+        ran_on: null,
+      };
+      expect(await small.finishCall(key, { ...outcome, ...rest }, new Uint8Array(1000))).toBe(true);
+    }
+    const kept = (await Promise.all(keys.map((k) => small.getCallResult(k)))).filter(Boolean).length;
+    expect(kept).toBeLessThanOrEqual(10);
+    expect((await small.listExecutions()).length).toBeLessThanOrEqual(10);
+    expect(await small.getCallResult(keys[34]!)).not.toBeNull();
+    expect(await small.getCallResult(keys[0]!)).toBeNull();
+    expect(await small.getExecution(keys[0]!)).toBeNull();
+    expect(() => new MemoryLedger('x', { maxBytes: 0 })).toThrow(expect.objectContaining({ code: 'E_INPUT_VALIDATION' }));
+  });
+});

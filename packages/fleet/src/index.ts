@@ -17,7 +17,7 @@ export {
   type RoutePolicy,
   type RoutedOptions,
 } from './route.js';
-export { MemoryLedger, type CallLedger, type LedgerStore } from './ledger.js';
+export { MemoryLedger, type CallLedger, type LedgerStore, type MemoryLedgerLimits } from './ledger.js';
 export {
   STREAM,
   CALLS_PREFIX,
