@@ -2,6 +2,7 @@
 // process, over a real sandbox pool) serves calls that a second Corral sends
 // through remote(); what comes back is what the local pool gives.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Executor, InvokeResult } from '@corral/core';
@@ -268,7 +269,8 @@ describe('exactly-once results', () => {
       tool: 'echo',
       version: call.version,
       wasm_sha256: call.wasm_sha256,
-      input_sha256: null,
+      // The same call: a different input under the key would be refused (another call's key).
+      input_sha256: createHash('sha256').update(call.stdin).digest('hex'),
       input_json: null,
       intent_ns: '1',
     });

@@ -28,7 +28,7 @@ export {
   type WorkerStatus,
 } from './status.js';
 export { connectFleet } from './nats.js';
-export { MemoryLedger, type CallLedger, type LedgerStore } from './ledger.js';
+export { MemoryLedger, type CallLedger, type LedgerStore, type MemoryLedgerLimits } from './ledger.js';
 export {
   STREAM,
   CALLS_PREFIX,

@@ -18,7 +18,6 @@ import {
   type ExecutionResult,
   type MemoryTree,
 } from '@corral/core';
-import { MAX_RAN_ON } from '@corral/core/store-kit';
 
 /** The JetStream stream calls go through (work-queue retention: each call is taken once). */
 export const STREAM = 'CORRAL_CALLS';
@@ -41,6 +40,8 @@ const REPLY_MAGIC = [0x43, 0x46, 0x52, 1]; // "CFR" v1
 const TOOL_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const KEY = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
+/** A worker's ran_on: "fleet " and its name (FleetWorker's name rule). */
+const RAN_ON = /^fleet [\w.:@-]{1,64}$/;
 /** A reply subject: plain tokens, no wildcards or spaces. */
 const SUBJECT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 
@@ -299,8 +300,9 @@ export function decodeReply(bytes: Uint8Array, outputLimitBytes: number): ReplyM
     if (meta[flag] !== undefined && typeof meta[flag] !== 'boolean') throw new MalformedMessage(`the reply's ${flag} is not true or false`);
   if (meta.peak_memory_bytes !== undefined && !(Number.isSafeInteger(meta.peak_memory_bytes) && (meta.peak_memory_bytes as number) >= 0))
     throw new MalformedMessage("the reply's peak_memory_bytes is not a size");
-  if (meta.ran_on !== undefined && !(typeof meta.ran_on === 'string' && meta.ran_on.length <= MAX_RAN_ON))
-    throw new MalformedMessage(`the reply's ran_on is not a text of at most ${MAX_RAN_ON} characters`);
+  // What a worker writes ("fleet NAME", its --name rule), nothing else: a worker may not claim it ran locally, nor carry escapes into snapshots.
+  if (meta.ran_on !== undefined && !(typeof meta.ran_on === 'string' && RAN_ON.test(meta.ran_on)))
+    throw new MalformedMessage(`the reply's ran_on is not "fleet NAME" (a worker's name: 1 to 64 letters, digits or . _ : @ -)`);
   const result: ExecutionResult = { exitCode: meta.exit_code as number, stdout, stderr, durationMs: meta.duration_ms };
   if (meta.exited !== undefined) result.exited = meta.exited as boolean;
   if (meta.error !== undefined) result.error = errorOf(meta.error);

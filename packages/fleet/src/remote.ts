@@ -5,7 +5,7 @@
  * is the same call, with the same result envelope and error codes, locally
  * or in the fleet.
  */
-import { CorralError, ErrorCodes, type ExecutionRequest, type ExecutionResult, type MemoryTree } from '@corral/core';
+import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionRequest, type ExecutionResult, type MemoryTree } from '@corral/core';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { connectTo, ensureStream, errorText, serversText, unreachable } from './nats.js';
@@ -298,8 +298,8 @@ export class RemoteExecutor implements FleetSide {
     if (!pending) return;
     try {
       const reply = decodeReply(data, pending.outputLimitBytes);
-      if (reply.kind === 'error') pending.reject(CorralError.fromJSON(reply.error));
-      else pending.resolve(reply.result);
+      if (reply.kind === 'error') pending.reject(CorralError.fromJSON(delivered(reply.error)));
+      else pending.resolve(reply.result.error ? { ...reply.result, error: delivered(reply.result.error) } : reply.result);
     } catch (err) {
       const cause = err instanceof MalformedMessage ? err.message : errorText(err);
       pending.reject(
@@ -324,6 +324,16 @@ export class RemoteExecutor implements FleetSide {
         // Not connected: a worker that takes the call later drops it once its caller's wait is over.
       });
   }
+}
+
+/**
+ * A fleet error that came back from a worker (a result too large to carry,
+ * or a lie): the call reached the fleet, so routed() must not run it again
+ * locally as one the fleet never took.
+ */
+function delivered(error: CorralErrorJSON): CorralErrorJSON {
+  const details = error.details as { resource?: unknown } | undefined;
+  return details?.resource === 'fleet' ? ({ ...error, details: { ...details, delivered: true } } as unknown as CorralErrorJSON) : error;
 }
 
 /** An executor that runs each call in the fleet of `corral worker`s behind these NATS servers. */

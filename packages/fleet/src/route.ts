@@ -164,8 +164,9 @@ export class RoutedExecutor implements Executor {
  */
 function undelivered(error: CorralErrorJSON | null | undefined): string | null {
   if (error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) return null;
-  const details = error.details as { resource?: string; reason?: string } | undefined;
-  if (details?.resource !== 'fleet') return null;
+  const details = error.details as { resource?: string; reason?: string; delivered?: boolean } | undefined;
+  // A worker's answer (remote() marks it delivered): the call reached the fleet, whatever the reply says.
+  if (details?.resource !== 'fleet' || details.delivered === true) return null;
   if (details.reason === 'unreachable') return 'unreachable';
   if (details.reason === 'message_too_large') return 'the call is larger than its servers carry';
   return null;

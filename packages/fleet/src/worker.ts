@@ -136,6 +136,13 @@ export class FleetWorker {
     const durable = options.consumer ?? DEFAULT_CONSUMER;
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(durable)) bad('consumer', 'must be letters, digits, _ or - (at most 64)');
     if (options.connection === undefined && options.servers === undefined) bad('servers', 'or connection is needed');
+    // Else a hostile call's reply subject could be any subject: another call's cancel, the calls stream, another program's.
+    const rp = options.replyPrefix;
+    if (
+      rp !== undefined &&
+      !(typeof rp === 'string' && /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.$/.test(rp) && rp.length <= 128 && !rp.startsWith('corral.'))
+    )
+      bad('replyPrefix', "must be subject tokens ending in '.' (like '_INBOX.'), outside corral.");
     const name = options.name ?? `${hostname()}-${process.pid}`;
     if (typeof name !== 'string' || !/^[\w.:@-]{1,64}$/.test(name)) bad('name', 'must be 1 to 64 letters, digits or . _ : @ -');
     const nc = options.connection ?? (await connectTo(serversText(options.servers, 'FleetWorker.start'), 'corral-worker'));
@@ -261,6 +268,31 @@ export class FleetWorker {
     const { ledger } = this.#options;
     let retry = false;
     try {
+      const intent = await executionIntent({
+        id: key,
+        decisionId: null,
+        tool: call.tool,
+        version: call.version,
+        wasmSha256: call.wasm_sha256,
+        stdin: call.stdin,
+        json: jsonTextOf(call.stdin),
+        keepText: true,
+      });
+      const existing = await ledger.getExecution(key);
+      // A key is one call: another tool or input under a recorded key (a reuse, a forgery) must not get that call's result, nor run as its retry.
+      const differs = existing && (['tool', 'version', 'wasm_sha256', 'input_sha256'] as const).find((f) => existing[f] !== intent[f]);
+      if (differs) {
+        const reason = `its key ${key} is another call's (the recorded call differs in ${differs})`;
+        this.stats.refused++;
+        this.#emit({ event: 'refused', key, reason });
+        const error = new CorralError(ErrorCodes.INPUT_VALIDATION, `The fleet refused the call: ${reason}`, {
+          reason: 'bad_request_body',
+          cause: reason,
+        });
+        this.#reply(replyTo, key, encodeReply({ kind: 'error', error: error.toJSON() }));
+        await ack(msg);
+        return;
+      }
       const recorded = await ledger.getCallResult(key);
       if (recorded) {
         this.stats.answeredFromRecord++;
@@ -269,7 +301,6 @@ export class FleetWorker {
         await ack(msg);
         return;
       }
-      const existing = await ledger.getExecution(key);
       if (existing) {
         if (existing.status !== 'interrupted') {
           // An outcome without a result record: not something this worker wrote. Never run it twice.
@@ -293,18 +324,7 @@ export class FleetWorker {
           detail: { execution_id: key, delivery: msg.info.deliveryCount, intent_ns: existing.intent_ns },
         });
       } else {
-        await ledger.beginExecution(
-          await executionIntent({
-            id: key,
-            decisionId: null,
-            tool: call.tool,
-            version: call.version,
-            wasmSha256: call.wasm_sha256,
-            stdin: call.stdin,
-            json: jsonTextOf(call.stdin),
-            keepText: true,
-          }),
-        );
+        await ledger.beginExecution(intent);
       }
     } catch (err) {
       // Nothing durable can be written: do not run yet; hold the call and try again (see #storeAway).
