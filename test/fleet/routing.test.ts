@@ -78,11 +78,12 @@ describe('routing between the local pool and the fleet', () => {
 
     const { result, ran } = await until(/^fleet/, diffOf(100));
     expect(result.ok, JSON.stringify(result.error)).toBe(true);
-    expect(ran).toMatch(/^fleet w1: the input is \d+ KiB$/);
+    // The worker, the call's key (its snapshot's id in the fleet's store) and why.
+    const [, key] = /^fleet w1, call ([0-9a-f-]{36}): the input is \d+ KiB$/.exec(ran) ?? [];
+    expect(key, ran).toBeDefined();
     expect(result.output).toMatchObject({ totals: { files: 1, additions: 1000 } });
     // The worker recorded the same call, under its own name.
-    const recorded = await ledger.listExecutions({ tool: 'diff-summary' });
-    expect(recorded.some((e) => e.ran_on === 'fleet w1' && e.status === 'ok')).toBe(true);
+    expect(await ledger.getExecution(key!)).toMatchObject({ ran_on: 'fleet w1', status: 'ok', tool: 'diff-summary' });
   });
 
   it('runs locally and says so while the fleet is stopped, and sends calls out again when it is back', async () => {
@@ -97,7 +98,7 @@ describe('routing between the local pool and the fleet', () => {
     }
     const { result, ran } = await until(/^fleet/, diffOf(100));
     expect(result.ok, JSON.stringify(result.error)).toBe(true);
-    expect(ran).toMatch(/^fleet w1: the input is/);
+    expect(ran).toMatch(/^fleet w1, call [0-9a-f-]{36}: the input is/);
   }, 90_000);
 
   it('refuses a policy that is not one (E_INPUT_VALIDATION naming the option)', () => {

@@ -14,7 +14,7 @@ export function errorText(err: unknown): string {
 export function unreachable(servers: string, err: unknown): CorralError<'E_RESOURCE_EXHAUSTED'> {
   return new CorralError(
     ErrorCodes.RESOURCE_EXHAUSTED,
-    `The fleet's NATS server${servers.includes(',') ? 's' : ''} ${servers} could not be reached: ${errorText(err)}`,
+    `The fleet's NATS server${servers.includes(',') ? 's' : ''} ${servers} could not be reached: ${errorText(err)}. Is nats-server running there, with JetStream on (nats-server -js)?`,
     { resource: 'fleet', reason: 'unreachable', servers, cause: errorText(err) },
   );
 }

@@ -299,7 +299,11 @@ export class RemoteExecutor implements FleetSide {
     try {
       const reply = decodeReply(data, pending.outputLimitBytes);
       if (reply.kind === 'error') pending.reject(CorralError.fromJSON(delivered(reply.error)));
-      else pending.resolve(reply.result.error ? { ...reply.result, error: delivered(reply.result.error) } : reply.result);
+      else {
+        // The call's key names the worker's own snapshot of it (its execution id in the fleet's store).
+        const result = { ...reply.result, ranOn: `${reply.result.ranOn ?? 'fleet'}, call ${key}` };
+        pending.resolve(result.error ? { ...result, error: delivered(result.error) } : result);
+      }
     } catch (err) {
       const cause = err instanceof MalformedMessage ? err.message : errorText(err);
       pending.reject(
