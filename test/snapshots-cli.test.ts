@@ -94,6 +94,44 @@ describe('corral run records snapshots', () => {
     ]);
   });
 
+  it('lists where routed calls ran, and shows why', async () => {
+    const path = join(dir, 'routed.db');
+    const store = await SqliteStore.open(path);
+    const when = (n: number) => (1_764_409_626_000_000_000n + BigInt(n) * 1_000_000n).toString();
+    const calls = [
+      { id: 'call-here', ran_on: 'local: the fleet is unreachable' },
+      { id: 'call-away', ran_on: 'fleet w1, call 24fc49b3-0000-4000-8000-000000000000: the input is 3.0 MiB' },
+    ];
+    for (const [n, c] of calls.entries()) {
+      const base = { decision_id: null, tool: 'echo', version: '1.0.0', wasm_sha256: null, input_sha256: null, input_json: null };
+      await store.beginExecution({ ...base, id: c.id, intent_ns: when(n) });
+      await store.finishExecution(c.id, {
+        result_ns: when(n + 1),
+        exit_code: 0,
+        error_code: null,
+        error_message: null,
+        stdout_sha256: null,
+        stdout_head: '',
+        stdout_tail: '',
+        stderr_head: '',
+        stderr_tail: '',
+        duration_ms: 1,
+        peak_memory_bytes: null,
+        ran_on: c.ran_on,
+      });
+    }
+    await store.close();
+    const lines = (await corral(['snapshots', 'list', '--store', path])).stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+TIME \(UTC\)\s+TOOL\s+STATUS\s+ERROR\s+DURATION\s+RAN ON$/);
+    expect(lines.slice(1).map((l) => [l.split(/\s+/)[0], l.match(/(local|fleet w1)$/)?.[0]])).toEqual([
+      ['call-away', 'fleet w1'],
+      ['call-here', 'local'],
+    ]);
+    expect((await corral(['snapshots', 'show', 'call-away', '--store', path])).stdout).toContain(
+      'ran on         fleet w1, call 24fc49b3-0000-4000-8000-000000000000: the input is 3.0 MiB',
+    );
+  });
+
   it('links calls to a decision recorded through the API', async () => {
     const store = join(dir, 'decisions.db');
     const c = await Corral.create({ bundled: false, toolDirs: [FIXTURES], store, size: 1 });

@@ -110,6 +110,8 @@ async function listCommand(args: string[], print: Print): Promise<number> {
       print(store ? 'No snapshots match.' : `No snapshots recorded yet (${resolve(values.store ?? defaultStorePath())} does not exist).`),
       EXIT_OK
     );
+  // Where calls ran, when any listed call was routed (a fleet): "local" or "fleet NAME"; `show` says why.
+  const routed = found.some((e) => e.ran_on);
   // Escaped before the widths are measured, so the columns line up as printed.
   const rows = found.map((e) =>
     [
@@ -119,9 +121,10 @@ async function listCommand(args: string[], print: Print): Promise<number> {
       e.status,
       e.error_code ?? '',
       e.duration_ms === null ? '' : `${e.duration_ms.toFixed(1)} ms`,
+      ...(routed ? [(e.ran_on ?? '').split(/[,:]/)[0]!] : []),
     ].map(cell),
   );
-  const header = ['ID', 'TIME (UTC)', 'TOOL', 'STATUS', 'ERROR', 'DURATION'];
+  const header = ['ID', 'TIME (UTC)', 'TOOL', 'STATUS', 'ERROR', 'DURATION', ...(routed ? ['RAN ON'] : [])];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const r of [header, ...rows])
     print(
