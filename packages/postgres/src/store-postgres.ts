@@ -93,6 +93,8 @@ type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult<Row>>;
 type Work<T> = (q: Query, again: boolean) => Promise<T>;
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+/** Clients that have their lifelong 'error' listener (see #attempt). */
+const guarded = new WeakSet<object>();
 /** Tries of a call whose connection failed before it committed anything. */
 const ATTEMPTS = 3;
 /** SQLSTATEs node-postgres reports for a duplicate key and a foreign key still referenced. */
@@ -809,9 +811,13 @@ export class PostgresStore implements Store {
         }
         throw this.#error(err);
       }
-      // A connection that breaks while checked out emits 'error'; unheard, that would end the process.
-      const ignore = () => {};
-      client.on('error', ignore);
+      // A connection that breaks emits 'error' on its client, checked out or not, even after the pool
+      // dropped it (the server's FATAL can arrive after release); unheard, that would end the process.
+      // The failure itself reaches the query that was running; every client keeps a listener for life.
+      if (!guarded.has(client)) {
+        client.on('error', () => {});
+        guarded.add(client);
+      }
       let discard = false;
       let committing = false;
       try {
@@ -841,7 +847,6 @@ export class PostgresStore implements Store {
         }
         throw this.#error(err);
       } finally {
-        client.off('error', ignore);
         client.release(discard || undefined);
       }
     }
