@@ -3,26 +3,16 @@
 // whose worker is SIGKILLed mid-run goes to another worker process and comes
 // back to its caller once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
 import { Corral } from '@corral/node';
 import { remote } from '@corral/fleet';
 import { startNats, type NatsServer } from '../helpers/nats.js';
+import { CLI, FIXTURES, startWorkerProcess, stopAllWorkerProcesses, waitFor, type WorkerProcess } from '../helpers/worker-cli.js';
 
-const CLI = fileURLToPath(new URL('../../packages/node/bin/corral.js', import.meta.url));
-const FIXTURES = fileURLToPath(new URL('../fixtures/tools/', import.meta.url));
 const workspace = [{ guest: '/workspace', access: 'read-write' as const }];
-
-interface WorkerProcess {
-  child: ChildProcess;
-  stdout: string[];
-  events: Record<string, unknown>[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
 
 let nats: NatsServer;
 let client: Corral;
-const started: WorkerProcess[] = [];
 
 beforeAll(async () => {
   nats = await startNats();
@@ -35,59 +25,12 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const w of started) w.child.kill('SIGKILL');
-  await Promise.all(started.map((w) => w.exited));
+  await stopAllWorkerProcesses();
   await client?.close();
   await nats?.stop();
 });
 
-async function startWorker(...extra: string[]): Promise<WorkerProcess> {
-  const child = spawn(
-    process.execPath,
-    [CLI, 'worker', '--nats', nats.url, '--no-bundled', '--tools', FIXTURES, '--workers', '1', ...extra],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  const w: WorkerProcess = {
-    child,
-    stdout: [],
-    events: [],
-    exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
-  };
-  started.push(w);
-  const lines = (stream: NodeJS.ReadableStream, each: (line: string) => void) => {
-    let buf = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk: string) => {
-      buf += chunk;
-      for (let i = buf.indexOf('\n'); i !== -1; i = buf.indexOf('\n')) {
-        each(buf.slice(0, i));
-        buf = buf.slice(i + 1);
-      }
-    });
-  };
-  lines(child.stdout!, (l) => w.stdout.push(l));
-  lines(child.stderr!, (l) => {
-    try {
-      w.events.push(JSON.parse(l));
-    } catch {
-      w.events.push({ text: l });
-    }
-  });
-  await waitFor('the worker to say it is ready', () => w.stdout.some((l) => l.includes('worker ready')), w);
-  return w;
-}
-
-async function waitFor(what: string, check: () => boolean, w?: WorkerProcess): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (check()) return;
-    if (w && w.child.exitCode !== null)
-      throw new Error(`the worker exited (${w.child.exitCode}) while waiting for ${what}: ${JSON.stringify(w.events)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const startWorker = (...extra: string[]) => startWorkerProcess(nats.url, ...extra);
 
 const runsOf = (w: WorkerProcess, key?: string) => w.events.filter((e) => e.event === 'run' && (key === undefined || e.key === key));
 
