@@ -117,4 +117,30 @@ describe('bundled components, transpiled at build time', () => {
     expect(decodePreparedFile(text.replace(PREPARED_FORMAT, 'jco-0.0.0/v0'), sha256)).toBeUndefined();
     for (const broken of ['', 'null', '[]', '{"format":1}', text.slice(0, 100)]) expect(decodePreparedFile(broken, sha256)).toBeUndefined();
   });
+
+  it('preload compiles a tool in a worker before its first call, which then sends no code', async () => {
+    const { corral, transpiles } = await fresh();
+    try {
+      const tool = corral.registry.resolve('diff-summary');
+      await corral.executor.preload(tool);
+      const [worker] = corral.executor.pool.workers;
+      expect(worker?.loaded.has(tool.wasmSha256)).toBe(true);
+      expect(transpiles).toEqual([]);
+      const r = await corral.invoke('diff-summary', DIFF);
+      expect(r.ok).toBe(true);
+      expect(corral.executor.pool.workers).toEqual([worker]);
+      // A module the worker cannot compile leaves it as it was: the call reports what is wrong.
+      const broken = {
+        ...tool,
+        wasmSha256: 'f'.repeat(64),
+        wasm: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 0xff]),
+        spec: { ...tool.spec, kind: 'module' as const },
+      };
+      await corral.executor.preload(broken);
+      expect(worker?.loaded.has(broken.wasmSha256)).toBe(false);
+      expect((await corral.invoke('diff-summary', DIFF)).ok).toBe(true);
+    } finally {
+      await corral.close();
+    }
+  });
 });

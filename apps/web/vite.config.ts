@@ -1,4 +1,5 @@
 import { defineConfig } from 'vite';
+import { earlyWorker } from './early-worker-plugin.js';
 import { precache } from './precache-plugin.js';
 
 // Cross-origin isolation: lets the page measure its own memory
@@ -9,7 +10,11 @@ const isolation = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-E
 export default defineConfig({
   // Relative URLs: the build works from any path (a subfolder, a file share).
   base: './',
-  plugins: [precache({ sw: 'src/sw.ts' })],
+  plugins: [
+    precache({ sw: 'src/sw.ts' }),
+    // The global is boot.ts's RUNTIME_WORKER_GLOBAL.
+    earlyWorker({ source: 'runtime.worker.ts', global: 'corralRuntimeWorker', name: 'corral-runtime' }),
+  ],
   build: {
     target: 'es2022',
     sourcemap: true,

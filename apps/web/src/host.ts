@@ -48,9 +48,29 @@ export interface StartOptions {
   warm?: () => boolean | Promise<boolean>;
 }
 
-export async function startHost(onStep: (step: PrepStep) => void, options: StartOptions = {}): Promise<Host> {
-  const flavor = options.flavor ?? 'component';
-  onStep('workers');
+/**
+ * Everything that can start before the page says what it wants: the
+ * runtime (its store and a first sandbox worker), and diff-summary's files
+ * downloaded, registered and prepared. runtime.worker.ts calls it as soon as
+ * it loads, which in a production build is while the page still loads.
+ */
+export interface Opening {
+  opened: Promise<Opened>;
+  /** The build of diff-summary being readied, and how far it got. */
+  flavor: ToolFlavor;
+  registered: Promise<Tool>;
+  prepared: Promise<Tool>;
+}
+
+interface Opened {
+  corral: BrowserCorral;
+  storeError: string | null;
+  /** Settles once the first sandbox worker answered (or could not start: the warm-up call says why). */
+  booting: Promise<void>;
+}
+
+export function openHost(flavor: ToolFlavor = 'component'): Opening {
+  const opened = openCorral();
   // diff-summary's files download while the workers start and the store opens.
   const files = bundledTools.find((tool) => tool.name === 'diff-summary');
   if (!files) throw new Error('the bundled tools have no diff-summary');
@@ -65,6 +85,27 @@ export async function startHost(onStep: (step: PrepStep) => void, options: Start
     early.delete(url);
     return response ?? fetch(url);
   };
+  const registered = opened.then(async ({ corral }) => {
+    const [tool] = await registerBundledTools(corral, { kind: flavor, names: ['diff-summary'], fetch: fetchEarly });
+    if (!tool) throw new Error('diff-summary did not register');
+    return tool;
+  });
+  const prepared = registered.then(async (tool) => {
+    const { corral } = await opened;
+    // The component as jco transpiled it when Corral was built (one fetch, no
+    // transpiler in the page; registerBundledTools says where it is).
+    if (flavor === 'component') await corral.executor.prepare(tool);
+    // Compiled in the sandbox worker too (no tool code runs), so the first
+    // summary costs what later ones do, warm-up call or not.
+    await corral.executor.preload(tool).catch(() => {}); // the first call compiles it then
+    return tool;
+  });
+  // Reported by startHost, if the page ever asks.
+  for (const promise of [opened, prepared, ...early.values()]) promise.catch(() => {});
+  return { opened, flavor, registered, prepared };
+}
+
+async function openCorral(): Promise<Opened> {
   let corral: BrowserCorral;
   let storeError: string | null = null;
   try {
@@ -76,7 +117,7 @@ export async function startHost(onStep: (step: PrepStep) => void, options: Start
     corral = await BrowserCorral.create({ size: POOL_SIZE, store: false });
   }
   // Start a sandbox worker now, while the tools load: its scripts and the WASI
-  // shim are ready by the time the transpile or the warm-up call needs it.
+  // shim are ready by the time the warm-up call (or the first summary) needs it.
   const booting = corral.executor.pool
     .run((worker) => worker.api.ping(), {
       timeoutMs: 30_000,
@@ -86,16 +127,27 @@ export async function startHost(onStep: (step: PrepStep) => void, options: Start
           timeout_ms: 30_000,
         }),
     })
-    .catch(() => {}); // the warm-up call below reports a worker that cannot start
+    .then(
+      () => {},
+      () => {}, // the warm-up call below reports a worker that cannot start
+    );
+  return { corral, storeError, booting };
+}
+
+/**
+ * diff-summary, ready to run: from `opening` (begun before the page asked)
+ * when it readies the flavor asked for, else readied now in its runtime.
+ */
+export async function startHost(onStep: (step: PrepStep) => void, options: StartOptions = {}, opening?: Opening): Promise<Host> {
+  const flavor = options.flavor ?? 'component';
+  // A runtime readies one build of diff-summary (both would be one name and version with different wasm).
+  if (opening?.flavor !== flavor) opening = openHost(flavor);
+  onStep('workers');
+  const { corral, storeError, booting } = await opening.opened;
   onStep('tools');
-  const [diffTool] = await registerBundledTools(corral, { kind: flavor, names: ['diff-summary'], fetch: fetchEarly });
-  if (!diffTool) throw new Error('diff-summary did not register');
-  if (flavor === 'component') {
-    // The component as jco transpiled it when Corral was built (one fetch, no
-    // transpiler in the page; registerBundledTools says where it is).
-    onStep('prepare');
-    await corral.executor.prepare(diffTool);
-  }
+  await opening.registered;
+  if (flavor === 'component') onStep('prepare');
+  const diffTool = await opening.prepared;
   if ((await options.warm?.()) ?? true) {
     onStep('warm');
     await booting;

@@ -6,7 +6,6 @@
  * one visit a service worker serves the app and the tool, so it all works
  * with the network off, and summarizing never makes a request at all.
  */
-// First: the runtime's worker starts loading before anything else here runs.
 import { runtimeWorker } from './boot.js';
 import { h, byId } from './dom.js';
 import { failureKind, type FailureKind } from './failure.js';
@@ -28,7 +27,7 @@ let summaryWaiting = (): boolean => false;
 // code runs, and none of its work (a large diff's encoding, hashing,
 // recording) ever runs on this thread.
 const runtime = startRuntime(
-  runtimeWorker,
+  runtimeWorker(flavor),
   (step) => {
     performance.mark(`corral:prep:${step}`);
     onPrepStep(step);
@@ -193,7 +192,7 @@ async function prepare(): Promise<void> {
   try {
     showPrep('workers');
     onPrepStep = showPrep;
-    summaryWaiting = () => state.queued;
+    summaryWaiting = () => state.queued || filesLoading > 0;
     state.host = await runtime.host;
     performance.mark('corral:ready');
     clearTimeout(showBar);
@@ -466,7 +465,19 @@ function refuse(file: File, words: (s: Strings) => [string, string, string | und
   els.announce.textContent = words(t()).slice(0, 2).join(': ');
 }
 
+/** Files being read, shown or summarized: each is a summary on its way (the warm-up call would only delay it). */
+let filesLoading = 0;
+
 async function loadFile(file: File): Promise<void> {
+  filesLoading++;
+  try {
+    await readAndSummarize(file);
+  } finally {
+    filesLoading--;
+  }
+}
+
+async function readAndSummarize(file: File): Promise<void> {
   // Read, checked and decoded in the runtime's worker: the page never holds a binary
   // file's bytes, nor the whole of a large text (only its start, to show).
   let reply: Awaited<ReturnType<typeof runtime.readFile>>;

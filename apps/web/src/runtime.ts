@@ -65,6 +65,9 @@ export function startRuntime(worker: Worker, onStep: (step: PrepStep) => void, o
     };
     worker.addEventListener('error', (e) => stop(e.message || 'it did not start'));
     worker.addEventListener('messageerror', () => stop('it sent a message the page cannot read'));
+    // A worker started from the page's <head> (boot.ts) may have failed before anyone listened.
+    const early = (worker as Worker & { earlyError?: string }).earlyError;
+    if (early !== undefined) stop(early);
   });
   dead.catch(() => {});
   const api: Remote<RuntimeApi> = wrap<RuntimeApi>(worker);

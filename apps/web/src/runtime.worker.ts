@@ -10,9 +10,10 @@
  */
 import { expose } from 'comlink';
 import type { ExecutionFilter, ExecutionSnapshot, PruneOptions } from '@corral/core';
+import { flavorOfWorker } from './boot.js';
 import { cutHunks, matchSections, splitSections, type FileHunksReply, type FileSection } from './file-sections.js';
 import { inputOf } from './history.js';
-import { startHost, type Host, type PrepStep, type Summarized, type ToolFlavor } from './host.js';
+import { openHost, startHost, type Host, type PrepStep, type Summarized, type ToolFlavor } from './host.js';
 import { readDiffFile, textStart, utf8Length } from './read-file.js';
 import type { Language } from './summary.js';
 
@@ -34,6 +35,13 @@ export type FileReply =
   | { kind: 'error'; bytes: number; message: string };
 
 let host: Promise<Host> | null = null;
+/**
+ * The runtime starts opening as this worker loads, before the page asks: a
+ * production build starts this worker from the page's <head>, so the store,
+ * the first sandbox worker and diff-summary are ready about when the page's
+ * own code runs. Which build of diff-summary: the worker's name says (boot.ts).
+ */
+const opening = openHost(flavorOfWorker(self.name));
 
 function started(): Promise<Host> {
   if (!host) throw new Error('the runtime worker was not started');
@@ -72,7 +80,7 @@ const api = {
     flavor: ToolFlavor,
     warm: (() => Promise<boolean>) | null,
   ): Promise<{ storeError: string | null; hasStore: boolean }> {
-    host ??= startHost((step) => void onStep(step), { flavor, ...(warm ? { warm } : {}) });
+    host ??= startHost((step) => void onStep(step), { flavor, ...(warm ? { warm } : {}) }, opening);
     const { storeError, corral } = await host;
     return { storeError, hasStore: corral.store !== undefined };
   },

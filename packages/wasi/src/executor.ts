@@ -9,7 +9,7 @@ import { transfer, type Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 // Subpaths, not the index: sandbox workers load this package, and the index pulls in ajv (~80 ms).
 import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
-import type { ExecutionRequest, ExecutionResult, Executor, MountBinding, Tool } from '@corral/core';
+import { specDefaults, type ExecutionRequest, type ExecutionResult, type Executor, type MountBinding, type Tool } from '@corral/core';
 import { checkMountSources, type MountSourceChecks } from './mount-sources.js';
 import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
@@ -287,6 +287,36 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Compile a tool in a sandbox worker ahead of its first call, as a spare
+   * worker does for the tools called last: that call then costs what later
+   * ones do. Runs no guest code. `memoryLimitBytes` is the cap its calls will
+   * have (code is compiled per cap): by default the spec's. A worker that
+   * cannot take it in `timeoutMs` is left as it is; its first call compiles.
+   */
+  async preload(tool: Tool, options: { memoryLimitBytes?: number; timeoutMs?: number } = {}): Promise<void> {
+    const key = tool.wasmSha256;
+    const toolName = tool.spec.name;
+    const memoryLimitBytes = options.memoryLimitBytes ?? (tool.spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20;
+    const job: PreloadJob =
+      (tool.spec.kind ?? 'component') === 'module'
+        ? { kind: 'module', key, bytes: tool.wasm, memoryLimitBytes, toolName }
+        : { kind: 'component', key, prepared: await this.prepare(tool), memoryLimitBytes, toolName };
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    await this.pool.run((worker) => this.#preload(worker, job), {
+      timeoutMs,
+      onTimeout: () =>
+        new CorralError(
+          ErrorCodes.RESOURCE_EXHAUSTED,
+          `Compiling ${toolName} in a sandbox worker took over ${timeoutMs} ms; the worker was stopped.`,
+          {
+            resource: 'time',
+            timeout_ms: timeoutMs,
+          },
+        ),
+    });
   }
 
   /** Transpile a tool's component ahead of its first call (memory, then what was built with Corral, then the host's cache, then a worker). */
