@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { CorralError, ErrorCodes, type ExecutionOutcome, type Executor } from '@corral/core';
 import { Corral } from '@corral/node';
-import { DEFAULT_CONSUMER, FleetWorker, MemoryLedger, STREAM, remote } from '@corral/fleet';
+import { DEFAULT_CONSUMER, FleetWorker, MemoryLedger, STREAM, remote, type WorkerEvent } from '@corral/fleet';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from '../helpers/nats.js';
@@ -119,6 +119,40 @@ describe('a nats-server restart', () => {
       await nats.restart();
       const after = await patient.invoke('echo', { after: true });
       expect(after).toMatchObject({ ok: true, output: { after: true } });
+    } finally {
+      await patient.close();
+      await worker.close();
+    }
+  }, 90_000);
+  it('a worker says once that pulls stopped working and once that they resumed, not at every retry', async () => {
+    const events: WorkerEvent[] = [];
+    const worker = await FleetWorker.start({
+      servers: nats.url,
+      registry: local.registry,
+      executor: local.executor,
+      ledger: new MemoryLedger(),
+      concurrency: 2,
+      onEvent: (e) => events.push(e),
+    });
+    const patient = await Corral.create({
+      bundled: false,
+      toolDirs: [FIXTURES],
+      store: false,
+      executor: remote({ servers: nats.url, queueTimeoutMs: 30_000 }),
+    });
+    try {
+      await nats.halt();
+      // Long enough for several failed pulls in each of the two lanes (one every 0.5 s once a pull fails).
+      await new Promise((r) => setTimeout(r, 6000));
+      await nats.start();
+      expect(await patient.invoke('echo', { back: true })).toMatchObject({ ok: true, output: { back: true } });
+      const paused = events.filter((e) => e.event === 'pull_paused');
+      const resumed = events.filter((e) => e.event === 'pull_resumed');
+      expect(paused).toHaveLength(1);
+      expect(resumed).toHaveLength(1);
+      expect(resumed[0]).toMatchObject({ paused_ms: expect.any(Number) });
+      expect((resumed[0] as { paused_ms: number }).paused_ms).toBeGreaterThan(1000);
+      expect(events.filter((e) => e.event === 'error')).toEqual([]);
     } finally {
       await patient.close();
       await worker.close();

@@ -75,7 +75,11 @@ export type WorkerEvent =
   | { event: 'recorded'; key: string; tool: string }
   | { event: 'refused'; key: string | null; reason: string }
   | { event: 'store_error'; key: string; cause: string }
-  | { event: 'error'; cause: string };
+  | { event: 'error'; cause: string }
+  /** Pulling stopped working (the server went away): said once, not at every retry; pulls go on every 0.5 s while the client reconnects. */
+  | { event: 'pull_paused'; cause: string }
+  /** A pull worked again after `pull_paused`. */
+  | { event: 'pull_resumed'; paused_ms: number };
 
 type ResolvedOptions = Required<Pick<FleetWorkerOptions, 'concurrency' | 'ackWaitMs' | 'replyPrefix' | 'name'>> & FleetWorkerOptions;
 
@@ -203,6 +207,9 @@ export class FleetWorker {
     return this.#closed;
   }
 
+  /** When pulls began failing (shared by the lanes, so an outage is reported once), or undefined while they work. */
+  #pausedSince: number | undefined;
+
   /** One call at a time, until close(). */
   async #lane(): Promise<void> {
     while (!this.#closing) {
@@ -211,10 +218,17 @@ export class FleetWorker {
         msg = await this.#consumer.next({ expires: PULL_EXPIRES_MS });
       } catch (err) {
         // The server is away (restarting, a network cut): wait and pull again; the client reconnects.
-        this.#emit({ event: 'error', cause: `pull failed: ${errorText(err)}` });
+        if (this.#pausedSince === undefined) {
+          this.#pausedSince = Date.now();
+          this.#emit({ event: 'pull_paused', cause: `${errorText(err)}; pulling again every 0.5 s while the client reconnects` });
+        }
         if (this.#nc.isClosed()) return;
         await new Promise((r) => setTimeout(r, 500));
         continue;
+      }
+      if (this.#pausedSince !== undefined) {
+        this.#emit({ event: 'pull_resumed', paused_ms: Date.now() - this.#pausedSince });
+        this.#pausedSince = undefined;
       }
       // A message that arrived while closing is still handled: it was delivered to this worker.
       if (!msg) continue;

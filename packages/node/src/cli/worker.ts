@@ -133,6 +133,9 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
       throw err;
     }
   }
+  // "Ready" means ready: the sandbox workers are up and every tool is compiled in one before the first call is pulled.
+  corral.executor.pool.prestart(corral.executor.pool.size);
+  await Promise.all(corral.registry.list().map((tool) => corral.executor.preload(tool).catch(() => {}))); // a call compiles what failed here
   try {
     worker = await FleetWorker.start({
       connection: nc,
@@ -175,7 +178,6 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
     uptime_s: Math.round((Date.now() - started.getTime()) / 100) / 10,
     metrics: metricsUrl,
   }));
-  corral.executor.pool.prestart(corral.executor.pool.size);
   const count = corral.registry.list().length;
   print(
     `corral: worker ready on ${values.nats.join(',')}: ${count} tool${count === 1 ? '' : 's'}, ` +

@@ -169,7 +169,10 @@ export class WorkerMetrics {
         this.#storeErrors.inc();
         return;
       case 'error':
+      case 'pull_paused':
         this.#errors.inc();
+        return;
+      case 'pull_resumed':
         return;
     }
   }
