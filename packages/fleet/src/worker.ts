@@ -220,7 +220,7 @@ export class FleetWorker {
         // The server is away (restarting, a network cut): wait and pull again; the client reconnects.
         if (this.#pausedSince === undefined) {
           this.#pausedSince = Date.now();
-          this.#emit({ event: 'pull_paused', cause: `${errorText(err)}; pulling again every 0.5 s while the client reconnects` });
+          this.#emit({ event: 'pull_paused', cause: `${errorText(err)}; pulls resume by themselves once the client has reconnected` });
         }
         if (this.#nc.isClosed()) return;
         await new Promise((r) => setTimeout(r, 500));

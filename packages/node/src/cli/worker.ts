@@ -203,7 +203,8 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
     state = 'draining';
     log({ event: 'draining', running: worker.running });
     await worker.close();
-    log({ event: 'drained', ...worker.stats });
+    const { runs, answeredFromRecord, retries, refused } = worker.stats;
+    log({ event: 'drained', runs, answered_from_record: answeredFromRecord, retries, refused });
   } finally {
     status.close();
     await closeAll();
