@@ -5,6 +5,13 @@
  * - Each package's `dist/deps.js` (a re-export of its third-party libraries:
  *   ajv, ajv-formats, semver, yaml) becomes one file. Without this step the
  *   re-export still works, only slower (~140 files instead of 2).
+ * - core, wasi and workflow, loaded at every start (~70 modules), become
+ *   one file per export (written over the file tsc wrote) and chunks they
+ *   share (`dist/_chunk-*.js`), so each module still exists once however
+ *   it is imported. Other @corral packages stay imports: a class is the
+ *   same class for every package that uses it. The package's tsbuildinfo is
+ *   removed, so a later `tsc -b` alone rewrites every file instead of
+ *   leaving a bundle of older code beside newer modules.
  * - The Node sandbox worker becomes `dist/worker.bundle.js`, one file
  *   instead of ~40 ES modules: each new worker thread loads its scripts
  *   again, so this is on the path of every cold start and every replacement
@@ -12,7 +19,7 @@
  *   package it holds (pool.ts), so a tree rebuilt with `tsc -b` alone runs the
  *   unbundled worker rather than stale code.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +56,46 @@ for (const pkg of ['core', 'workflow']) {
     banner: '// Bundled by scripts/bundle.mjs from src/deps.ts.',
     fileName: 'deps.js',
   });
+}
+
+// Packages as one file per export. Their code finds no file relative to itself
+// (no import.meta.url: a module inlined into a file elsewhere would look in the wrong place).
+for (const pkg of ['core', 'wasi', 'workflow']) {
+  const dir = join(root, 'packages', pkg);
+  const dist = join(dir, 'dist');
+  const { exports } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  const input = {};
+  for (const target of Object.values(exports)) {
+    const file = typeof target === 'string' ? target : target.default;
+    if (file.startsWith('./dist/') && file.endsWith('.js')) input[file.slice('./dist/'.length, -'.js'.length)] = join(dir, file);
+  }
+  for (const [name, file] of Object.entries(input)) {
+    if (readFileSync(file, 'utf8').includes('import.meta'))
+      throw new Error(`bundle.mjs: ${pkg}/dist/${name}.js uses import.meta; it cannot be bundled`);
+  }
+  const build = await rolldown({
+    input,
+    platform: 'neutral',
+    // Other packages (ours and third-party) stay imports.
+    external: (id) => builtins.has(id) || !(id.startsWith('.') || id.startsWith('/')),
+    onLog(level, log, handler) {
+      if (log.code === 'UNRESOLVED_IMPORT') throw new Error(`bundle.mjs: ${log.message}`);
+      handler(level, log);
+    },
+  });
+  const { output } = await build.write({
+    dir: dist,
+    format: 'esm',
+    sourcemap: true,
+    entryFileNames: '[name].js',
+    chunkFileNames: '_chunk-[name]-[hash].js',
+  });
+  await build.close();
+  // Chunks of earlier builds go once nothing imports them (an input may have been an earlier bundle).
+  const written = new Set(output.map((file) => file.fileName));
+  for (const old of readdirSync(dist))
+    if (old.startsWith('_chunk-') && !written.has(old) && !written.has(old.replace(/\.map$/, ''))) rmSync(join(dist, old));
+  rmSync(join(dir, 'tsconfig.tsbuildinfo'), { force: true });
 }
 
 // The sandbox worker: our packages and comlink inlined; jco (loaded only to

@@ -269,9 +269,10 @@ describe('hostile tools', () => {
     // RSS over 1,000 calls moves with when V8 collects (4–26 MB measured here, before and after
     // the pool's per-call leak was fixed): this bound catches a leak of memories or instances; a
     // leak of a few KB a call is for the heap check in packages/wasi/test/pool.test.ts.
-    // The first rise measured 157-226 MB across runs (it moves with the RSS at start, 213-257 MB,
-    // while the end stays at 389-440 MB); one leaked 64 MiB memory per hostile tool would be far over.
-    expect((rssAfterFirst - rssAtStart) / 2 ** 20).toBeLessThan(260);
+    // The first rise measured 130-226 MB across runs alone (it moves with the RSS at start, 213-262
+    // MB), and 285 MB in a CI run while the machine also built and ran Chromium; one leaked 64 MiB
+    // memory per hostile tool would be over 1 GB.
+    expect((rssAfterFirst - rssAtStart) / 2 ** 20).toBeLessThan(340);
     expect((rssAfterSecond - rssAfterFirst) / 2 ** 20).toBeLessThan(40);
   }, 120_000);
 });
