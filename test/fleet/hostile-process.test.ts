@@ -7,10 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Corral } from '@corral/node';
-import { CALLS_PREFIX, CANCEL_PREFIX, HEADER_KEY, HEADER_REPLY, STREAM, encodeCall, remote, type CallMessage } from '@corral/fleet';
+import { CALLS_PREFIX, CANCEL_PREFIX, HEADER_KEY, HEADER_REPLY, STREAM, encodeCall, remote } from '@corral/fleet';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from '../helpers/nats.js';
+import { callFor } from '../helpers/fleet-calls.js';
 
 const CLI = fileURLToPath(new URL('../../packages/node/bin/corral.js', import.meta.url));
 const FIXTURES = fileURLToPath(new URL('../fixtures/tools/', import.meta.url));
@@ -61,25 +62,6 @@ function frame(meta: string, blobs: Uint8Array[] = [], metaLength?: number): Uin
   return out;
 }
 
-function callFor(tool: string, input: unknown): CallMessage {
-  const t = client.registry.resolve(tool);
-  return {
-    tool,
-    version: t.spec.version,
-    wasm_sha256: t.wasmSha256,
-    stdin: enc.encode(JSON.stringify(input)),
-    args: [],
-    env: {},
-    mounts: [],
-    timeout_ms: 5000,
-    output_limit_bytes: 1 << 20,
-    memory_limit_bytes: 64 << 20,
-    disk_limit_bytes: 1 << 20,
-    sent_ms: Date.now(),
-    wait_ms: 30_000,
-  };
-}
-
 async function publish(tool: string, body: Uint8Array, h: Record<string, string>): Promise<void> {
   const hs = headers();
   for (const [k, v] of Object.entries(h)) hs.set(k, v);
@@ -105,7 +87,7 @@ describe('corral worker under hostile messages', () => {
 
     const inbox = createInbox();
     const ok = () => ({ [HEADER_KEY]: crypto.randomUUID(), [HEADER_REPLY]: `${inbox}.${crypto.randomUUID().slice(0, 8)}` });
-    const echo = callFor('echo', { hostile: true });
+    const echo = callFor(client.registry, 'echo', { hostile: true });
     const meta = (over: Record<string, unknown>) => {
       const { stdin: _s, ...rest } = echo;
       return JSON.stringify({ ...rest, stdin: 0, blobs: [echo.stdin.length], ...over });
@@ -130,7 +112,7 @@ describe('corral worker under hostile messages', () => {
       [
         'mark',
         encodeCall({
-          ...callFor('mark', {}),
+          ...callFor(client.registry, 'mark', {}),
           mounts: [{ guest: '/workspace', access: 'read-write', tree: { '\u001b]0;pwned\u0007\u001b[2J': 'x', sub: { 'a\nb': 'y' } } }],
         }),
         ok(),

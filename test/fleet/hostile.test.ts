@@ -9,7 +9,6 @@ import {
   CALLS_PREFIX,
   FleetWorker,
   HEADER_KEY,
-  HEADER_REPLY,
   MemoryLedger,
   STREAM,
   remote,
@@ -17,11 +16,11 @@ import {
   decodeReply,
   encodeCall,
   encodeReply,
-  type CallMessage,
 } from '@corral/fleet';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from '../helpers/nats.js';
+import { callFor, publishCall } from '../helpers/fleet-calls.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/tools/', import.meta.url));
 
@@ -53,36 +52,11 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-function callFor(tool: string, input: unknown): CallMessage {
-  const t = local.registry.resolve(tool);
-  return {
-    tool,
-    version: t.spec.version,
-    wasm_sha256: t.wasmSha256,
-    stdin: new TextEncoder().encode(JSON.stringify(input)),
-    args: [],
-    env: {},
-    mounts: [],
-    timeout_ms: 5000,
-    output_limit_bytes: 1 << 20,
-    memory_limit_bytes: 64 << 20,
-    disk_limit_bytes: 1 << 20,
-    sent_ms: Date.now(),
-    wait_ms: 30_000,
-  };
-}
-
 /** Publish a call under `key` with a fresh reply inbox, and wait for the one answer. */
 async function send(tool: string, body: Uint8Array, key: string): Promise<Uint8Array> {
-  const inbox = createInbox();
-  const sub = nc.subscribe(inbox, { max: 1 });
-  const h = headers();
-  h.set(HEADER_KEY, key);
-  h.set(HEADER_REPLY, inbox);
-  h.set('Nats-Msg-Id', crypto.randomUUID());
-  await jetstream(nc).publish(`${CALLS_PREFIX}${tool}`, body, { headers: h });
-  for await (const m of sub) return m.data;
-  throw new Error('no reply');
+  const reply = await (await publishCall(nc, tool, body, key)).reply;
+  if (!reply) throw new Error('no reply');
+  return reply;
 }
 
 const stdoutOf = (reply: Uint8Array) => {
@@ -93,20 +67,24 @@ const stdoutOf = (reply: Uint8Array) => {
 describe('a call key is one call', () => {
   it("another input under a recorded key is refused, not answered with that call's result", async () => {
     const key = crypto.randomUUID();
-    expect(stdoutOf(await send('echo', encodeCall(callFor('echo', { secret: 'victim' })), key))).toEqual({ secret: 'victim' });
+    expect(stdoutOf(await send('echo', encodeCall(callFor(local.registry, 'echo', { secret: 'victim' })), key))).toEqual({
+      secret: 'victim',
+    });
     // Someone who saw the key publishes their own call under it, answered on their own inbox.
-    const forged = decodeReply(await send('echo', encodeCall(callFor('echo', { mine: true })), key), 1 << 20);
+    const forged = decodeReply(await send('echo', encodeCall(callFor(local.registry, 'echo', { mine: true })), key), 1 << 20);
     expect(forged).toMatchObject({ kind: 'error', error: { code: 'E_INPUT_VALIDATION' } });
     expect(forged.kind === 'error' && forged.error.message).toMatch(/another call's.*input_sha256/);
     // The same call again is still answered from its record, and nothing ran twice.
-    expect(stdoutOf(await send('echo', encodeCall(callFor('echo', { secret: 'victim' })), key))).toEqual({ secret: 'victim' });
+    expect(stdoutOf(await send('echo', encodeCall(callFor(local.registry, 'echo', { secret: 'victim' })), key))).toEqual({
+      secret: 'victim',
+    });
     expect(ran.filter((r) => JSON.stringify(r).includes('victim'))).toHaveLength(1);
     expect(ran).not.toContainEqual({ mine: true });
   });
 
   it("another tool under an interrupted call's key does not run as that call's retry", async () => {
     const key = crypto.randomUUID();
-    const echo = callFor('echo', { first: true });
+    const echo = callFor(local.registry, 'echo', { first: true });
     await ledger.beginExecution({
       id: key,
       decision_id: null,
@@ -117,7 +95,7 @@ describe('a call key is one call', () => {
       input_json: null,
       intent_ns: '1',
     });
-    const forged = decodeReply(await send('exit-fail', encodeCall(callFor('exit-fail', {})), key), 1 << 20);
+    const forged = decodeReply(await send('exit-fail', encodeCall(callFor(local.registry, 'exit-fail', {})), key), 1 << 20);
     expect(forged).toMatchObject({ kind: 'error', error: { code: 'E_INPUT_VALIDATION' } });
     expect((await ledger.getExecution(key))?.status).toBe('interrupted');
   });

@@ -4,21 +4,10 @@
 // after real calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Corral } from '@corral/node';
-import {
-  CALLS_PREFIX,
-  HEADER_KEY,
-  HEADER_REPLY,
-  STATUS_LIMITS,
-  STATUS_SUBJECT,
-  encodeCall,
-  fleetStatus,
-  remote,
-  serveStatus,
-  type CallMessage,
-} from '@corral/fleet';
-import { jetstream } from '@nats-io/jetstream';
-import { connect, createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
+import { STATUS_LIMITS, STATUS_SUBJECT, encodeCall, fleetStatus, remote, serveStatus } from '@corral/fleet';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from '../helpers/nats.js';
+import { callFor, publishCall } from '../helpers/fleet-calls.js';
 import { FIXTURES, runCli, startWorkerProcess, stopAllWorkerProcesses, waitFor, type WorkerProcess } from '../helpers/worker-cli.js';
 
 const workspace = [{ guest: '/workspace', access: 'read-write' as const }];
@@ -45,41 +34,16 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-/** A call message as remote() would send it, for publishing by hand. */
-function callFor(tool: string, input: unknown): CallMessage {
-  const t = client.registry.resolve(tool);
-  return {
-    tool,
-    version: t.spec.version,
-    wasm_sha256: t.wasmSha256,
-    stdin: new TextEncoder().encode(JSON.stringify(input)),
-    args: [],
-    env: {},
-    mounts: [],
-    timeout_ms: 5000,
-    output_limit_bytes: 1 << 20,
-    memory_limit_bytes: 64 << 20,
-    disk_limit_bytes: 1 << 20,
-    sent_ms: Date.now(),
-    wait_ms: 30_000,
-  };
-}
-
 /** Publish raw bytes as a call to `subjectTool` with the given key; resolves with the reply (null if none in 20 s). */
-async function publishRaw(subjectTool: string, body: Uint8Array, key: string): Promise<Uint8Array | null> {
-  const inbox = createInbox();
-  const sub = nc.subscribe(inbox, { max: 1 });
-  const timer = setTimeout(() => sub.unsubscribe(), 20_000);
-  const h = headers();
-  h.set(HEADER_KEY, key);
-  h.set(HEADER_REPLY, inbox);
-  h.set('Nats-Msg-Id', crypto.randomUUID());
-  await jetstream(nc).publish(`${CALLS_PREFIX}${subjectTool}`, body, { headers: h });
-  for await (const m of sub) {
+/** Publish a call and wait (20 s at most) for its one reply. */
+async function publishRaw(tool: string, body: Uint8Array, key: string): Promise<Uint8Array | null> {
+  const sent = await publishCall(nc, tool, body, key);
+  const timer = setTimeout(sent.stop, 20_000);
+  try {
+    return await sent.reply;
+  } finally {
     clearTimeout(timer);
-    return m.data;
   }
-  return null;
 }
 
 async function scrape(url: string): Promise<{ status: number; type: string | null; text: string }> {
@@ -286,14 +250,14 @@ describe('corral worker --metrics', () => {
 
     // The same call twice (same key): the second is answered from the record.
     const key = crypto.randomUUID();
-    const body = encodeCall(callFor('echo', { twice: key }));
+    const body = encodeCall(callFor(client.registry, 'echo', { twice: key }));
     const first = await publishRaw('echo', body, key);
     const second = await publishRaw('echo', body, key);
     expect(second && first && Buffer.from(second).equals(Buffer.from(first))).toBe(true);
     // A malformed message, and a call to a tool no worker has (a name anyone can send).
     expect(await publishRaw('echo', new TextEncoder().encode('garbage'), crypto.randomUUID())).not.toBeNull();
     expect(
-      await publishRaw('no-such-tool', encodeCall({ ...callFor('echo', {}), tool: 'no-such-tool' }), crypto.randomUUID()),
+      await publishRaw('no-such-tool', encodeCall({ ...callFor(client.registry, 'echo', {}), tool: 'no-such-tool' }), crypto.randomUUID()),
     ).not.toBeNull();
 
     const { status, type, text } = await scrape(url);

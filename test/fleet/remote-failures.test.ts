@@ -101,62 +101,53 @@ describe('remote() when the fleet cannot answer', () => {
 });
 
 describe('a nats-server restart', () => {
-  it('the worker and the caller reconnect and the next call is answered', async () => {
+  /** A worker in this process and a patient caller through remote(), for `use`; both closed after. */
+  async function withFleet(options: { concurrency?: number; onEvent?: (e: WorkerEvent) => void }, use: (caller: Corral) => Promise<void>) {
     const worker = await FleetWorker.start({
       servers: nats.url,
       registry: local.registry,
       executor: local.executor,
       ledger: new MemoryLedger(),
+      ...options,
     });
-    const patient = await Corral.create({
+    const caller = await Corral.create({
       bundled: false,
       toolDirs: [FIXTURES],
       store: false,
       executor: remote({ servers: nats.url, queueTimeoutMs: 30_000 }),
     });
     try {
-      expect(await patient.invoke('echo', { before: true })).toMatchObject({ ok: true, output: { before: true } });
-      await nats.restart();
-      const after = await patient.invoke('echo', { after: true });
-      expect(after).toMatchObject({ ok: true, output: { after: true } });
+      await use(caller);
     } finally {
-      await patient.close();
+      await caller.close();
       await worker.close();
     }
+  }
+
+  it('the worker and the caller reconnect and the next call is answered', async () => {
+    await withFleet({}, async (caller) => {
+      expect(await caller.invoke('echo', { before: true })).toMatchObject({ ok: true, output: { before: true } });
+      await nats.restart();
+      expect(await caller.invoke('echo', { after: true })).toMatchObject({ ok: true, output: { after: true } });
+    });
   }, 90_000);
+
   it('a worker says once that pulls stopped working and once that they resumed, not at every retry', async () => {
     const events: WorkerEvent[] = [];
-    const worker = await FleetWorker.start({
-      servers: nats.url,
-      registry: local.registry,
-      executor: local.executor,
-      ledger: new MemoryLedger(),
-      concurrency: 2,
-      onEvent: (e) => events.push(e),
-    });
-    const patient = await Corral.create({
-      bundled: false,
-      toolDirs: [FIXTURES],
-      store: false,
-      executor: remote({ servers: nats.url, queueTimeoutMs: 30_000 }),
-    });
-    try {
+    await withFleet({ concurrency: 2, onEvent: (e) => events.push(e) }, async (caller) => {
       await nats.halt();
       // Long enough for several failed pulls in each of the two lanes (one every 0.5 s once a pull fails).
       await new Promise((r) => setTimeout(r, 6000));
       await nats.start();
-      expect(await patient.invoke('echo', { back: true })).toMatchObject({ ok: true, output: { back: true } });
-      const paused = events.filter((e) => e.event === 'pull_paused');
-      const resumed = events.filter((e) => e.event === 'pull_resumed');
-      expect(paused).toHaveLength(1);
-      expect(resumed).toHaveLength(1);
-      expect(resumed[0]).toMatchObject({ paused_ms: expect.any(Number) });
-      expect((resumed[0] as { paused_ms: number }).paused_ms).toBeGreaterThan(1000);
-      expect(events.filter((e) => e.event === 'error')).toEqual([]);
-    } finally {
-      await patient.close();
-      await worker.close();
-    }
+      expect(await caller.invoke('echo', { back: true })).toMatchObject({ ok: true, output: { back: true } });
+    });
+    const paused = events.filter((e) => e.event === 'pull_paused');
+    const resumed = events.filter((e) => e.event === 'pull_resumed');
+    expect(paused).toHaveLength(1);
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]).toMatchObject({ paused_ms: expect.any(Number) });
+    expect((resumed[0] as { paused_ms: number }).paused_ms).toBeGreaterThan(1000);
+    expect(events.filter((e) => e.event === 'error')).toEqual([]);
   }, 90_000);
 });
 

@@ -7,22 +7,11 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Executor, InvokeResult } from '@corral/core';
 import { Corral } from '@corral/node';
-import {
-  CALLS_PREFIX,
-  DEFAULT_CONSUMER,
-  FleetWorker,
-  HEADER_KEY,
-  HEADER_REPLY,
-  MemoryLedger,
-  STREAM,
-  decodeReply,
-  encodeCall,
-  remote,
-  type CallMessage,
-} from '@corral/fleet';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
+import { DEFAULT_CONSUMER, FleetWorker, MemoryLedger, STREAM, decodeReply, encodeCall, remote, type CallMessage } from '@corral/fleet';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from '../helpers/nats.js';
+import { callFor, publishCall } from '../helpers/fleet-calls.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/tools/', import.meta.url));
 const example = JSON.parse(readFileSync(new URL('../../wasm-tools/diff-summary/examples/example.diff.json', import.meta.url), 'utf8'));
@@ -78,44 +67,6 @@ async function waitFor(what: string, check: () => boolean | Promise<boolean>): P
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-/** A call message as remote() would send it, for publishing by hand. */
-function callFor(tool: string, input: unknown): CallMessage {
-  const t = local.registry.resolve(tool);
-  return {
-    tool,
-    version: t.spec.version,
-    wasm_sha256: t.wasmSha256,
-    stdin: new TextEncoder().encode(JSON.stringify(input)),
-    args: [],
-    env: {},
-    mounts: [],
-    timeout_ms: 5000,
-    output_limit_bytes: 1 << 20,
-    memory_limit_bytes: 64 << 20,
-    disk_limit_bytes: 1 << 20,
-    sent_ms: Date.now(),
-    wait_ms: 30_000,
-  };
-}
-
-/** Publish raw bytes as a call with the given key, and collect what comes back on its reply subject. */
-async function publishRaw(tool: string, body: Uint8Array, key: string | null, msgId = crypto.randomUUID()) {
-  const inbox = createInbox();
-  const sub = nc.subscribe(inbox, { max: 1 });
-  const h = headers();
-  if (key) h.set(HEADER_KEY, key);
-  h.set(HEADER_REPLY, inbox);
-  h.set('Nats-Msg-Id', msgId);
-  await jetstream(nc).publish(`${CALLS_PREFIX}${tool}`, body, { headers: h });
-  return {
-    reply: (async () => {
-      for await (const m of sub) return m.data;
-      return null;
-    })(),
-    stop: () => sub.unsubscribe(),
-  };
 }
 
 describe('remote()', () => {
@@ -201,14 +152,14 @@ describe('remote()', () => {
 describe('the worker against hostile messages', () => {
   it('terms a malformed message, answers it with E_INPUT_VALIDATION, and keeps serving', async () => {
     const key = crypto.randomUUID();
-    const bad = await publishRaw('echo', new TextEncoder().encode('{"not":"a call"}'), key);
+    const bad = await publishCall(nc, 'echo', new TextEncoder().encode('{"not":"a call"}'), key);
     const reply = await bad.reply;
     const decoded = decodeReply(reply!, 1024);
     expect(decoded).toMatchObject({ kind: 'error', error: { code: 'E_INPUT_VALIDATION' } });
     // No key at all: nobody to answer, still termed; a body claiming another tool than its subject, too.
     const refused = worker.stats.refused;
-    (await publishRaw('echo', new Uint8Array([0x43, 0x46, 0x43, 9, 0, 0, 0, 0]), null)).stop();
-    const wrongSubject = await publishRaw('echo', encodeCall(callFor('exit-fail', {})), crypto.randomUUID());
+    (await publishCall(nc, 'echo', new Uint8Array([0x43, 0x46, 0x43, 9, 0, 0, 0, 0]), null)).stop();
+    const wrongSubject = await publishCall(nc, 'echo', encodeCall(callFor(local.registry, 'exit-fail', {})), crypto.randomUUID());
     expect(decodeReply((await wrongSubject.reply)!, 1024)).toMatchObject({ kind: 'error', error: { code: 'E_INPUT_VALIDATION' } });
     await waitFor('the worker to refuse both', () => worker.stats.refused === refused + 2);
     // Nothing is left to deliver or redeliver (nats-server 2.9 keeps a termed message in a work queue, but never delivers it again).
@@ -233,7 +184,7 @@ describe('the worker against calls that ask for more than the spec allows', () =
     ];
     for (const [ask, message] of asks) {
       const key = crypto.randomUUID();
-      const sent = await publishRaw('echo', encodeCall({ ...callFor('echo', {}), ...ask }), key);
+      const sent = await publishCall(nc, 'echo', encodeCall({ ...callFor(local.registry, 'echo', {}), ...ask }), key);
       const reply = decodeReply((await sent.reply)!, 1024);
       expect(reply).toMatchObject({ kind: 'error', error: { code: 'E_INPUT_VALIDATION' } });
       expect(reply.kind === 'error' && reply.error.message).toMatch(message);
@@ -245,12 +196,12 @@ describe('the worker against calls that ask for more than the spec allows', () =
 describe('exactly-once results', () => {
   it('answers a redelivered call whose result is recorded from the record, without running it again', async () => {
     const key = crypto.randomUUID();
-    const body = encodeCall(callFor('echo', { once: key }));
+    const body = encodeCall(callFor(local.registry, 'echo', { once: key }));
     const before = runs.get('echo') ?? 0;
-    const first = await publishRaw('echo', body, key);
+    const first = await publishCall(nc, 'echo', body, key);
     const firstReply = (await first.reply)!;
     // The same call again (another Nats-Msg-Id, as after the dedupe window or a re-publish).
-    const second = await publishRaw('echo', body, key);
+    const second = await publishCall(nc, 'echo', body, key);
     const secondReply = (await second.reply)!;
     expect(runs.get('echo')).toBe(before + 1);
     expect(Buffer.from(secondReply).equals(Buffer.from(firstReply))).toBe(true);
@@ -261,7 +212,7 @@ describe('exactly-once results', () => {
 
   it('runs again a call whose intent is recorded without an outcome, and records the retry', async () => {
     const key = crypto.randomUUID();
-    const call = callFor('echo', { retried: key });
+    const call = callFor(local.registry, 'echo', { retried: key });
     // What a worker that died mid-call leaves: the intent, no outcome.
     await ledger.beginExecution({
       id: key,
@@ -275,7 +226,7 @@ describe('exactly-once results', () => {
       intent_ns: '1',
     });
     const before = runs.get('echo') ?? 0;
-    const sent = await publishRaw('echo', encodeCall(call), key);
+    const sent = await publishCall(nc, 'echo', encodeCall(call), key);
     const decoded = decodeReply((await sent.reply)!, 1 << 20);
     expect(decoded.kind).toBe('result');
     expect(runs.get('echo')).toBe(before + 1);
