@@ -57,6 +57,13 @@ const RECENT_TOOLS = 2;
 /** What a call runs: a preview1 module as it is, or a component transpiled by jco. */
 type Program = { kind: 'module'; bytes: Uint8Array } | { kind: 'component'; prepared: PreparedComponent };
 
+/** What a worker compiles ahead of a call: the program, for calls capped at `memoryLimitBytes`. */
+function preloadJob(key: string, program: Program, memoryLimitBytes: number, toolName: string): PreloadJob {
+  return program.kind === 'module'
+    ? { kind: 'module', key, bytes: program.bytes, memoryLimitBytes, toolName }
+    : { kind: 'component', key, prepared: program.prepared, memoryLimitBytes, toolName };
+}
+
 /** The job for one worker: the program goes along only when the worker has not compiled it yet. */
 function runJob(worker: ExecutorWorker, key: string, program: Program, request: RunRequest): RunJob {
   return worker.loaded.has(key) ? { kind: program.kind, key, request } : { ...program, key, request };
@@ -154,11 +161,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   /** Remember a call's program for #preloadRecent (the last RECENT_TOOLS tools). */
   #remember(key: string, program: Program, request: RunRequest): void {
     const known = this.#recent.delete(key);
-    const { toolName, memoryLimitBytes } = request;
-    const job: PreloadJob =
-      program.kind === 'module'
-        ? { kind: 'module', key, bytes: program.bytes, memoryLimitBytes, toolName }
-        : { kind: 'component', key, prepared: program.prepared, memoryLimitBytes, toolName };
+    const job = preloadJob(key, program, request.memoryLimitBytes, request.toolName);
     this.#recent.set(key, job);
     if (this.#recent.size > RECENT_TOOLS) this.#recent.delete(this.#recent.keys().next().value!);
     // A tool newly among the recent ones goes to the spare already waiting, too.
@@ -300,10 +303,11 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const key = tool.wasmSha256;
     const toolName = tool.spec.name;
     const memoryLimitBytes = options.memoryLimitBytes ?? (tool.spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20;
-    const job: PreloadJob =
+    const program: Program =
       (tool.spec.kind ?? 'component') === 'module'
-        ? { kind: 'module', key, bytes: tool.wasm, memoryLimitBytes, toolName }
-        : { kind: 'component', key, prepared: await this.prepare(tool), memoryLimitBytes, toolName };
+        ? { kind: 'module', bytes: tool.wasm }
+        : { kind: 'component', prepared: await this.prepare(tool) };
+    const job = preloadJob(key, program, memoryLimitBytes, toolName);
     const timeoutMs = options.timeoutMs ?? 30_000;
     await this.pool.run((worker) => this.#preload(worker, job), {
       timeoutMs,
