@@ -296,8 +296,10 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
    * Compile a tool in a sandbox worker ahead of its first call, as a spare
    * worker does for the tools called last: that call then costs what later
    * ones do. Runs no guest code. `memoryLimitBytes` is the cap its calls will
-   * have (code is compiled per cap): by default the spec's. A worker that
-   * cannot take it in `timeoutMs` is left as it is; its first call compiles.
+   * have (code is compiled per cap): by default the spec's. Code that does
+   * not compile leaves the worker as it was (the first call reports why); a
+   * worker still compiling after `timeoutMs` is stopped like a call's, and
+   * preload rejects with E_RESOURCE_EXHAUSTED.
    */
   async preload(tool: Tool, options: { memoryLimitBytes?: number; timeoutMs?: number } = {}): Promise<void> {
     const key = tool.wasmSha256;
