@@ -93,8 +93,6 @@ type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult<Row>>;
 type Work<T> = (q: Query, again: boolean) => Promise<T>;
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-/** Clients that have their lifelong 'error' listener (see #attempt). */
-const guarded = new WeakSet<object>();
 /** Tries of a call whose connection failed before it committed anything. */
 const ATTEMPTS = 3;
 /** SQLSTATEs node-postgres reports for a duplicate key and a foreign key still referenced. */
@@ -201,6 +199,11 @@ export class PostgresStore implements Store {
     // An idle connection the server closed (a restart): the pool drops it and the next call opens another.
     // Without a listener the 'error' event would end the process.
     pool.on('error', () => {});
+    // A connection that breaks emits 'error' on its client, checked out or not, even after the pool dropped
+    // it (the server's FATAL can arrive after release, or in the packet that finished opening it, before the
+    // pool's caller has the client). The failure itself reaches the query that was running, so each client
+    // gets a listener for life the moment the pool makes it: 'connect' fires before the pool hands it out.
+    pool.on('connect', (client) => client.on('error', () => {}));
     const store = new PostgresStore(`${target} (schema ${schema})`, schema, pool);
     try {
       await store.#use(true, (q) => store.#setUp(q));
@@ -810,13 +813,6 @@ export class PostgresStore implements Store {
           continue;
         }
         throw this.#error(err);
-      }
-      // A connection that breaks emits 'error' on its client, checked out or not, even after the pool
-      // dropped it (the server's FATAL can arrive after release); unheard, that would end the process.
-      // The failure itself reaches the query that was running; every client keeps a listener for life.
-      if (!guarded.has(client)) {
-        client.on('error', () => {});
-        guarded.add(client);
       }
       let discard = false;
       let committing = false;

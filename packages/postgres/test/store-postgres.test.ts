@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionOutcome, Store } from '@corral/core';
@@ -340,6 +341,50 @@ describe('PostgresStore across a server restart', () => {
     await store.close();
   });
 
+  it('survives a server that ends a connection in the same packet that finished opening it', async () => {
+    // A backend terminated while it starts up can send its FATAL right behind ReadyForQuery. pg hands the new
+    // connection to the pool and reads that FATAL in one go, before the store gets the connection: a proxy
+    // makes that happen on the first two connections, and the store's third try gets through.
+    let injected = 0;
+    const fatal = errorResponse('FATAL', '57P01', 'terminating connection due to administrator command');
+    const proxy = createServer((client) => {
+      const server = connect(cluster.port, '127.0.0.1');
+      const inject = injected < 2;
+      if (inject) injected++;
+      let pending = Buffer.alloc(0);
+      client.on('error', () => server.destroy());
+      server.on('error', () => client.destroy());
+      client.pipe(server);
+      server.on('data', (chunk: Buffer) => {
+        if (!inject) return void client.write(chunk);
+        pending = Buffer.concat([pending, chunk]);
+        const end = readyForQueryEnd(pending);
+        if (end < 0) return;
+        server.destroy();
+        client.end(Buffer.concat([pending.subarray(0, end), fatal]));
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = proxy.address() as AddressInfo;
+      const through = url.replace(`:${cluster.port}/`, `:${port}/`);
+      const schema = freshSchema();
+      // In a child process: an unheard 'error' would end it, and this test would see the crash.
+      const script = `
+        import { PostgresStore } from '@corral/postgres';
+        const store = await PostgresStore.open(${JSON.stringify(through)}, { schema: ${JSON.stringify(schema)}, maxConnections: 1 });
+        await store.listExecutions();
+        await store.close();
+        console.log('alive');`;
+      const ROOT = new URL('../../..', import.meta.url).pathname;
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+      expect(stdout.trim()).toBe('alive');
+      expect(injected).toBe(2);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
   it('fails calls while the server is down without ending the process, and works again once it is back', async () => {
     const store = await PostgresStore.open(url, { schema: freshSchema(), connectTimeoutMs: 2000 });
     const before = intent({ intent_ns: at(1) });
@@ -370,3 +415,23 @@ describe('PostgresStore across a server restart', () => {
     await store.close();
   });
 });
+
+/** A backend ErrorResponse message. */
+function errorResponse(severity: string, code: string, message: string): Buffer {
+  const fields = Buffer.from(`S${severity}\0V${severity}\0C${code}\0M${message}\0\0`);
+  const head = Buffer.alloc(5);
+  head.write('E');
+  head.writeInt32BE(4 + fields.length, 1);
+  return Buffer.concat([head, fields]);
+}
+
+/** Where the first ReadyForQuery message in a server's bytes ends, or -1 before it has come whole. */
+function readyForQueryEnd(bytes: Buffer): number {
+  for (let at = 0; at + 5 <= bytes.length; ) {
+    const end = at + 1 + bytes.readInt32BE(at + 1);
+    if (end > bytes.length) return -1;
+    if (bytes[at] === 0x5a) return end;
+    at = end;
+  }
+  return -1;
+}
