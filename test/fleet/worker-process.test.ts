@@ -4,12 +4,25 @@
 // back to its caller once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { Corral } from '@corral/node';
 import { remote } from '@corral/fleet';
 import { startNats, type NatsServer } from '../helpers/nats.js';
-import { CLI, FIXTURES, startWorkerProcess, stopAllWorkerProcesses, waitFor, type WorkerProcess } from '../helpers/worker-cli.js';
+import {
+  CLI,
+  FIXTURES,
+  spawnWorkerProcess,
+  startWorkerProcess,
+  stopAllWorkerProcesses,
+  waitFor,
+  type WorkerProcess,
+} from '../helpers/worker-cli.js';
 
 const workspace = [{ guest: '/workspace', access: 'read-write' as const }];
+const BUNDLED = dirname(createRequire(import.meta.url).resolve('@corral/tools/package.json'));
 
 let nats: NatsServer;
 let client: Corral;
@@ -53,6 +66,10 @@ describe('corral worker', () => {
   it('answers a call, and on SIGTERM finishes the call in flight, answers it and exits 0', async () => {
     const w = await startWorker('--concurrency', '1');
     expect(w.stdout[0]).toMatch(/worker ready on nats:\/\/127\.0\.0\.1:\d+: \d+ tools, concurrency 1/);
+    // It compiled every tool first, and said so.
+    const compiled = w.events.find((e) => e.event === 'compiled');
+    expect(compiled).toMatchObject({ failed: 0 });
+    expect(compiled!.tools).toBeGreaterThan(1);
     expect(await client.invoke('echo', { hello: 'fleet' })).toMatchObject({ ok: true, output: { hello: 'fleet' } });
 
     const call = client.invoke('mark', { spin_ms: 1500, drained: true }, { mounts: workspace });
@@ -62,6 +79,36 @@ describe('corral worker', () => {
     expect(result).toMatchObject({ ok: true, output: { spin_ms: 1500, drained: true } });
     expect(await w.exited).toEqual({ code: 0, signal: null });
     expect(w.events.map((e) => e.event)).toContain('drained');
+  });
+
+  it('says it is compiling its tools before it is ready, and a SIGTERM meanwhile stops it at once with exit 0', async () => {
+    // The bundled components as third-party tools (spec and component only) with an empty transpile
+    // cache: each is transpiled before it compiles, seconds in all.
+    const cache = mkdtempSync(join(tmpdir(), 'corral-worker-cache-'));
+    const tools = mkdtempSync(join(tmpdir(), 'corral-worker-tools-'));
+    try {
+      for (const name of readdirSync(BUNDLED)) {
+        if (!existsSync(join(BUNDLED, name, 'tool-spec.json'))) continue;
+        const spec = JSON.parse(readFileSync(join(BUNDLED, name, 'tool-spec.json'), 'utf8')) as { component?: string };
+        if (!spec.component) continue;
+        mkdirSync(join(tools, name));
+        copyFileSync(join(BUNDLED, name, 'tool-spec.json'), join(tools, name, 'tool-spec.json'));
+        copyFileSync(join(BUNDLED, name, spec.component), join(tools, name, spec.component));
+      }
+      const w = spawnWorkerProcess(['--nats', nats.url, '--no-bundled', '--tools', tools, '--workers', '1'], { CORRAL_CACHE_DIR: cache });
+      await waitFor('the worker to start compiling', () => w.events.some((e) => e.event === 'compiling'), w);
+      expect(w.events.find((e) => e.event === 'compiling')!.tools).toBeGreaterThanOrEqual(5);
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toEqual({ code: 0, signal: null });
+      const events = w.events.map((e) => e.event);
+      expect(events).toContain('stopped');
+      expect(events).not.toContain('compiled');
+      expect(events).not.toContain('compile_failed'); // the compiles the closing pool cut short are not reported as failures
+      expect(w.stdout.join('\n')).not.toMatch(/worker ready/);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+      rmSync(tools, { recursive: true, force: true });
+    }
   });
 
   it('a worker SIGKILLed mid-call: the call runs again in another worker process and its caller gets one result', async () => {

@@ -30,13 +30,14 @@ function lines(stream: NodeJS.ReadableStream, each: (line: string) => void): voi
 
 /** Start `corral worker --nats URL --no-bundled --tools FIXTURES --workers 1 …extra` and wait until it says it is ready. */
 export async function startWorkerProcess(natsUrl: string, ...extra: string[]): Promise<WorkerProcess> {
-  const child = spawn(
-    process.execPath,
-    [CLI, 'worker', '--nats', natsUrl, '--no-bundled', '--tools', FIXTURES, '--workers', '1', ...extra],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const w = spawnWorkerProcess(['--nats', natsUrl, '--no-bundled', '--tools', FIXTURES, '--workers', '1', ...extra]);
+  await waitFor('the worker to say it is ready', () => w.stdout.some((l) => l.includes('worker ready')), w);
+  return w;
+}
+
+/** Start `corral worker …args` (with `env` added to this process's) without waiting for anything. */
+export function spawnWorkerProcess(args: string[], env: Record<string, string> = {}): WorkerProcess {
+  const child = spawn(process.execPath, [CLI, 'worker', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const w: WorkerProcess = {
     child,
     stdout: [],
@@ -52,7 +53,6 @@ export async function startWorkerProcess(natsUrl: string, ...extra: string[]): P
       w.events.push({ text: l });
     }
   });
-  await waitFor('the worker to say it is ready', () => w.stdout.some((l) => l.includes('worker ready')), w);
   return w;
 }
 
