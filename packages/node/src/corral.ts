@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { CorralError, ErrorCodes, Registry, type Executor, type Store, type Tool } from '@corral/core';
@@ -7,13 +6,14 @@ import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
 import { SqliteStore, defaultStorePath, type SqliteStoreOptions } from './store-sqlite.js';
 import { isPostgresUrl, openPostgresStore } from './store-url.js';
+import { packageRequire } from './package-files.js';
 
 /**
  * The first-party tools that ship with Corral: the folder of the @corral/tools
  * package (`wasm-tools/` in the repository), found the way Node finds any
  * dependency, so it is right in the repository and in an installed copy alike.
  */
-export const BUNDLED_TOOLS_DIR = dirname(createRequire(import.meta.url).resolve('@corral/tools/package.json')) + sep;
+export const BUNDLED_TOOLS_DIR = dirname(packageRequire.resolve('@corral/tools/package.json')) + sep;
 
 export interface CorralOptions extends WorkerExecutorOptions {
   /** Load the bundled first-party tools. Default true. */

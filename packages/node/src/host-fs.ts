@@ -48,7 +48,6 @@ import {
   type BigIntStats,
   type Dirent,
 } from 'node:fs';
-import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -60,6 +59,7 @@ import {
   type NewTime,
   type OpenMode,
 } from '@corral/wasi/fs';
+import { packageRequire } from './package-files.js';
 
 /** open(2)'s O_PATH on Linux (every architecture Node runs on); Node does not export it. */
 const O_PATH = 0o10000000;
@@ -489,7 +489,7 @@ function exactFileTimes(): ExactFileTimes | null {
   if (exactTimes !== undefined) return exactTimes;
   exactTimes = null;
   try {
-    const addon = createRequire(import.meta.url)('../build/Release/corral_file_times.node') as Partial<ExactFileTimes>;
+    const addon = packageRequire('./build/Release/corral_file_times.node') as Partial<ExactFileTimes>;
     if (typeof addon.futimens === 'function' && typeof addon.utimensat === 'function') exactTimes = addon as ExactFileTimes;
   } catch {
     // Not built: Node's utimes it is.

@@ -6,16 +6,14 @@
  * process's environment, and refusing any mount that would contain the
  * policy file, the snapshot store or the transpile cache.
  */
-import { existsSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { isAbsolute, resolve } from 'node:path';
 import { PolicyGate, type PolicyGateOptions, type Store } from '@corral/core';
 import { defaultCacheDir } from './cache.js';
 import { BUNDLED_TOOLS_DIR } from './corral.js';
 import { PolicyFile, defaultPolicyPath } from './policy-file.js';
 import type { HostMountSource } from './mounts.js';
+import { PACKAGE_DIR, packageRequire, packageRoot } from './package-files.js';
 
 export interface OpenPolicyGateOptions extends Omit<PolicyGateOptions, 'policy' | 'host' | 'store'> {
   /** Where approvals and the audit trail are kept: the Corral's own store (`corral.store`), so `corral approve` reaches it. */
@@ -68,17 +66,6 @@ export function openPolicyGate(options: OpenPolicyGateOptions): PolicyGate {
   });
 }
 
-/** The folder holding the package.json of the package `file` belongs to. */
-function packageRoot(file: string): string {
-  let dir = dirname(file);
-  while (!existsSync(join(dir, 'package.json'))) {
-    const up = dirname(dir);
-    if (up === dir) return dirname(file);
-    dir = up;
-  }
-  return dir;
-}
-
 let codePaths: string[] | undefined;
 
 /**
@@ -90,12 +77,11 @@ let codePaths: string[] | undefined;
  */
 export function corralCodePaths(): string[] {
   if (codePaths) return [...codePaths];
-  const require = createRequire(import.meta.url);
-  const paths = new Set<string>([packageRoot(fileURLToPath(import.meta.url)), BUNDLED_TOOLS_DIR]);
-  for (const p of require.resolve.paths('yaml') ?? []) paths.add(p);
+  const paths = new Set<string>([PACKAGE_DIR, BUNDLED_TOOLS_DIR]);
+  for (const p of packageRequire.resolve.paths('yaml') ?? []) paths.add(p);
   for (const name of ['@corral/core', '@corral/wasi', '@corral/mcp', '@corral/workflow']) {
     try {
-      paths.add(packageRoot(require.resolve(name)));
+      paths.add(packageRoot(packageRequire.resolve(name)));
     } catch {
       // not installed (@corral/mcp and @corral/workflow are optional for a host that never serves them)
     }

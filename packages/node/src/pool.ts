@@ -7,6 +7,7 @@ import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
 import { warnUnenforcedLimits } from './runtime.js';
+import { packagePath, packageUrl } from './package-files.js';
 
 export type { TaskOptions } from '@corral/wasi/host-kit';
 
@@ -18,12 +19,12 @@ export type { TaskOptions } from '@corral/wasi/host-kit';
  * (the build info files exist only in a checkout).
  */
 function workerUrl(): URL {
-  const modules = new URL('./worker.js', import.meta.url);
-  const bundle = new URL('./worker.bundle.js', import.meta.url);
+  const modules = packageUrl('dist/worker.js');
+  const bundle = packageUrl('dist/worker.bundle.js');
   const bundled = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs;
   if (bundled === undefined) return modules;
-  for (const pkg of ['../../core/', '../../wasi/', '../']) {
-    const rebuilt = statSync(new URL(`${pkg}tsconfig.tsbuildinfo`, import.meta.url), { throwIfNoEntry: false })?.mtimeMs;
+  for (const pkg of ['../core/', '../wasi/', '']) {
+    const rebuilt = statSync(packagePath(`${pkg}tsconfig.tsbuildinfo`), { throwIfNoEntry: false })?.mtimeMs;
     if (rebuilt !== undefined && rebuilt > bundled) return modules;
   }
   return bundle;

@@ -5,10 +5,10 @@
  * load failure looked like an unwritable store, and calls ran unrecorded; a
  * store that can never open here is refused instead, saying what to do.
  */
-import { createRequire } from 'node:module';
 import type DatabaseConstructor from 'better-sqlite3';
 import { storeError } from '@corral/core/store-kit';
 import { hostRuntime } from './runtime.js';
+import { packageRequire } from './package-files.js';
 
 let Database: typeof DatabaseConstructor | undefined;
 let loadError: unknown;
@@ -22,7 +22,7 @@ let loadError: unknown;
 export function sqliteDatabase(location: string): typeof DatabaseConstructor {
   if (Database === undefined && loadError === undefined) {
     try {
-      const loaded = createRequire(import.meta.url)('better-sqlite3') as typeof DatabaseConstructor;
+      const loaded = packageRequire('better-sqlite3') as typeof DatabaseConstructor;
       new loaded(':memory:').close();
       Database = loaded;
     } catch (err) {

@@ -113,6 +113,7 @@ import {
 } from '@corral/core';
 import { CHECK_FAILED, commitBatch, type Row, type WriteOp, type WriteResult } from './store-commit.js';
 import type { CommitReply, WriterConfig } from './store-writer.js';
+import { packageUrl } from './package-files.js';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
 export const SCHEMA_VERSION = 5;
@@ -308,7 +309,7 @@ export interface SqliteStoreOptions {
 }
 
 /** The commit thread's script (store-writer.ts), beside this module. */
-const WRITER_URL = new URL('./store-writer.js', import.meta.url);
+const WRITER_URL = packageUrl('dist/store-writer.js');
 
 /** The commit thread, once it has said it is ready. */
 interface Writer {

@@ -5,7 +5,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import {
   CorralError,
@@ -18,6 +17,7 @@ import {
   type Registry,
   type Tool,
 } from '@corral/core';
+import { packageRequire } from './package-files.js';
 
 const SPEC_FILE = 'tool-spec.json';
 
@@ -95,7 +95,7 @@ function builtSpecs(): Map<string, PrebuiltValidators> {
   if (!validatedSpecs) {
     validatedSpecs = new Map();
     try {
-      const file = createRequire(import.meta.url).resolve('@corral/tools/validated-specs.json');
+      const file = packageRequire.resolve('@corral/tools/validated-specs.json');
       const { format, specs } = JSON.parse(readFileSync(file, 'utf8')) as { format: unknown; specs: unknown };
       if (typeof format !== 'string' || typeof specs !== 'object' || specs === null) return validatedSpecs;
       for (const [sha256, code] of Object.entries(specs as Record<string, { input?: unknown; output?: unknown }>)) {

@@ -37,6 +37,7 @@ import { ComponentCache } from './cache.js';
 import { hostMountChecks } from './mounts.js';
 import { SandboxWorker } from './pool.js';
 import { forTerminal } from './terminal.js';
+import { packageUrl } from './package-files.js';
 
 /** One problem, by JSON pointer into the spec (`/component`, `/kind`), with how to fix it. */
 export interface WasmCheckProblem {
@@ -174,7 +175,7 @@ async function moduleProblems(
   }
 }
 
-const PROBE_WORKER = new URL('./wasm-check-worker.js', import.meta.url);
+const PROBE_WORKER = packageUrl('dist/wasm-check-worker.js');
 
 /**
  * Transpile (components only; from the cache `corral run` uses, or jco now,

@@ -17,11 +17,12 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { MissingToolchain, writeBuilt, type BuildContext, type Language, type Scaffold } from './language.js';
+import { packagePath, packageRequire } from '../package-files.js';
 
 /** The kit's folder: corral.h, corral.c and their README. */
-export const C_KIT_DIR = fileURLToPath(new URL('../../kit/c/', import.meta.url));
+export const C_KIT_DIR = packagePath('kit/c/');
 
 /** The Debian packages that make `clang --target=wasm32-wasi` work. */
 export const C_TOOLCHAIN_PACKAGES = 'clang lld wasi-libc libclang-rt-dev-wasm32';
@@ -212,7 +213,7 @@ function checkExports(module: Uint8Array): void {
 
 /** jco is a dependency of @corral/wasi, binaryen (wasm-opt) one of jco: found through those, never on PATH. */
 function jcoMain(): string {
-  const wasi = createRequire(import.meta.url).resolve('@corral/wasi');
+  const wasi = packageRequire.resolve('@corral/wasi');
   return createRequire(wasi).resolve('@bytecodealliance/jco');
 }
 

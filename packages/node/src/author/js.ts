@@ -18,10 +18,10 @@ import { access, copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } fr
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { MissingToolchain, writeBuilt, type BuildContext, type Language, type Scaffold } from './language.js';
 import { EXAMPLES, readme, toolSpec } from './templates.js';
 import { jcoEntry } from './toolchain.js';
+import { packagePath } from '../package-files.js';
 
 const COMPONENTIZE_JS = '@bytecodealliance/componentize-js';
 const COMPONENTIZE_VERSION = '0.19.3';
@@ -50,7 +50,7 @@ type TypeScript = typeof import('typescript');
 
 /** typescript from the tool folder, else from where Corral is installed. */
 function loadTypeScript(dir: string): TypeScript {
-  for (const base of [join(dir, 'package.json'), import.meta.url]) {
+  for (const base of [join(dir, 'package.json'), packagePath('package.json')]) {
     let ts: TypeScript;
     try {
       ts = createRequire(base)('typescript') as TypeScript;
@@ -178,7 +178,7 @@ interface ComponentizeJob {
  * resolves that package from the jco next to it when Node cannot.
  */
 function runComponentize(job: ComponentizeJob): Promise<void> {
-  const child = fileURLToPath(new URL('./componentize-child.js', import.meta.url));
+  const child = packagePath('dist/author/componentize-child.js');
   return new Promise((resolve, reject) => {
     let output = '';
     const proc = spawn(process.execPath, [child, JSON.stringify(job)], { cwd: job.cwd, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { packageRequire } from '../package-files.js';
 
 /** What a finished process said. */
 export interface ProcessResult {
@@ -44,8 +45,7 @@ export function runProcess(
  * with), so an installed @corral/node finds it wherever npm put it.
  */
 export function jcoEntry(): string {
-  const fromHere = createRequire(import.meta.url);
-  const wasi = fromHere.resolve('@corral/wasi');
+  const wasi = packageRequire.resolve('@corral/wasi');
   return createRequire(wasi).resolve('@bytecodealliance/jco');
 }
 

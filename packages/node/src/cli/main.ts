@@ -17,6 +17,7 @@ import {
   type Command,
   type ErrorJson,
 } from './shared.js';
+import { packagePath } from '../package-files.js';
 
 export { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError } from './shared.js';
 
@@ -88,7 +89,7 @@ export async function main(
       case '--version': {
         // Read when asked: --help and every command stay free of it.
         const { readFile } = await import('node:fs/promises');
-        const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+        const pkg = JSON.parse(await readFile(packagePath('package.json'), 'utf8')) as { version: string };
         cli.print(`corral ${pkg.version} (node ${process.versions.node})`);
         return EXIT_OK;
       }

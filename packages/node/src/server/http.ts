@@ -53,6 +53,7 @@ import { APPROVAL_ID, ApprovalResults, ApprovalRunner, approvalView } from './ap
 import type { HttpMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { HttpErrorCodes, statusForResult, type HttpErrorCode, type WireErrorDetails } from './status.js';
+import { packagePath } from '../package-files.js';
 
 export const DEFAULT_HTTP_PORT = 8787;
 export const DEFAULT_HTTP_HOST = '127.0.0.1';
@@ -78,7 +79,7 @@ const ABORT_GRACE_MS = 5_000;
 
 const VERSION = (() => {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string }).version;
   } catch {
     return '0.0.0';
   }
