@@ -1,7 +1,8 @@
 // Bearer-token auth: with a token configured every endpoint but /healthz
 // needs it; without one the server refuses to listen beyond loopback.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Corral, isLoopbackAddress, startHttpServer } from '@corral/node';
+import { Corral } from '@corral/node';
+import { isLoopbackAddress, startHttpServer } from '@corral/node/http';
 import { execute, send, startTestServer, type TestServer } from './helpers.js';
 
 const TOKEN = 'auth-test-token-5f0c2a9e81b34d67';

@@ -10,7 +10,9 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from '@bytecodealliance/jco';
-import { Corral, openPolicyGate, startHttpServer, type CorralHttpServer, type HttpLogEntry, type HttpServerOptions } from '@corral/node';
+import { Corral } from '@corral/node';
+import { startHttpServer, type CorralHttpServer, type HttpLogEntry, type HttpServerOptions } from '@corral/node/http';
+import { openPolicyGate } from '@corral/node/policy';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const CLI = join(ROOT, 'packages/node/bin/corral.js');

@@ -3,7 +3,7 @@
 // body limits, shutdown). A stand-in handler plays the MCP endpoint.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import type { HttpMount } from '@corral/node';
+import type { HttpMount } from '@corral/node/http';
 import { send, startTestServer } from './helpers.js';
 
 const TOKEN = 'mcp-mount-token-0123456789';

@@ -6,7 +6,9 @@ import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Corral, loadWorkflowFolders, openPolicyGate, startHttpServer, type CorralHttpServer } from '@corral/node';
+import { Corral, loadWorkflowFolders } from '@corral/node';
+import { startHttpServer, type CorralHttpServer } from '@corral/node/http';
+import { openPolicyGate } from '@corral/node/policy';
 import { ServedWorkflows } from '@corral/workflow';
 import { FIXTURES, send } from './helpers.js';
 

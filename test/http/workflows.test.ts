@@ -9,7 +9,9 @@ import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Corral, SqliteStore, loadWorkflowFolders, openPolicyGate, startHttpServer, type CorralHttpServer } from '@corral/node';
+import { Corral, SqliteStore, loadWorkflowFolders } from '@corral/node';
+import { startHttpServer, type CorralHttpServer } from '@corral/node/http';
+import { openPolicyGate } from '@corral/node/policy';
 import { ServedWorkflows } from '@corral/workflow';
 import { CLI, FIXTURES, ROOT, send, serve, type Served } from './helpers.js';
 

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nowNs, workflowApproval, type ApprovalRecord, type AuditEvent } from '@corral/core';
-import { Corral, SqliteStore, openPolicyGate } from '@corral/node';
+import { Corral, SqliteStore } from '@corral/node';
+import { openPolicyGate } from '@corral/node/policy';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -61,7 +62,8 @@ function server(
   body: string,
 ): { child: ChildProcess; lines: string[]; line: (re: RegExp) => Promise<string>; exit: Promise<number | null> } {
   const script = `
-    import { Corral, openPolicyGate } from '@corral/node';
+    import { Corral } from '@corral/node';
+import { openPolicyGate } from '@corral/node/policy';
     const corral = await Corral.create({ size: 1 });
     const gate = openPolicyGate({ store: corral.store });
     const say = (...parts) => process.stdout.write(parts.join(' ') + '\\n');

@@ -18,7 +18,8 @@ import {
   type PolicyGate,
   type Tool,
 } from '@corral/core';
-import { BUNDLED_TOOLS_DIR, SqliteStore, loadToolFolder, openPolicyGate } from '@corral/node';
+import { BUNDLED_TOOLS_DIR, SqliteStore, loadToolFolder } from '@corral/node';
+import { openPolicyGate } from '@corral/node/policy';
 
 interface Setup {
   dir: string;

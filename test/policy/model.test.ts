@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evaluatePolicy, policySchema, validatePolicy, type Policy, type PolicyHost, type PolicyRequest } from '@corral/core';
-import { PolicyFile, parsePolicyText } from '@corral/node';
+import { PolicyFile, parsePolicyText } from '@corral/node/policy';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 

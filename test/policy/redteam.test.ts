@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Registry, type InvokeOptions, type InvokeResult, type Tool } from '@corral/core';
-import { BUNDLED_TOOLS_DIR, SqliteStore, loadToolFolder, openPolicyGate } from '@corral/node';
+import { BUNDLED_TOOLS_DIR, SqliteStore, loadToolFolder } from '@corral/node';
+import { openPolicyGate } from '@corral/node/policy';
 
 const stores: SqliteStore[] = [];
 afterEach(async () => {

@@ -6,7 +6,7 @@
  * denial and approval decision in the audit trail.
  *
  * Host-agnostic: the policy source, `realpath` and the environment come from
- * the host (@corral/node's `openPolicyGate` reads corral.policy.yaml).
+ * the host (`openPolicyGate` from @corral/node/policy reads corral.policy.yaml).
  *
  * The one entry point a server needs is `gate.invoke(corral, ref, input, { bindings, caller, signal })`:
  * it returns the result envelope, with E_POLICY_DENIED as its error when

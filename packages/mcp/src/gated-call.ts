@@ -30,7 +30,7 @@ import type { McpCorral } from './server.js';
 
 /**
  * What the MCP server needs of a policy gate: @corral/core's PolicyGate
- * (@corral/node's `openPolicyGate` makes one over corral.policy.yaml).
+ * (`openPolicyGate` from @corral/node/policy makes one over corral.policy.yaml).
  */
 export type McpGate = Pick<
   PolicyGate,

@@ -1,8 +1,10 @@
 /**
  * @corral/node — the Node host: Corral in one object, the worker_threads
  * sandbox pool, the SQLite snapshot store, host-folder mounts, the
- * transpile cache, the HTTP API server. The CLI (`corral`) is not exported:
- * it is the package's bin.
+ * transpile cache. The policy gate is `@corral/node/policy`, the HTTP API
+ * server `@corral/node/http` and the MCP server `@corral/node/mcp`, so a
+ * host that uses none of them does not load them (nor the YAML parser, the
+ * workflow engine and Node's HTTP server they bring). The CLI (`corral`) is not exported: it is the package's bin.
  *
  * Everything exported here is public API, including the part of
  * @corral/core a host's user needs (errors, tool and result types, the
@@ -27,39 +29,8 @@ export {
   APPLICATION_ID as SQLITE_APPLICATION_ID,
   type SqliteStoreOptions,
 } from './store-sqlite.js';
-export { openPolicyGate, type OpenPolicyGateOptions } from './policy-gate.js';
-export {
-  openServerGate,
-  approveCommandFor,
-  approvalsReachable,
-  IN_MEMORY_GATE_STORE,
-  type OpenServerGateOptions,
-} from './server-gate.js';
-export {
-  PolicyFile,
-  defaultPolicyPath,
-  parsePolicyText,
-  MAX_POLICY_BYTES,
-} from './policy-file.js';
-
-// The HTTP API (`corral serve`).
-export {
-  CorralHttpServer,
-  startHttpServer,
-  checkHttpServerOptions,
-  isLoopbackAddress,
-  DEFAULT_HTTP_PORT,
-  DEFAULT_HTTP_HOST,
-  DEFAULT_MAX_BODY_BYTES,
-  DEFAULT_HTTP_CONCURRENCY,
-  DEFAULT_SHUTDOWN_TIMEOUT_MS,
-  DEFAULT_APPROVAL_WAIT_MS,
-  type HttpServerOptions,
-  type HttpMount,
-  type HttpLogEntry,
-} from './server/http.js';
-export { buildOpenApi, type OpenApiOptions } from './server/openapi.js';
-export { statusForResult, HttpErrorCodes, type HttpErrorCode } from './server/status.js';
+// The policy gate and policy files are the subpath @corral/node/policy.
+// The HTTP API (`corral serve`) is the subpath @corral/node/http.
 
 // The part of @corral/core a host's user needs (one list, shared with @corral/browser).
 export * from '@corral/core/host-api';

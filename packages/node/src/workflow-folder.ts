@@ -9,7 +9,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve } from 'node:path';
 import { CorralError, ErrorCodes, type Registry } from '@corral/core';
-import { MAX_WORKFLOW_BYTES, loadWorkflow, type Workflow } from '@corral/workflow';
+import type { Workflow } from '@corral/workflow';
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 /** Names the HTTP API's paths take for themselves (/workflows/runs/ID). */
@@ -28,6 +28,8 @@ export async function loadWorkflowFolders(
   registry: Registry,
   dirs: readonly string[],
 ): Promise<{ loaded: LoadedWorkflow[]; errors: CorralError[] }> {
+  // Loaded here, not with @corral/node: a host that runs no workflows does not pay for the engine and its YAML parser.
+  const { MAX_WORKFLOW_BYTES, loadWorkflow } = await import('@corral/workflow');
   const loaded: LoadedWorkflow[] = [];
   const errors: CorralError[] = [];
   const byName = new Map<string, string>();
