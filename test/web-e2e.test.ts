@@ -174,11 +174,25 @@ describe('apps/web: the offline diff summarizer on its production build', () => 
   });
 
   it('on a first visit, summarizes a diff picked before the page is ready, transpiles nothing, and caches the app and its tool', async () => {
+    // The tool's wasm is held back until the pick is made, so the page cannot be ready first
+    // however fast or slow this machine is.
+    let picked!: () => void;
+    const pickMade = new Promise<void>((resolve) => (picked = resolve));
+    const toolWasm = /\/assets\/diff-summary-[\w-]+\.wasm$/;
+    let held = 0;
+    await context.route(toolWasm, async (route) => {
+      held++;
+      await pickMade;
+      await route.continue();
+    });
     await page.goto(url);
-    // Picked at once, while the page prepares: queued, then summarized when it is ready.
+    // Picked while the page prepares: queued, then summarized when it is ready.
     await page.setInputFiles('#file-input', { name: 'change.diff', mimeType: 'text/x-diff', buffer: Buffer.from(git.diff) });
     const pickedAt = await page.evaluate(() => performance.now());
+    picked();
     await ready(page);
+    await context.unroute(toolWasm);
+    expect(held, 'requests for the tool held back').toBeGreaterThan(0);
     await page.waitForSelector('#files-table');
     await page.waitForFunction(() => document.querySelector('#result')?.getAttribute('aria-busy') === 'false');
     expect((await tableRows(page)).map((r) => r.path).sort()).toEqual(git.nameStatus.map((n) => n.path).sort());
