@@ -18,7 +18,7 @@ export {
 export { tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare } from './limits.js';
 export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';
 export { sipHash24 } from './fs/metadata-hash.js';
-export { lighterHostCalls } from './run.js';
+export { lighterHostCalls, loadGlue } from './run.js';
 export {
   importOwnMemory,
   MemoryPool,

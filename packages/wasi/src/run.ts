@@ -118,16 +118,44 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
       if (pooled) pools.set(module, new MemoryPool(pooled));
     }),
   );
-  // The glue has no imports of its own, so it loads from a data: URL in any host.
-  // Dots are escaped too: Bun reads the text after the URL's last '.' as a file
-  // extension and then loads the glue as CommonJS, without its exports.
-  const source = lighterHostCalls(guardLiftedLists(allocateEmptyStrings(prepared.glue)));
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source).replaceAll('.', '%2E');
-  const glue = (await import(/* @vite-ignore */ url)) as { instantiate: Instantiate };
+  const instantiate = await loadGlue(lighterHostCalls(guardLiftedLists(allocateEmptyStrings(prepared.glue))));
   const dispose = () => {
     for (const pool of pools.values()) pool.dispose();
   };
-  return { instantiate: glue.instantiate, modules, capped: withCaps, pools, dispose };
+  return { instantiate, modules, capped: withCaps, pools, dispose };
+}
+
+/**
+ * jco's glue exports one function and imports nothing; its one use of the
+ * module's own URL is a default for `getCoreModule`, which Corral always passes.
+ */
+const GLUE_EXPORT = /^export function instantiate\(/m;
+const MODULE_URL = /import\.meta\.url/g;
+const MODULE_SYNTAX = /^\s*(?:import|export)\b/gm;
+
+/**
+ * The glue's `instantiate`, evaluated as a strict function body: importing it
+ * from a data: URL made Node's module loader resolve and parse a ~300 KB URL,
+ * 5–14 ms of a tool's first call in each worker. Each load gets its own copy
+ * of the glue's top-level state, as each compile of the tool gets its own
+ * modules. A glue of another shape, or a host that refuses eval (a page whose
+ * CSP allows data: scripts only), imports it from a data: URL as before.
+ */
+export async function loadGlue(source: string): Promise<Instantiate> {
+  if (GLUE_EXPORT.test(source) && source.match(MODULE_SYNTAX)?.length === 1) {
+    const body = `'use strict';\n${source.replace(GLUE_EXPORT, 'function instantiate(').replace(MODULE_URL, 'undefined')}\nreturn instantiate;`;
+    try {
+      return new Function(body)() as Instantiate;
+    } catch (err) {
+      // Eval refused, or a glue that only parses as a module (say, a top-level await).
+      if (!(err instanceof EvalError || err instanceof SyntaxError)) throw err;
+    }
+  }
+  // The glue has no imports of its own, so it loads from a data: URL in any host.
+  // Dots are escaped too: Bun reads the text after the URL's last '.' as a file
+  // extension and then loads the glue as CommonJS, without its exports.
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source).replaceAll('.', '%2E');
+  return ((await import(/* @vite-ignore */ url)) as { instantiate: Instantiate }).instantiate;
 }
 
 /** The wasi:cli/run export, whatever version suffix the component used. */
