@@ -17,8 +17,13 @@ declare function atob(data: string): string;
 declare function btoa(data: string): string;
 
 // Encoding API
+interface TextEncoderEncodeIntoResult {
+  read: number;
+  written: number;
+}
 interface TextEncoder {
   encode(input?: string): Uint8Array<ArrayBuffer>;
+  encodeInto(source: string, destination: Uint8Array): TextEncoderEncodeIntoResult;
 }
 declare var TextEncoder: { prototype: TextEncoder; new (): TextEncoder };
 

@@ -92,6 +92,14 @@ describe('Runtime.invoke', () => {
     expect(request!.mounts.map((m) => `${m.guest}:${m.access}`)).toEqual(['/workspace:read', '/out:read']);
   });
 
+  it("hands the tool the UTF-8 bytes of the input's JSON, whether it is ASCII or not", async () => {
+    const executor = printing('{"files":[]}');
+    const runtime = await setup(executor);
+    const diffs = ['--- a\n+++ b\n', '--- café\n', '+ 😀 end', 'x'.repeat(100_000) + 'é', 'lone \ud800 surrogate', ''];
+    for (const diff of diffs) expect((await runtime.invoke('diff-summary', { diff })).ok).toBe(true);
+    expect(executor.requests.map((r) => [...r.stdin])).toEqual(diffs.map((diff) => [...encode(JSON.stringify({ diff }))]));
+  });
+
   it('lets the call override timeout and output limit', async () => {
     const executor = printing('{"files":[]}');
     const runtime = await setup(executor);
