@@ -9,7 +9,7 @@
  * API and host facade that @corral/node and @corral/browser build on), and
  * `@corral/wasi/internal` (this repository's tests only; no promises).
  */
-export { ComponentRunner } from './run.js';
+export { ComponentRunner, type ComponentRunnerOptions } from './run.js';
 export type { RunRequest, RunnerOptions } from './request.js';
 export { CodeCache, DEFAULT_CACHE_BYTES } from './code-cache.js';
 export { Preview1Runner, checkPreview1Module } from './preview1/index.js';

@@ -15,7 +15,7 @@ export {
   type Preopens,
   type ByteSink,
 } from './preview1/index.js';
-export { tableBudget, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare } from './limits.js';
+export { tableBudget, mayRunAtInstantiation, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare } from './limits.js';
 export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';
 export { sipHash24 } from './fs/metadata-hash.js';
 export { lighterHostCalls, loadGlue } from './run.js';

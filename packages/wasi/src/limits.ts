@@ -54,6 +54,7 @@ export function tableBudget(maxPages: number): number {
 const SECTION_TYPE = 1;
 const SECTION_TABLE = 4;
 const SECTION_MEMORY = 5;
+const SECTION_START = 8;
 
 class Malformed extends Error {}
 
@@ -107,9 +108,18 @@ export function definesMemoryOrTable(module: Uint8Array): boolean {
   return found.memory || found.table;
 }
 
-/** Whether a module defines memories or tables (a non-empty memory or table section). */
-function definedSections(module: Uint8Array): { memory: boolean; table: boolean } {
-  const found = { memory: false, table: false };
+/**
+ * Whether instantiating a core module may run its code: it has a start
+ * function (or sections that cannot be read, to be safe).
+ */
+export function mayRunAtInstantiation(module: Uint8Array): boolean {
+  const found = definedSections(module);
+  return found.start || !found.read;
+}
+
+/** Whether a module defines memories or tables (a non-empty memory or table section), and a start function. */
+function definedSections(module: Uint8Array): { memory: boolean; table: boolean; start: boolean; read: boolean } {
+  const found = { memory: false, table: false, start: false, read: false };
   let pos = 8;
   try {
     while (pos < module.length) {
@@ -120,8 +130,10 @@ function definedSections(module: Uint8Array): { memory: boolean; table: boolean 
         const [count] = readU32(module, bodyStart);
         if (count > 0) found[id === SECTION_MEMORY ? 'memory' : 'table'] = true;
       }
+      if (id === SECTION_START) found.start = true;
       pos = bodyStart + size;
     }
+    found.read = pos === module.length;
   } catch {
     // Malformed: capModule says so, with the reason.
   }

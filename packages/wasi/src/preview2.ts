@@ -1,7 +1,8 @@
 /**
- * The WASI 0.2 imports of one component call: exactly the interfaces
- * Corral provides (PROVIDED_INTERFACES), built fresh per call, in objects
- * with no prototype. A component importing anything else was refused when
+ * The WASI 0.2 imports of one component instance: exactly the interfaces
+ * Corral provides (PROVIDED_INTERFACES), built fresh per instance and
+ * answering for one call (its stdio, arguments, environment and preopens:
+ * CallState), in objects with no prototype. A component importing anything else was refused when
  * it was loaded (component-imports.ts); here a name outside the list simply
  * does not exist, and `imports['constructor']` is undefined, not Object.
  *
@@ -44,32 +45,60 @@ for (const type of [TerminalInput, TerminalOutput]) {
   Object.setPrototypeOf(type, null);
 }
 
+/** What one call's imports hand its guest, made when the call opens. */
+export interface CallState {
+  readonly stdin: InputStream;
+  readonly stdout: OutputStream;
+  readonly stderr: OutputStream;
+  readonly terminals: readonly [boolean, boolean, boolean];
+  readonly environment: ReadonlyArray<readonly [string, string]>;
+  readonly args: readonly string[];
+  readonly preopens: Preview2Call['preopens'];
+  readonly memoryLimitBytes: number;
+  /** wasi:random/insecure-seed's answer, drawn when first asked for (most tools never do: a draw costs ~10 µs). */
+  seed?: [bigint, bigint];
+}
+
+export function callState(call: Preview2Call): CallState {
+  return {
+    stdin: inputStream(call.stdin instanceof Uint8Array ? bytesSource(call.stdin) : call.stdin),
+    stdout: outputStream(call.stdout),
+    stderr: outputStream(call.stderr),
+    terminals: call.terminals ?? [false, false, false],
+    environment: Object.entries(call.env).map(([k, v]) => [k, v] as const),
+    args: [...call.args],
+    preopens: call.preopens,
+    memoryLimitBytes: call.memoryLimitBytes,
+  };
+}
+
 /** The import object for jco's `instantiate`, keyed by interface name without version. */
 export function preview2Imports(call: Preview2Call): Record<string, Record<string, unknown>> {
-  const stdin = inputStream(call.stdin instanceof Uint8Array ? bytesSource(call.stdin) : call.stdin);
-  const [stdinTty, stdoutTty, stderrTty] = call.terminals ?? [false, false, false];
-  const stdout = outputStream(call.stdout);
-  const stderr = outputStream(call.stderr);
-  const environment = Object.entries(call.env).map(([k, v]) => [k, v] as [string, string]);
-  const args = [...call.args];
+  const state = callState(call);
+  return boundImports(() => state);
+}
 
+/**
+ * The import object, answering for the call `current()` returns each time
+ * the guest calls in: an instance made before its call (run.ts) is bound to
+ * that call when it starts, and serves no other.
+ */
+export function boundImports(current: () => CallState): Record<string, Record<string, unknown>> {
   const randomBytes = (len: unknown): Uint8Array => {
     const n = u64(len, 'random byte length');
     // The guest could never receive more than its memory holds.
-    if (n > BigInt(call.memoryLimitBytes)) throw new GuestTypeError(`random byte length ${n} exceeds the call's memory limit`);
+    if (n > BigInt(current().memoryLimitBytes)) throw new GuestTypeError(`random byte length ${n} exceeds the call's memory limit`);
     const out = new Uint8Array(Number(n));
     for (let at = 0; at < out.length; at += 65536) crypto.getRandomValues(out.subarray(at, at + 65536));
     return out;
   };
   const randomU64 = (): bigint => crypto.getRandomValues(new BigUint64Array(1))[0]!;
-  // Drawn when first asked for (most tools never do): a fresh draw costs ~10 µs a call.
-  let seed: [bigint, bigint] | undefined;
 
   const imports: Record<string, Record<string, unknown>> = Object.create(null);
   Object.assign(imports, {
     'wasi:cli/environment': ns({
-      getEnvironment: () => environment.map(([k, v]) => [k, v]),
-      getArguments: () => [...args],
+      getEnvironment: () => current().environment.map(([k, v]) => [k, v]),
+      getArguments: () => [...current().args],
       initialCwd: () => undefined,
     }),
     'wasi:cli/exit': ns({
@@ -82,15 +111,15 @@ export function preview2Imports(call: Preview2Call): Record<string, Record<strin
         throw new ProcExit(u32(code, 'exit code') & 0xff);
       },
     }),
-    'wasi:cli/stdin': ns({ getStdin: () => stdin }),
-    'wasi:cli/stdout': ns({ getStdout: () => stdout }),
-    'wasi:cli/stderr': ns({ getStderr: () => stderr }),
+    'wasi:cli/stdin': ns({ getStdin: () => current().stdin }),
+    'wasi:cli/stdout': ns({ getStdout: () => current().stdout }),
+    'wasi:cli/stderr': ns({ getStderr: () => current().stderr }),
     'wasi:cli/terminal-input': ns({ TerminalInput }),
     'wasi:cli/terminal-output': ns({ TerminalOutput }),
     // Captured stdio is not a terminal; `corral exec` passes the host's on.
-    'wasi:cli/terminal-stdin': ns({ getTerminalStdin: () => (stdinTty ? new TerminalInput() : undefined) }),
-    'wasi:cli/terminal-stdout': ns({ getTerminalStdout: () => (stdoutTty ? new TerminalOutput() : undefined) }),
-    'wasi:cli/terminal-stderr': ns({ getTerminalStderr: () => (stderrTty ? new TerminalOutput() : undefined) }),
+    'wasi:cli/terminal-stdin': ns({ getTerminalStdin: () => (current().terminals[0] ? new TerminalInput() : undefined) }),
+    'wasi:cli/terminal-stdout': ns({ getTerminalStdout: () => (current().terminals[1] ? new TerminalOutput() : undefined) }),
+    'wasi:cli/terminal-stderr': ns({ getTerminalStderr: () => (current().terminals[2] ? new TerminalOutput() : undefined) }),
     'wasi:clocks/monotonic-clock': ns({
       now: monotonicNs,
       resolution: () => 1000n,
@@ -108,13 +137,18 @@ export function preview2Imports(call: Preview2Call): Record<string, Record<strin
       resolution: () => ({ seconds: 0n, nanoseconds: 1000 }),
     }),
     'wasi:filesystem/types': ns({ Descriptor, DirectoryEntryStream, filesystemErrorCode }),
-    'wasi:filesystem/preopens': ns({ getDirectories: () => call.preopens.map(([d, guest]) => [d, guest]) }),
+    'wasi:filesystem/preopens': ns({ getDirectories: () => current().preopens.map(([d, guest]) => [d, guest]) }),
     'wasi:io/error': ns({ Error: IoError }),
     'wasi:io/poll': ns({ Pollable, poll }),
     'wasi:io/streams': ns({ InputStream, OutputStream }),
     'wasi:random/random': ns({ getRandomBytes: randomBytes, getRandomU64: randomU64 }),
     'wasi:random/insecure': ns({ getInsecureRandomBytes: randomBytes, getInsecureRandomU64: randomU64 }),
-    'wasi:random/insecure-seed': ns({ insecureSeed: () => [...(seed ??= [randomU64(), randomU64()])] }),
+    'wasi:random/insecure-seed': ns({
+      insecureSeed: () => {
+        const state = current();
+        return [...(state.seed ??= [randomU64(), randomU64()])];
+      },
+    }),
   });
   return imports;
 }

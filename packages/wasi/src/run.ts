@@ -1,10 +1,10 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
-import { preview2Imports } from './preview2.js';
-import { capComponentModules, definesMemoryOrTable } from './limits.js';
+import { boundImports, callState, type CallState } from './preview2.js';
+import { capComponentModules, definesMemoryOrTable, mayRunAtInstantiation } from './limits.js';
 import type { OpenedCall } from './call.js';
-import { Runner, type Execution, type RunRequest } from './runner.js';
+import { Runner, type Execution, type RunRequest, type RunnerOptions } from './runner.js';
 import { instantiate } from './preview1/loader.js';
 import { MemoryLeases, MemoryPool, importOwnMemory } from './memory-pool.js';
 
@@ -21,8 +21,106 @@ interface LoadedComponent {
   capped: Map<WebAssembly.Module, string>;
   /** The modules whose memory comes from a pool (memory-pool.ts). */
   pools: Map<WebAssembly.Module, MemoryPool>;
+  /** No core module has a start function: instantiating runs none of the tool's code. */
+  startless: boolean;
+  /** How long its last instantiation in a call took, in ms. */
+  instantiateMs?: number;
+  toolName: string;
   /** Called when the code cache drops this component: its pooled memories go too. */
   dispose(): void;
+}
+
+/**
+ * The longest instantiation made ahead of a call (prepareNext): that work
+ * runs while the worker is idle, so a call of another tool that arrives
+ * meanwhile waits for it.
+ */
+export const AHEAD_MAX_MS = 2;
+
+export interface ComponentRunnerOptions extends RunnerOptions {
+  /** Instantiate ahead of a call (prepareNext) only a component whose last instantiation took at most this (ms). Default AHEAD_MAX_MS; 0 never. */
+  aheadMaxMs?: number;
+}
+
+/** One instance of a component, bound to the call it serves when that call starts. */
+interface Instance {
+  readonly component: LoadedComponent;
+  bind(state: CallState): void;
+  /** Instantiate (once): the component's core instances and its exports. */
+  exports(): Promise<Record<string, unknown>>;
+  memories: WebAssembly.Memory[];
+  leases: MemoryLeases;
+}
+
+function newInstance(component: LoadedComponent): Instance {
+  const { toolName } = component;
+  let state: CallState | undefined;
+  const imports = boundImports(() => {
+    // An instance made ahead runs no guest code (startless) until its call binds it.
+    if (!state)
+      throw new CorralError(ErrorCodes.UNEXPECTED_EXIT, `${toolName} called the host before its call started`, {
+        reason: 'internal',
+        cause: 'unbound instance',
+      });
+    return state;
+  });
+  // Keep every memory the component's core instances export, to report the
+  // peak and to recognise a tool that failed because it hit its memory cap.
+  const memories: WebAssembly.Memory[] = [];
+  const leases = new MemoryLeases();
+  // Caps are rewritten per core module, so a second instance of a module
+  // with a memory or table would have a second cap: a component may
+  // instantiate a module as often as it likes, and 16 copies filled 16x
+  // memory_mb of host memory.
+  const instantiated = new Set<WebAssembly.Module>();
+  const instantiateCore = async (module: WebAssembly.Module, coreImports?: WebAssembly.Imports) => {
+    const name = component.capped.get(module);
+    if (name !== undefined) {
+      if (instantiated.has(module)) {
+        throw new CorralError(
+          ErrorCodes.RESOURCE_EXHAUSTED,
+          `${toolName} instantiates its core module ${name} more than once; each instance would have its own memory cap (resources.memory_mb).`,
+          { resource: 'memory', module: name },
+        );
+      }
+      instantiated.add(module);
+    }
+    const instance = await instantiate(module, leases.imports(component.pools.get(module), coreImports));
+    for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value);
+    return instance;
+  };
+  const getCoreModule = (name: string) => {
+    const module = component.modules.get(name);
+    // Glue and modules come from one transpile, but a cache on disk can lose files.
+    if (!module) {
+      throw new CorralError(
+        ErrorCodes.REGISTRATION,
+        `${toolName}: the prepared component is damaged (its glue asks for a core module ${name} it does not have); clear the cache.`,
+        { reason: `no core module ${name}` },
+      );
+    }
+    return module;
+  };
+  let exports: Promise<Record<string, unknown>> | undefined;
+  return {
+    component,
+    bind: (bound) => {
+      state = bound;
+    },
+    exports: () => {
+      if (!exports) {
+        // jco's instantiate returns its exports at once when every core instance is made synchronously.
+        try {
+          exports = Promise.resolve(component.instantiate(getCoreModule, imports, instantiateCore));
+        } catch (err) {
+          exports = Promise.reject(err);
+        }
+      }
+      return exports;
+    },
+    memories,
+    leases,
+  };
 }
 
 /**
@@ -32,63 +130,77 @@ interface LoadedComponent {
  */
 export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> {
   protected readonly kind = 'component';
+  /** The component the last call ran. */
+  #last: LoadedComponent | undefined;
+  /** An instance of it, made after that call for the next one (prepareNext). */
+  #ahead: Instance | undefined;
+  readonly #aheadMaxMs: number;
+
+  constructor(options: ComponentRunnerOptions = {}) {
+    const { aheadMaxMs = AHEAD_MAX_MS, ...runnerOptions } = options;
+    super(runnerOptions);
+    this.#aheadMaxMs = aheadMaxMs;
+  }
 
   protected compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
     return compile(prepared, maxPages, toolName);
   }
 
   protected start(component: LoadedComponent, call: OpenedCall, request: RunRequest): Execution {
-    const imports = preview2Imports({ ...call.guest, memoryLimitBytes: request.memoryLimitBytes });
-
-    // Keep every memory the component's core instances export, to report the
-    // peak and to recognise a tool that failed because it hit its memory cap.
-    const memories: WebAssembly.Memory[] = [];
-    const leases = new MemoryLeases();
-    // Caps are rewritten per core module, so a second instance of a module
-    // with a memory or table would have a second cap: a component may
-    // instantiate a module as often as it likes, and 16 copies filled 16x
-    // memory_mb of host memory.
-    const instantiated = new Set<WebAssembly.Module>();
-    const instantiateCore = async (module: WebAssembly.Module, coreImports?: WebAssembly.Imports) => {
-      const name = component.capped.get(module);
-      if (name !== undefined) {
-        if (instantiated.has(module)) {
-          throw new CorralError(
-            ErrorCodes.RESOURCE_EXHAUSTED,
-            `${request.toolName} instantiates its core module ${name} more than once; each instance would have its own memory cap (resources.memory_mb).`,
-            { resource: 'memory', module: name },
-          );
-        }
-        instantiated.add(module);
-      }
-      const instance = await instantiate(module, leases.imports(component.pools.get(module), coreImports));
-      for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value);
-      return instance;
-    };
-
+    const state = callState({ ...call.guest, memoryLimitBytes: request.memoryLimitBytes });
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    if (ahead && ahead.component !== component) ahead.leases.release();
+    let instance = ahead?.component === component ? ahead : newInstance(component);
+    instance.bind(state);
     return {
-      async run() {
-        const exports = await component.instantiate(
-          (name) => {
-            const module = component.modules.get(name);
-            // Glue and modules come from one transpile, but a cache on disk can lose files.
-            if (!module) {
-              throw new CorralError(
-                ErrorCodes.REGISTRATION,
-                `${request.toolName}: the prepared component is damaged (its glue asks for a core module ${name} it does not have); clear the cache.`,
-                { reason: `no core module ${name}` },
-              );
-            }
-            return module;
-          },
-          imports,
-          instantiateCore,
-        );
+      run: async () => {
+        let exports: Record<string, unknown>;
+        if (instance === ahead) {
+          try {
+            exports = await instance.exports();
+          } catch {
+            // Made ahead, it failed: instantiate again in this call, where the failure is classified.
+            instance.leases.release();
+            instance = newInstance(component);
+            instance.bind(state);
+            exports = await instance.exports();
+          }
+        } else {
+          const started = performance.now();
+          exports = await instance.exports();
+          component.instantiateMs = performance.now() - started;
+        }
         findRun(exports, request.toolName).run();
       },
-      peakMemoryBytes: () => Math.max(0, ...memories.map((m) => m.buffer.byteLength)),
-      release: () => leases.release(),
+      peakMemoryBytes: () => Math.max(0, ...instance.memories.map((m) => m.buffer.byteLength)),
+      release: () => {
+        instance.leases.release();
+        this.#last = component;
+      },
     };
+  }
+
+  /**
+   * Make an instance of the component the last call ran, for its next call,
+   * while the worker is idle (a worker calls this after sending a result):
+   * the instance is bound to that call when it starts, and a call of
+   * another tool drops it. Only for a component none of whose core modules
+   * has a start function, so instantiating runs no tool code, and whose
+   * instantiation took at most `aheadMaxMs`. Each instance still serves one
+   * call. True when an instance is waiting for the next call.
+   */
+  prepareNext(): boolean {
+    const component = this.#last;
+    if (!component) return false;
+    if (this.#ahead?.component === component) return true;
+    this.#ahead?.leases.release();
+    this.#ahead = undefined;
+    if (!component.startless || !(component.instantiateMs !== undefined && component.instantiateMs <= this.#aheadMaxMs)) return false;
+    const ahead = newInstance(component);
+    ahead.exports().catch(() => {}); // met again, and classified, in the call that takes it
+    this.#ahead = ahead;
+    return true;
   }
 }
 
@@ -99,6 +211,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const withCaps = new Map<WebAssembly.Module, string>();
   const pools = new Map<WebAssembly.Module, MemoryPool>();
   const capped = capComponentModules(prepared.modules, maxPages, toolName);
+  let startless = true;
   await Promise.all(
     Object.entries(capped).map(async ([name, bytes]) => {
       const pooled = importOwnMemory(bytes);
@@ -115,6 +228,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
       }
       modules.set(name, module);
       if (definesMemoryOrTable(bytes)) withCaps.set(module, name);
+      if (mayRunAtInstantiation(bytes)) startless = false;
       if (pooled) pools.set(module, new MemoryPool(pooled));
     }),
   );
@@ -122,7 +236,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const dispose = () => {
     for (const pool of pools.values()) pool.dispose();
   };
-  return { instantiate, modules, capped: withCaps, pools, dispose };
+  return { instantiate, modules, capped: withCaps, pools, startless, toolName, dispose };
 }
 
 /**

@@ -70,6 +70,14 @@ export interface SandboxWorkerOptions extends RunnerOptions {
   aroundRun?: (request: RunRequest, run: () => Promise<ExecutionResult>) => Promise<ExecutionResult>;
 }
 
+/**
+ * Run `work` after the reply now being sent has gone: Node's setImmediate
+ * runs once the microtasks that post it are done; a browser worker's
+ * setTimeout(0) after them too.
+ */
+const setImmediateOf = (globalThis as { setImmediate?: (work: () => void) => unknown }).setImmediate;
+const afterReply: (work: () => void) => void = setImmediateOf ? (work) => void setImmediateOf(work) : (work) => void setTimeout(work, 0);
+
 /** The worker side of the API: one runner per flavour, kept for the worker's life. */
 export function sandboxWorkerApi(options: SandboxWorkerOptions = {}): SandboxWorkerApi {
   const { aroundRun, ...runnerOptions } = options;
@@ -90,6 +98,8 @@ export function sandboxWorkerApi(options: SandboxWorkerOptions = {}): SandboxWor
       ),
     run: async (job) => {
       const outcome = await outcomeOf(() => (aroundRun ? aroundRun(job.request, () => runJob(job)) : runJob(job)));
+      // Once the result is on its way: the next call of this component finds an instance made.
+      if (job.kind === 'component') afterReply(() => components.prepareNext());
       return !outcome.ok && outcome.error.details?.reason === NOT_LOADED ? { ...outcome, stdin: job.request.stdin } : outcome;
     },
   };
