@@ -4,7 +4,7 @@
 // back to its caller once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -45,6 +45,15 @@ afterAll(async () => {
 
 const startWorker = (...extra: string[]) => startWorkerProcess(nats.url, ...extra);
 
+/** `wasm` with a custom section appended (a component or a module may carry any number): the same code, other bytes. */
+function withCustomSection(wasm: Uint8Array, text: string): Uint8Array {
+  const name = Buffer.from('corral-test');
+  const payload = Buffer.from(text);
+  const body = Buffer.concat([Buffer.from([name.length]), name, payload]);
+  if (body.length > 127) throw new Error('withCustomSection: keep the text short (one-byte LEB128 size)');
+  return Buffer.concat([wasm, Buffer.from([0, body.length]), body]);
+}
+
 const runsOf = (w: WorkerProcess, key?: string) => w.events.filter((e) => e.event === 'run' && (key === undefined || e.key === key));
 
 describe('corral worker', () => {
@@ -83,7 +92,8 @@ describe('corral worker', () => {
 
   it('says it is compiling its tools before it is ready, and a SIGTERM meanwhile stops it at once with exit 0', async () => {
     // The bundled components as third-party tools (spec and component only) with an empty transpile
-    // cache: each is transpiled before it compiles, seconds in all.
+    // cache, each with a custom section of its own: no transpile Corral ships matches them, so each
+    // is transpiled before it compiles, seconds in all.
     const cache = mkdtempSync(join(tmpdir(), 'corral-worker-cache-'));
     const tools = mkdtempSync(join(tmpdir(), 'corral-worker-tools-'));
     try {
@@ -93,7 +103,7 @@ describe('corral worker', () => {
         if (!spec.component) continue;
         mkdirSync(join(tools, name));
         copyFileSync(join(BUNDLED, name, 'tool-spec.json'), join(tools, name, 'tool-spec.json'));
-        copyFileSync(join(BUNDLED, name, spec.component), join(tools, name, spec.component));
+        writeFileSync(join(tools, name, spec.component), withCustomSection(readFileSync(join(BUNDLED, name, spec.component)), tools));
       }
       const w = spawnWorkerProcess(['--nats', nats.url, '--no-bundled', '--tools', tools, '--workers', '1'], { CORRAL_CACHE_DIR: cache });
       await waitFor('the worker to start compiling', () => w.events.some((e) => e.event === 'compiling'), w);
@@ -110,6 +120,27 @@ describe('corral worker', () => {
       rmSync(tools, { recursive: true, force: true });
     }
   });
+
+  it('names a tool that did not compile, and is ready with the others', async () => {
+    const tools = mkdtempSync(join(tmpdir(), 'corral-worker-tools-'));
+    try {
+      const grep = readFileSync(join(BUNDLED, 'grep', 'grep.wasm'));
+      mkdirSync(join(tools, 'broken'));
+      writeFileSync(join(tools, 'broken', 'broken.wasm'), grep.subarray(0, grep.length >> 1));
+      const spec = JSON.parse(readFileSync(join(BUNDLED, 'grep', 'tool-spec.json'), 'utf8')) as Record<string, unknown>;
+      writeFileSync(join(tools, 'broken', 'tool-spec.json'), JSON.stringify({ ...spec, name: 'broken', component: 'broken.wasm' }));
+      const w = await startWorker('--tools', tools, '--workers', '1');
+      expect(w.events.find((e) => e.event === 'compile_failed')).toMatchObject({ tool: 'broken', code: 'E_REGISTRATION' });
+      expect(w.events.find((e) => e.event === 'compiled')).toMatchObject({ failed: 1 });
+      expect(w.stdout.find((l) => l.includes('worker ready'))).toMatch(
+        /: \d+ tools \(broken@[\d.]+ did not compile: each call of it tries again\), concurrency/,
+      );
+      w.child.kill('SIGTERM');
+      expect((await w.exited).code).toBe(0);
+    } finally {
+      rmSync(tools, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('a worker SIGKILLed mid-call: the call runs again in another worker process and its caller gets one result', async () => {
     const a = await startWorker('--ack-wait', '2000');

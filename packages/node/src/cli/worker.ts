@@ -163,7 +163,7 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
     // "Ready" means ready: the sandbox workers are up and every tool is compiled in one before the first call is pulled.
     corral.executor.pool.prestart(corral.executor.pool.size);
     // Once told to stop, the compiles that the closing pool cuts short are not news.
-    await Promise.race([compileTools(corral, (line) => signals === 0 && log(line)), stopped]);
+    const notCompiled = await Promise.race([compileTools(corral, (line) => signals === 0 && log(line)), stopped.then(() => [])]);
     if (signals > 0) {
       log({ event: 'stopped', before: 'ready' });
       await closeAll();
@@ -212,8 +212,9 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
       metrics: metricsUrl,
     }));
     const count = corral.registry.list().length;
+    const failedNote = notCompiled.length > 0 ? ` (${notCompiled.join(', ')} did not compile: each call of it tries again)` : '';
     print(
-      `corral: worker ready on ${servers.join(',')}: ${count} tool${count === 1 ? '' : 's'}, ` +
+      `corral: worker ready on ${servers.join(',')}: ${count} tool${count === 1 ? '' : 's'}${failedNote}, ` +
         `concurrency ${lanes}, ${recorded}, name ${name}${metricsUrl ? `, metrics on ${metricsUrl}` : ''}`,
     );
 
@@ -235,12 +236,13 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
 /**
  * Compile every tool in a sandbox worker, saying so: with many components and an empty transpile cache
  * this takes seconds. A tool that fails here is logged and compiled again by its first call.
+ * Returns the name@version of each tool that failed.
  */
-async function compileTools(corral: import('../corral.js').Corral, log: (line: Record<string, unknown>) => void): Promise<void> {
+async function compileTools(corral: import('../corral.js').Corral, log: (line: Record<string, unknown>) => void): Promise<string[]> {
   const tools = corral.registry.list();
   const begun = performance.now();
   let done = 0;
-  let failed = 0;
+  const failed: string[] = [];
   log({ event: 'compiling', tools: tools.length });
   const progress = setInterval(() => log({ event: 'compiling', tools: tools.length, done }), 5000).unref();
   try {
@@ -249,7 +251,7 @@ async function compileTools(corral: import('../corral.js').Corral, log: (line: R
         try {
           await corral.executor.preload(tool);
         } catch (err) {
-          failed++;
+          failed.push(`${tool.spec.name}@${tool.spec.version}`);
           const { code, message } = err as { code?: unknown; message?: unknown };
           log({ event: 'compile_failed', tool: tool.spec.name, code: code ?? null, message: String(message) });
         }
@@ -259,7 +261,8 @@ async function compileTools(corral: import('../corral.js').Corral, log: (line: R
   } finally {
     clearInterval(progress);
   }
-  log({ event: 'compiled', tools: tools.length, failed, ms: Math.round(performance.now() - begun) });
+  log({ event: 'compiled', tools: tools.length, failed: failed.length, ms: Math.round(performance.now() - begun) });
+  return failed.sort();
 }
 
 /** The fleet's shared ledger in PostgreSQL (@corral/postgres): a Store with getCallResult and finishCall. */
