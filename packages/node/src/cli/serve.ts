@@ -2,6 +2,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { HttpServerOptions } from '../server/http.js';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli, toolDirsFlag } from './shared.js';
 
 export const help = `corral serve [options]
@@ -134,7 +135,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
   try {
     await checkHttpServerOptions(options);
   } catch (err) {
-    if (err instanceof RangeError) throw new UsageError(err.message);
+    if (CorralError.is(err, ErrorCodes.INPUT_VALIDATION)) throw new UsageError(err.message);
     throw err;
   }
 

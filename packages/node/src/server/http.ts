@@ -1095,45 +1095,52 @@ export class CorralHttpServer {
 }
 
 /**
- * Throws a RangeError with a sentence saying what to change when the
- * options cannot make a safe server: a bad number, a weak token, or no
- * token for an address beyond loopback. `start` runs it; the CLI runs it
- * before it starts any worker.
+ * Throws CorralError E_INPUT_VALIDATION (`details.option` names the option)
+ * with a sentence saying what to change when the options cannot make a safe
+ * server: a bad number, a weak token, or no token for an address beyond
+ * loopback. `start` runs it; the CLI runs it before it starts any worker.
  */
 export async function checkHttpServerOptions(options: HttpServerOptions): Promise<void> {
+  const refuse = (option: string, message: string): never => {
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, message, { option });
+  };
   const host = options.host ?? DEFAULT_HTTP_HOST;
   const port = options.port ?? DEFAULT_HTTP_PORT;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535 (got ${port})`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) refuse('port', `port must be an integer from 0 to 65535 (got ${port})`);
   for (const [name, value] of [
     ['maxBodyBytes', options.maxBodyBytes],
     ['concurrency', options.concurrency],
     ['shutdownTimeoutMs', options.shutdownTimeoutMs],
   ] as const) {
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= (name === 'shutdownTimeoutMs' ? 0 : 1)))
-      throw new RangeError(`${name} must be a positive integer (got ${value})`);
+      refuse(name, `${name} must be a positive integer (got ${value})`);
   }
   if (
     options.approvalWaitMs !== undefined &&
     !(Number.isSafeInteger(options.approvalWaitMs) && options.approvalWaitMs >= 0 && options.approvalWaitMs <= MAX_APPROVAL_WAIT_MS)
   )
-    throw new RangeError(
+    refuse(
+      'approvalWaitMs',
       `approvalWaitMs must be a whole number of milliseconds from 0 to ${MAX_APPROVAL_WAIT_MS} (got ${options.approvalWaitMs})`,
     );
   if (options.approverToken !== undefined) {
     if (options.approverToken.length < MIN_TOKEN_LENGTH || /\s/.test(options.approverToken))
-      throw new RangeError(
+      refuse(
+        'approverToken',
         `the approver token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`,
       );
     if (options.approverToken === options.token)
-      throw new RangeError(
+      refuse(
+        'approverToken',
         'the approver token must differ from the API token: whoever holds the API token (the agent) could otherwise approve its own calls',
       );
   }
   if (options.token !== undefined) {
     if (options.token.length < MIN_TOKEN_LENGTH || /\s/.test(options.token))
-      throw new RangeError(`the bearer token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`);
+      refuse('token', `the bearer token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces (e.g. openssl rand -hex 32)`);
   } else if (!(await resolvesToLoopbackOnly(host))) {
-    throw new RangeError(
+    refuse(
+      'token',
       `refusing to serve on ${host} without a token: anyone who can reach it could run tools. ` +
         'Give a bearer token (--token-file FILE or CORRAL_TOKEN), or bind to 127.0.0.1.',
     );

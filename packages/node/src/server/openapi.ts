@@ -17,7 +17,7 @@
  * are re-pointed at where the schema now sits in the document.
  */
 import type { Tool } from '@corral/core';
-import { specDefaults } from '@corral/core';
+import { CorralError, ErrorCodes, specDefaults } from '@corral/core';
 import { workflowInputSchema, workflowResultSchema, type Workflow } from '@corral/workflow';
 import { statusTable } from './status.js';
 
@@ -172,8 +172,16 @@ const APPROVAL_SCOPES = ['once', 'folder', 'tool'];
 const TIMEOUT_DESCRIPTION =
   "Wall-clock limit of the call in milliseconds; at most the tool's own resources.timeout_ms (a call may shorten it, never lengthen it).";
 
-/** Build the document for the tools registered now. */
+/** Build the document for the tools registered now (`corral.registry.list()`). */
 export function buildOpenApi(tools: Tool[], options: OpenApiOptions): Json {
+  if (!Array.isArray(tools))
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'buildOpenApi: tools must be an array of tools, such as corral.registry.list()', {
+      option: 'tools',
+    });
+  if (typeof options !== 'object' || options === null)
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, 'buildOpenApi: options must be an object ({ version, auth, … })', {
+      option: 'options',
+    });
   const newest = newestTools(tools);
   const workflows = options.workflows ?? [];
   const schemas: Json = {
