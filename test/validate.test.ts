@@ -78,6 +78,16 @@ describe('corral validate checks the wasm too', () => {
     expect(r.stdout).toContain('hint: point "component" at the WebAssembly binary your build produces');
   });
 
+  it('a component cut short: the problem once, exit 1', async () => {
+    const whole = readFileSync(join(DIFF_SUMMARY, 'diff-summary.wasm'));
+    const { spec } = toolFolder({}, { 'tool.wasm': whole.subarray(0, whole.length >> 1) });
+    const json = await validateJson(spec);
+    expect(json).toMatchObject({ code: 1, ok: false });
+    expect(json.problems).toEqual([
+      { path: '/component', message: expect.stringMatching(/^tool\.wasm is not a valid WebAssembly component: section \d+ claims/) },
+    ]);
+  });
+
   it('kind "module" naming a component: /kind, exit 1', async () => {
     const { spec } = toolFolder({ kind: 'module' }, { 'tool.wasm': join(DIFF_SUMMARY, 'diff-summary.wasm') });
     const r = await corral(['validate', spec]);

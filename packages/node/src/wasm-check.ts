@@ -147,7 +147,9 @@ async function componentProblems(
     const realloc = adapterReallocProblem(bytes, name);
     if (realloc) problems.push(at(realloc.message, realloc.hint));
   } catch (err) {
-    problems.push(problemOf(err, at));
+    // Both checks read the component's sections: a malformed one fails both with the same words.
+    const problem = problemOf(err, at);
+    if (!problems.some((p) => p.path === problem.path && p.message === problem.message)) problems.push(problem);
     return problems;
   }
   // jco refuses what checkComponentImports refused, with the same words: check the rest only when they passed.
