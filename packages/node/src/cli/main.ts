@@ -49,10 +49,11 @@ export const HELP = `corral — run sandboxed WASI tools for AI agents
 
 Usage:
   corral tools [--json] [--tools DIR]          list the tools Corral can run
+  corral tools stats [--json]                  how reliable each tool version has been
   corral run NAME[@RANGE] [options]            run a tool on a JSON input
   corral run --wasm FILE --spec FILE [options] run a tool file that is not registered
   corral exec FILE.wasm [options] [-- ARGS]    run any WASI program in the sandbox
-  corral validate SPEC                         check a tool-spec.json
+  corral validate SPEC [--json]                check a tool-spec.json and its wasm
   corral cache clear                           drop transpiled components
   corral snapshots list|show|export|prune      read back or trim recorded calls
   corral replay ID                             re-run a recorded call and compare
@@ -60,8 +61,9 @@ Usage:
   corral serve [--port N] [--host H] [options] serve the tools over HTTP (POST /execute, /openapi.json)
   corral worker --nats URL [options]           run calls for a fleet from NATS JetStream
   corral fleet status --nats URL [--json]      the fleet's workers and work queue
-  corral policy grant|deny|revoke|show         what tools called through MCP or HTTP may touch
-  corral approvals [--json]                    calls waiting for approval
+  corral policy grant|deny|revoke|unlisted|show|path
+                                               what tools called through MCP or HTTP may touch
+  corral approvals [--all] [--json]            calls waiting for approval
   corral approve ID [--reject] [--scope S]     decide one (--revoke ID withdraws one)
   corral audit [--json] [--since] [--tool]     grants, revocations, denials and approvals
   corral init NAME --lang c|rust|js            start a new tool in ./NAME
