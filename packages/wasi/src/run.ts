@@ -25,7 +25,8 @@ interface LoadedComponent {
   startless: boolean;
   /** How long its last instantiation in a call took, in ms. */
   instantiateMs?: number;
-  toolName: string;
+  /** An instance made ahead took longer than the runner allows: none is made ahead again. */
+  aheadTooSlow?: boolean;
   /** Called when the code cache drops this component: its pooled memories go too. */
   dispose(): void;
 }
@@ -38,7 +39,11 @@ interface LoadedComponent {
 export const AHEAD_MAX_MS = 2;
 
 export interface ComponentRunnerOptions extends RunnerOptions {
-  /** Instantiate ahead of a call (prepareNext) only a component whose last instantiation took at most this (ms). Default AHEAD_MAX_MS; 0 never. */
+  /**
+   * Instantiate ahead of a call (prepareNext) only a component whose last
+   * instantiation took at most this (ms), and stop when one made ahead takes
+   * longer (reused memories are zeroed then). Default AHEAD_MAX_MS; 0 never.
+   */
   aheadMaxMs?: number;
 }
 
@@ -52,8 +57,8 @@ interface Instance {
   leases: MemoryLeases;
 }
 
-function newInstance(component: LoadedComponent): Instance {
-  const { toolName } = component;
+/** `toolName`: the tool of the call it is for, named in its errors (tools with the same wasm share compiled code). */
+function newInstance(component: LoadedComponent, toolName: string): Instance {
   let state: CallState | undefined;
   const imports = boundImports(() => {
     // An instance made ahead runs no guest code (startless) until its call binds it.
@@ -130,8 +135,8 @@ function newInstance(component: LoadedComponent): Instance {
  */
 export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> {
   protected readonly kind = 'component';
-  /** The component the last call ran. */
-  #last: LoadedComponent | undefined;
+  /** The component the last call ran, and that call's tool. */
+  #last: { component: LoadedComponent; toolName: string } | undefined;
   /** An instance of it, made after that call for the next one (prepareNext). */
   #ahead: Instance | undefined;
   readonly #aheadMaxMs: number;
@@ -142,8 +147,19 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
     this.#aheadMaxMs = aheadMaxMs;
   }
 
-  protected compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
-    return compile(prepared, maxPages, toolName);
+  protected async compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
+    const component = await compile(prepared, maxPages, toolName);
+    const dispose = component.dispose;
+    // Dropped from the code cache: nothing of it is kept here either.
+    component.dispose = () => {
+      dispose();
+      if (this.#last?.component === component) this.#last = undefined;
+      if (this.#ahead?.component === component) {
+        this.#ahead.leases.release();
+        this.#ahead = undefined;
+      }
+    };
+    return component;
   }
 
   protected start(component: LoadedComponent, call: OpenedCall, request: RunRequest): Execution {
@@ -151,7 +167,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
     const ahead = this.#ahead;
     this.#ahead = undefined;
     if (ahead && ahead.component !== component) ahead.leases.release();
-    let instance = ahead?.component === component ? ahead : newInstance(component);
+    let instance = ahead?.component === component ? ahead : newInstance(component, request.toolName);
     instance.bind(state);
     return {
       run: async () => {
@@ -162,7 +178,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
           } catch {
             // Made ahead, it failed: instantiate again in this call, where the failure is classified.
             instance.leases.release();
-            instance = newInstance(component);
+            instance = newInstance(component, request.toolName);
             instance.bind(state);
             exports = await instance.exports();
           }
@@ -176,7 +192,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
       peakMemoryBytes: () => Math.max(0, ...instance.memories.map((m) => m.buffer.byteLength)),
       release: () => {
         instance.leases.release();
-        this.#last = component;
+        this.#last = { component, toolName: request.toolName };
       },
     };
   }
@@ -187,19 +203,29 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
    * the instance is bound to that call when it starts, and a call of
    * another tool drops it. Only for a component none of whose core modules
    * has a start function, so instantiating runs no tool code, and whose
-   * instantiation took at most `aheadMaxMs`. Each instance still serves one
-   * call. True when an instance is waiting for the next call.
+   * instantiation took at most `aheadMaxMs` (in its last call, and each time
+   * it was made ahead). Each instance still serves one call. True when an
+   * instance is waiting for the next call.
    */
   prepareNext(): boolean {
-    const component = this.#last;
-    if (!component) return false;
+    if (!this.#last) return false;
+    const { component, toolName } = this.#last;
     if (this.#ahead?.component === component) return true;
     this.#ahead?.leases.release();
     this.#ahead = undefined;
-    if (!component.startless || !(component.instantiateMs !== undefined && component.instantiateMs <= this.#aheadMaxMs)) return false;
-    const ahead = newInstance(component);
-    ahead.exports().catch(() => {}); // met again, and classified, in the call that takes it
+    const quick = component.instantiateMs !== undefined && component.instantiateMs <= this.#aheadMaxMs;
+    if (!component.startless || !quick || component.aheadTooSlow) return false;
+    const started = performance.now();
+    const ahead = newInstance(component, toolName);
     this.#ahead = ahead;
+    ahead.exports().then(
+      // Measured whole, when its core instances are all made (zeroing reused memories included):
+      // the time a call of another tool may wait for it.
+      () => {
+        if (performance.now() - started > this.#aheadMaxMs) component.aheadTooSlow = true;
+      },
+      () => {}, // met again, and classified, in the call that takes it
+    );
     return true;
   }
 }
@@ -236,7 +262,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const dispose = () => {
     for (const pool of pools.values()) pool.dispose();
   };
-  return { instantiate, modules, capped: withCaps, pools, startless, toolName, dispose };
+  return { instantiate, modules, capped: withCaps, pools, startless, dispose };
 }
 
 /**

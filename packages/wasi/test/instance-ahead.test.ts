@@ -6,6 +6,7 @@
  * instantiating runs none of the tool's code.
  */
 import { readFileSync } from 'node:fs';
+import { parse } from '@bytecodealliance/jco';
 import { describe, expect, it } from 'vitest';
 import { ComponentRunner, transpileComponent, type RunRequest } from '@corral/wasi';
 import { mayRunAtInstantiation } from '@corral/wasi/internal';
@@ -72,6 +73,63 @@ describe('an instance made ahead of its call', () => {
     const prepared = await component('env-dump');
     await runner.run('env-dump', prepared, request('env-dump', '{}'));
     expect(runner.prepareNext()).toBe(false);
+  }, 60_000);
+});
+
+describe('what an instance keeps of the component it came from', () => {
+  it('names the tool of the call in its errors, not the tool whose call first compiled the shared code', async () => {
+    // Two tools with the same wasm share compiled code under one key; a glue that asks for a core
+    // module the prepared component lacks fails each call with a message naming its tool.
+    const whole = await component('env-dump');
+    const modules = Object.fromEntries(Object.entries(whole.modules).slice(1));
+    const damaged = { ...whole, modules };
+    const runner = new ComponentRunner(options);
+    for (const tool of ['alpha', 'beta']) {
+      const result = await runner.run('shared', damaged, request(tool, '{}'));
+      expect(result.error?.message, tool).toMatch(new RegExp(`^${tool}: the prepared component is damaged`));
+    }
+  }, 60_000);
+
+  it('keeps nothing of a component the code cache dropped', async () => {
+    // A budget of one byte keeps one tool's code: loading residue drops env-dump's.
+    const runner = new ComponentRunner({ ...options, cacheBytes: 1 });
+    const [envDump, residue] = await Promise.all([component('env-dump'), component('residue')]);
+    await runner.run('env-dump', envDump, request('env-dump', '{}'));
+    await runner.preload('residue', residue, 64 << 20, 'residue');
+    expect(runner.has('env-dump')).toBe(false);
+    expect(runner.prepareNext()).toBe(false);
+  }, 60_000);
+});
+
+describe('the time an instance made ahead takes', () => {
+  it('stops them for a component when one took longer than allowed (its reused memories are zeroed then)', async () => {
+    // 16 core modules with a 2 MiB memory each, one byte written at its end: a call instantiates them
+    // in a millisecond or two (the pool zeroed the memories between calls, as a worker's timer does);
+    // made ahead at once after a call, the 32 MiB that call used is zeroed first.
+    let modules = '';
+    let instances = '';
+    for (let i = 0; i < 16; i++) {
+      modules += `(core module $m${i} (memory (export "memory") 32) (data (i32.const ${32 * 65536 - 1}) "x") (func (export "run") (result i32) i32.const 0))\n`;
+      instances += `(core instance $i${i} (instantiate $m${i}))\n`;
+    }
+    const wat = `(component ${modules} ${instances}
+      (func $run (result (result)) (canon lift (core func $i0 "run")))
+      (instance $exports (export "run" (func $run)))
+      (export "wasi:cli/run@0.2.3" (instance $exports)))`;
+    const prepared = await transpileComponent(await parse(wat), 'many-memories');
+    const runner = new ComponentRunner({ aheadMaxMs: 5 });
+    const made: boolean[] = [];
+    for (let i = 0; i < 6; i++) {
+      const result = await runner.run('many-memories', prepared, request('many-memories', ''));
+      expect(result.exitCode, JSON.stringify(result.error)).toBe(0);
+      made.push(runner.prepareNext());
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // A call whose own instantiation was quick lets one be made ahead (a loaded machine may take a
+    // few calls to get one); that one took longer than 5 ms, and none follows it.
+    const first = made.indexOf(true);
+    expect(first, JSON.stringify(made)).toBeGreaterThanOrEqual(0);
+    expect(made.slice(first + 1), JSON.stringify(made)).toEqual(made.slice(first + 1).map(() => false));
   }, 60_000);
 });
 
