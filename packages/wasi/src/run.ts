@@ -25,8 +25,8 @@ interface LoadedComponent {
   startless: boolean;
   /** How long its last instantiation in a call took, in ms. */
   instantiateMs?: number;
-  /** An instance made ahead took longer than the runner allows: none is made ahead again. */
-  aheadTooSlow?: boolean;
+  /** Instances made ahead in a row that took longer than the runner allows; at AHEAD_SLOW_LIMIT, none is made ahead again. */
+  aheadSlow?: number;
   /** Called when the code cache drops this component: its pooled memories go too. */
   dispose(): void;
 }
@@ -37,12 +37,15 @@ interface LoadedComponent {
  * meanwhile waits for it.
  */
 export const AHEAD_MAX_MS = 2;
+/** Instances made ahead over the time bound, in a row, after which a component gets none (one alone may be a GC pause). */
+const AHEAD_SLOW_LIMIT = 3;
 
 export interface ComponentRunnerOptions extends RunnerOptions {
   /**
    * Instantiate ahead of a call (prepareNext) only a component whose last
-   * instantiation took at most this (ms), and stop when one made ahead takes
-   * longer (reused memories are zeroed then). Default AHEAD_MAX_MS; 0 never.
+   * instantiation took at most this (ms), and stop when those made ahead
+   * take longer, three in a row (reused memories are zeroed then). Default
+   * AHEAD_MAX_MS; 0 never.
    */
   aheadMaxMs?: number;
 }
@@ -203,9 +206,9 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
    * the instance is bound to that call when it starts, and a call of
    * another tool drops it. Only for a component none of whose core modules
    * has a start function, so instantiating runs no tool code, and whose
-   * instantiation took at most `aheadMaxMs` (in its last call, and each time
-   * it was made ahead). Each instance still serves one call. True when an
-   * instance is waiting for the next call.
+   * instantiation took at most `aheadMaxMs` (in its last call, and when made
+   * ahead: three over it in a row end them). Each instance still serves one
+   * call. True when an instance is waiting for the next call.
    */
   prepareNext(): boolean {
     if (!this.#last) return false;
@@ -214,7 +217,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
     this.#ahead?.leases.release();
     this.#ahead = undefined;
     const quick = component.instantiateMs !== undefined && component.instantiateMs <= this.#aheadMaxMs;
-    if (!component.startless || !quick || component.aheadTooSlow) return false;
+    if (!component.startless || !quick || (component.aheadSlow ?? 0) >= AHEAD_SLOW_LIMIT) return false;
     const started = performance.now();
     const ahead = newInstance(component, toolName);
     this.#ahead = ahead;
@@ -222,7 +225,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
       // Measured whole, when its core instances are all made (zeroing reused memories included):
       // the time a call of another tool may wait for it.
       () => {
-        if (performance.now() - started > this.#aheadMaxMs) component.aheadTooSlow = true;
+        component.aheadSlow = performance.now() - started > this.#aheadMaxMs ? (component.aheadSlow ?? 0) + 1 : 0;
       },
       () => {}, // met again, and classified, in the call that takes it
     );
