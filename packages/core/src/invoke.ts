@@ -95,6 +95,7 @@ interface Validators {
 }
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /**
  * The UTF-8 bytes of `text`. JSON is mostly ASCII, and for ASCII text
@@ -103,11 +104,10 @@ const encoder = new TextEncoder();
  * ASCII it does not fit (every other character takes 2 or more bytes), and
  * encode() does it all.
  */
-export function utf8Bytes(text: string): Uint8Array {
+function utf8Bytes(text: string): Uint8Array {
   const bytes = new Uint8Array(text.length);
   return encoder.encodeInto(text, bytes).read === text.length ? bytes : encoder.encode(text);
 }
-const decoder = new TextDecoder();
 
 export class Runtime {
   readonly registry: Registry;

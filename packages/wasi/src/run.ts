@@ -157,21 +157,30 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
     component.dispose = () => {
       dispose();
       if (this.#last?.component === component) this.#last = undefined;
-      if (this.#ahead?.component === component) {
-        this.#ahead.leases.release();
-        this.#ahead = undefined;
-      }
+      if (this.#ahead?.component === component) this.#takeAhead();
     };
     return component;
   }
 
-  protected start(component: LoadedComponent, call: OpenedCall, request: RunRequest): Execution {
-    const state = callState({ ...call.guest, memoryLimitBytes: request.memoryLimitBytes });
+  /** The instance made ahead, if it is of `component`; one of another component is dropped (its memories go back). */
+  #takeAhead(component?: LoadedComponent): Instance | undefined {
     const ahead = this.#ahead;
     this.#ahead = undefined;
-    if (ahead && ahead.component !== component) ahead.leases.release();
-    let instance = ahead?.component === component ? ahead : newInstance(component, request.toolName);
-    instance.bind(state);
+    if (ahead?.component === component) return ahead;
+    ahead?.leases.release();
+    return undefined;
+  }
+
+  protected start(component: LoadedComponent, call: OpenedCall, request: RunRequest): Execution {
+    const state = callState({ ...call.guest, memoryLimitBytes: request.memoryLimitBytes });
+    const fresh = () => {
+      const made = newInstance(component, request.toolName);
+      made.bind(state);
+      return made;
+    };
+    const ahead = this.#takeAhead(component);
+    ahead?.bind(state);
+    let instance = ahead ?? fresh();
     return {
       run: async () => {
         let exports: Record<string, unknown>;
@@ -181,8 +190,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
           } catch {
             // Made ahead, it failed: instantiate again in this call, where the failure is classified.
             instance.leases.release();
-            instance = newInstance(component, request.toolName);
-            instance.bind(state);
+            instance = fresh();
             exports = await instance.exports();
           }
         } else {
@@ -214,8 +222,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
     if (!this.#last) return false;
     const { component, toolName } = this.#last;
     if (this.#ahead?.component === component) return true;
-    this.#ahead?.leases.release();
-    this.#ahead = undefined;
+    this.#takeAhead();
     const quick = component.instantiateMs !== undefined && component.instantiateMs <= this.#aheadMaxMs;
     if (!component.startless || !quick || (component.aheadSlow ?? 0) >= AHEAD_SLOW_LIMIT) return false;
     const started = performance.now();
