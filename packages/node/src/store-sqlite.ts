@@ -8,8 +8,9 @@
  * acknowledged before it is durable.
  *
  * Commits run on a commit thread of the store's own (store-writer.ts, a
- * second connection to the same file, started at the first write; until it
- * is up, and with `commits: 'inline'`, on the caller's thread), one batch
+ * second connection to the same file, started after the first
+ * INLINE_COMMITS commits; until it is up, and with `commits: 'inline'`, on
+ * the caller's thread), one batch
  * at a time. While the commit
  * thread waits for the disk the event loop keeps dispatching calls, and the
  * writes they queue (intents of new calls, results of finished ones) gather
@@ -307,6 +308,15 @@ export interface SqliteStoreOptions {
    */
   commits?: 'thread' | 'inline';
 }
+
+/**
+ * Commits made on the caller's thread before the commit thread starts: a
+ * process's first call (its intent, then its result). Booting the thread
+ * costs ~40 ms of CPU, which on a small machine competed with that call's
+ * sandbox worker: started at the first write, it made a fresh process's
+ * first result ~20 ms later.
+ */
+const INLINE_COMMITS = 2;
 
 /** The commit thread's script (store-writer.ts), beside this module. */
 const WRITER_URL = packageUrl('dist/store-writer.js');
@@ -1009,8 +1019,8 @@ export class SqliteStore implements Store {
     this.#queue = [];
     // Only reads waiting for earlier writes: those are committed, nothing to send.
     if (batch.every((w) => w.ops.length === 0)) return this.#settle(batch, { results: batch.map(() => ({ ok: true, changes: 0 })) });
-    // Started at the first write, so opening a store only to read costs no thread.
-    if (this.#threaded && this.#writer === undefined && !this.#writerFailed) this.#startWriter();
+    // Not at the first writes (INLINE_COMMITS), and a store opened only to read costs no thread.
+    if (this.#threaded && this.#writer === undefined && !this.#writerFailed && this.#commits >= INLINE_COMMITS) this.#startWriter();
     if (this.#writer?.ready) {
       this.#committing = batch;
       this.#writer.worker.ref(); // a pending commit keeps the process alive, as a pending setImmediate did
