@@ -118,6 +118,25 @@ describe('bundled components, transpiled at build time', () => {
     for (const broken of ['', 'null', '[]', '{"format":1}', text.slice(0, 100)]) expect(decodePreparedFile(broken, sha256)).toBeUndefined();
   });
 
+  it('decodes the core modules exactly, and refuses a file whose base64 is damaged', () => {
+    const wasm = readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.wasm'));
+    const sha256 = createHash('sha256').update(wasm).digest('hex');
+    const text = readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.prepared.json'), 'utf8');
+    const file = JSON.parse(text) as { modules: Record<string, string> };
+    const prepared = decodePreparedFile(text, sha256)!;
+    for (const [name, base64] of Object.entries(file.modules)) {
+      const bytes = prepared.modules[name]!;
+      expect(bytes.byteOffset).toBe(0);
+      expect(bytes.buffer.byteLength).toBe(bytes.length); // its own buffer, nothing else to post along
+      expect(Buffer.from(bytes).toString('base64')).toBe(base64);
+    }
+    const [name, base64] = Object.entries(file.modules)[0]!;
+    for (const damaged of [`${base64.slice(0, 40)}*${base64.slice(41)}`, `${base64} `, `${base64}===`]) {
+      const edited = JSON.stringify({ ...JSON.parse(text), modules: { ...file.modules, [name]: damaged } });
+      expect(decodePreparedFile(edited, sha256)).toBeUndefined();
+    }
+  });
+
   it('preload compiles a tool in a worker before its first call, which then sends no code', async () => {
     const { corral, transpiles } = await fresh();
     try {

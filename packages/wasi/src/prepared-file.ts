@@ -42,7 +42,7 @@ export function decodePreparedFile(text: string, sha256: string): PreparedCompon
   if (!Array.isArray(file.imports) || !file.imports.every((name) => typeof name === 'string')) return undefined;
   if (typeof file.modules !== 'object' || file.modules === null) return undefined;
   const entries = Object.entries(file.modules);
-  if (!entries.every(([, base64]) => typeof base64 === 'string')) return undefined;
+  if (!entries.every(([, base64]) => typeof base64 === 'string' && BASE64.test(base64))) return undefined;
   // fromEntries: a module named __proto__ stays a module.
   const modules = Object.fromEntries(entries.map(([name, base64]) => [name, fromBase64(base64 as string)]));
   return { glue: file.glue, imports: file.imports, modules };
@@ -54,7 +54,22 @@ function toBase64(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Decoders the platform may have: Uint8Array.fromBase64 (newer engines), Node's Buffer. */
+const platform = globalThis as {
+  Uint8Array: { fromBase64?: (text: string) => Uint8Array };
+  Buffer?: { from(text: string, encoding: 'base64'): Uint8Array };
+};
+
+/**
+ * Natively where the platform can: decoding the bytes one by one from atob's
+ * string took ~2 ms of a bundled tool's first call in Node, on the caller's thread.
+ */
 function fromBase64(base64: string): Uint8Array {
+  if (platform.Uint8Array.fromBase64) return platform.Uint8Array.fromBase64(base64);
+  // Copied: a small Buffer is a view of a pool shared with unrelated data, and would be posted whole to a worker.
+  if (platform.Buffer) return new Uint8Array(platform.Buffer.from(base64, 'base64'));
   const binary = atob(base64);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
