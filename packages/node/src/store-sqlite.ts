@@ -9,9 +9,8 @@
  *
  * Commits run on a commit thread of the store's own (store-writer.ts, a
  * second connection to the same file, started after the first
- * INLINE_COMMITS commits; until it is up, and with `commits: 'inline'`, on
- * the caller's thread), one batch
- * at a time. While the commit
+ * INLINE_COMMITS commits; until it is up, for a lone write, and with
+ * `commits: 'inline'`, on the caller's thread), one batch at a time. While the commit
  * thread waits for the disk the event loop keeps dispatching calls, and the
  * writes they queue (intents of new calls, results of finished ones) gather
  * into the next batch, sent the moment the running commit ends: concurrent
@@ -36,10 +35,12 @@
  * per call; the commit thread +6.4 ms and +0.71 ms, at 0.85 commits (about
  * one fsync) per call; committing every batch on the caller's thread in
  * this code +9.9 ms and +1.01 ms. One caller: about two fsyncs wherever the
- * commit runs (+6.2 to +10 ms on the loaded disk, thread and caller's
- * thread within each other's noise from run to run), while without a pool
- * (an in-process executor) the thread's two hops cost 0.1-0.4 ms a call
- * more; one place for every commit is the simpler code. Automatic
+ * commit runs (+6.2 to +10 ms on the loaded disk). On a quiet machine
+ * (2026-12-03: fdatasync 0.14 ms overwriting, 0.27 ms appending) the
+ * thread's hops were a third of a lone caller's cost: +0.67-0.80 ms a call
+ * through the thread, +0.50-0.57 ms with each lone write committed on the
+ * caller's thread, and 8 callers as fast either way, so a batch of one
+ * write is committed here. Automatic
  * checkpoints stay (1000 pages, in the commit that crosses the mark, so on
  * the commit thread), one database fsync per ~150 commits: not worth a
  * thread of their own.
@@ -1012,7 +1013,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** Commit every queued write in one transaction: on the commit thread once it is up, else here. */
+  /** Commit every queued write in one transaction: on the commit thread once it is up (a lone write here), else here. */
   #flush(): void {
     if (this.#committing !== null || this.#queue.length === 0) return;
     const batch = this.#queue;
@@ -1021,7 +1022,9 @@ export class SqliteStore implements Store {
     if (batch.every((w) => w.ops.length === 0)) return this.#settle(batch, { results: batch.map(() => ({ ok: true, changes: 0 })) });
     // Not at the first writes (INLINE_COMMITS), and a store opened only to read costs no thread.
     if (this.#threaded && this.#writer === undefined && !this.#writerFailed && this.#commits >= INLINE_COMMITS) this.#startWriter();
-    if (this.#writer?.ready) {
+    // A lone write commits here: nothing queued with it to gather, so the thread would add only
+    // its two hops (~0.1 ms each way), twice a call for one caller (intent, then result).
+    if (this.#writer?.ready && batch.length > 1) {
       this.#committing = batch;
       this.#writer.worker.ref(); // a pending commit keeps the process alive, as a pending setImmediate did
       this.#writer.worker.postMessage({ writes: batch.map((w) => w.ops) });
