@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corral, ComponentCache, Registry, SandboxWorker, type Tool } from '@corral/node';
+import { Corral, ComponentCache, CorralError, Registry, SandboxWorker, type Tool } from '@corral/node';
 import type { RunRequest } from '@corral/wasi';
 
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
@@ -68,6 +68,26 @@ describe('a caller’s mistake is E_INPUT_VALIDATION in the envelope, not a Type
     await refused({ size: Number.NaN, store: false }, 'size');
     await refused({ size: 0, store: false }, 'size');
     await refused({ bundled: 'no', store: false }, 'bundled');
+  });
+
+  it('Corral.create with a name that is no option: E_INPUT_VALIDATION naming it, with the option meant', async () => {
+    // Before: dropped without a word, so `storeMaxByte` left the store uncapped.
+    const refusal = (options: object) =>
+      Corral.create(options).then(
+        () => {
+          throw new Error('accepted');
+        },
+        (e: unknown) => e as CorralError,
+      );
+    const typo = await refusal({ storeMaxByte: 1 << 20, store: false });
+    expect(typo).toMatchObject({ code: 'E_INPUT_VALIDATION', details: { option: 'storeMaxByte' } });
+    expect(typo.message).toMatch(/storeMaxByte is not an option: did you mean storeMaxBytes\?/);
+    const unknown = await refusal({ quiet: true, store: false });
+    expect(unknown).toMatchObject({ code: 'E_INPUT_VALIDATION', details: { option: 'quiet' } });
+    expect(unknown.message).toMatch(/options: bundled, toolDirs, store/);
+    // A key left undefined (a conditional spread) is as good as absent.
+    const corral = await Corral.create({ store: false, bundled: false, size: 1, idleWorkers: 0, quiet: undefined } as object);
+    await corral.close();
   });
 
   it('Registry.resolve with a non-string is E_INPUT_VALIDATION; Registry.register with bytes that are not bytes is E_REGISTRATION', async () => {

@@ -3,7 +3,7 @@
 // does (README: "Nothing Corral exports throws a plain Error").
 import { describe, expect, it } from 'vitest';
 import { CorralError } from '@corral/core';
-import { buildOpenApi, checkHttpServerOptions } from '@corral/node/http';
+import { buildOpenApi, checkHttpServerOptions, startHttpServer, type HttpServerOptions } from '@corral/node/http';
 
 describe('checkHttpServerOptions', () => {
   it.each([
@@ -13,8 +13,11 @@ describe('checkHttpServerOptions', () => {
     [{ host: '0.0.0.0' }, 'token', /refusing to serve on 0\.0\.0\.0 without a token/],
     [{ token: 'a'.repeat(20), approverToken: 'a'.repeat(20) }, 'approverToken', /must differ from the API token/],
     [{ approvalWaitMs: -1 }, 'approvalWaitMs', /approvalWaitMs must be a whole number/],
+    [{ prot: 8080 }, 'prot', /prot is not an option of the HTTP server: did you mean port\?/],
+    [{ tokens: 'a'.repeat(20) }, 'tokens', /did you mean token\?/],
+    [[], 'options', /options must be an object \(got an array\)/],
   ])('refuses %j as E_INPUT_VALIDATION naming %s', async (options, option, message) => {
-    const err = await checkHttpServerOptions(options).catch((e: unknown) => e);
+    const err = await checkHttpServerOptions(options as HttpServerOptions).catch((e: unknown) => e);
     expect(CorralError.is(err, 'E_INPUT_VALIDATION'), String(err)).toBe(true);
     expect((err as CorralError).details).toMatchObject({ option });
     expect((err as CorralError).message).toMatch(message);
@@ -22,6 +25,16 @@ describe('checkHttpServerOptions', () => {
 
   it('accepts a loopback server with no token', async () => {
     await expect(checkHttpServerOptions({ host: '127.0.0.1', port: 0 })).resolves.toBeUndefined();
+  });
+});
+
+describe('startHttpServer', () => {
+  it('says which argument is which when given the options alone', async () => {
+    // Before: TypeError "Cannot read properties of undefined (reading 'pool')".
+    const err = await startHttpServer({ port: 0 } as never).catch((e: unknown) => e);
+    expect(CorralError.is(err, 'E_INPUT_VALIDATION'), String(err)).toBe(true);
+    expect((err as CorralError).details).toMatchObject({ option: 'corral' });
+    expect((err as CorralError).message).toMatch(/the first argument must be a Corral/);
   });
 });
 

@@ -42,7 +42,7 @@ export interface BrowserCorralOptions {
  */
 export class BrowserCorral extends CorralHost<BrowserExecutor> {
   static async create(options: BrowserCorralOptions = {}): Promise<BrowserCorral> {
-    checkHostOptions('BrowserCorral.create', options, {
+    checkHostOptions<BrowserCorralOptions>('BrowserCorral.create', options, {
       size: 'size',
       store: 'store|false',
       maxQueue: 'count',

@@ -490,3 +490,28 @@ export function isCorralErrorJSON(value: unknown): value is CorralErrorJSON {
   const v = value as Record<string, unknown>;
   return typeof v.code === 'string' && v.code.startsWith('E_') && typeof v.message === 'string';
 }
+
+/**
+ * The known word nearest a mistyped one (at most 2 edits away, or a known
+ * word it begins, past 3 letters), for a "did you mean": an option, a
+ * command, a tool's name.
+ */
+export function closest(typed: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const name of known) {
+    const d = name.startsWith(typed) && typed.length > 3 ? 1 : editDistance(typed, name);
+    if (d < bestDistance) [best, bestDistance] = [name, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}

@@ -67,7 +67,7 @@ export class Corral extends CorralHost<WorkerExecutor> {
   }
 
   static async create(options: CorralOptions = {}): Promise<Corral> {
-    checkHostOptions('Corral.create', options, {
+    checkHostOptions<CorralOptions>('Corral.create', options, {
       bundled: 'boolean',
       toolDirs: 'string[]',
       store: 'store|path|false',

@@ -19,6 +19,7 @@ import {
   type Store,
   type Tool,
 } from '@corral/core';
+import { closest } from '@corral/core/errors';
 import { UnavailableStore } from '@corral/core/store-kit';
 import { execRequest, type ExecOptions } from './exec-options.js';
 import type { ExecRequest } from './executor.js';
@@ -157,16 +158,29 @@ export type HostOptionKind =
 /**
  * Check the options a host's `create` was given against their kinds, so a
  * wrong type is E_INPUT_VALIDATION naming the option, not a TypeError from
- * deep inside (or, for a size of NaN, a pool that never starts a worker).
+ * deep inside (or, for a size of NaN, a pool that never starts a worker);
+ * and a name that is no option (a typo: `storeMaxByte`) is refused too,
+ * not silently dropped. `kinds` names every option of `Options`.
  */
-export function checkHostOptions(where: string, options: unknown, kinds: Record<string, HostOptionKind>): void {
+export function checkHostOptions<Options extends object>(
+  where: string,
+  options: unknown,
+  kinds: { readonly [K in keyof Required<Options>]: HostOptionKind },
+): void {
   const bad = (option: string, problem: string): never => {
     throw new CorralError(ErrorCodes.INPUT_VALIDATION, `${where}: ${option} ${problem}`, { option });
   };
   if (typeof options !== 'object' || options === null)
     bad('options', `must be an object (got ${options === null ? 'null' : typeof options})`);
   const given = options as Record<string, unknown>;
-  for (const [option, kind] of Object.entries(kinds)) {
+  const known = Object.keys(kinds);
+  for (const [option, value] of Object.entries(given)) {
+    // Left undefined (a conditional spread) is as good as absent.
+    if (value === undefined || Object.hasOwn(kinds, option)) continue;
+    const near = closest(option, known);
+    bad(option, `is not an option${near ? `: did you mean ${near}?` : ''} (options: ${known.join(', ')})`);
+  }
+  for (const [option, kind] of Object.entries(kinds) as [string, HostOptionKind][]) {
     const value = given[option];
     if (value === undefined) continue;
     const got = `(got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'number' ? String(value) : `a ${typeof value}`})`;

@@ -24,7 +24,18 @@ import { EMPTY_POLICY, PolicyFile, defaultPolicyPath, plannedRealpath, updatePol
 import { defaultStorePath } from '../store-sqlite.js';
 import { loadToolFolder } from '../tool-folder.js';
 import { actor, foldersText, gateFor, openStore, when } from './policy-shared.js';
-import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, parse, type Cli, type Print, flagValue, toolDirsFlag } from './shared.js';
+import {
+  EXIT_OK,
+  EXIT_TOOL_FAILED,
+  EXIT_USAGE,
+  UsageError,
+  closest,
+  parse,
+  type Cli,
+  type Print,
+  flagValue,
+  toolDirsFlag,
+} from './shared.js';
 
 export const help = `corral policy grant TOOL [options]
 corral policy deny TOOL
@@ -127,20 +138,6 @@ async function knownTool(
   return { tool: matching[0], names: [...new Set(registry.list().map((t) => t.spec.name))] };
 }
 
-/** The known name closest to a mistyped one (at most two edits away), for a "did you mean". */
-function closestName(name: string, names: string[]): string | undefined {
-  const distance = (a: string, b: string): number => {
-    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      const next = [i];
-      for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      row = next;
-    }
-    return row[b.length]!;
-  };
-  return names.filter((n) => distance(name, n) <= 2).sort((a, b) => distance(name, a) - distance(name, b))[0];
-}
-
 /** Corral's own state, which no grant may cover: the policy file, the store, the cache. */
 async function guardedPaths(policyPath: string, storePath: string, toolDirs: string[]): Promise<{ path: string; what: string }[]> {
   return Promise.all([
@@ -236,7 +233,7 @@ async function grant(args: string[], print: Print): Promise<number> {
   const { tool, names } = await knownTool(name, values.versions, toolDirs);
   // A name Corral cannot see is most often a typo: refuse it unless the user says it is meant.
   if (!tool && !values['unknown-tool']) {
-    const guess = closestName(name, names);
+    const guess = closest(name, names);
     throw new UsageError(
       `no tool ${JSON.stringify(name)}${values.versions ? ` matching ${values.versions}` : ''} among the bundled tools` +
         `${values.tools?.length ? ' or the --tools folders' : ''}${guess ? ` (did you mean ${guess}?)` : ''}. ` +

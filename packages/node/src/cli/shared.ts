@@ -7,7 +7,10 @@ import { statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { PrepareEvent } from '@corral/wasi/host-kit';
+import { closest } from '@corral/core/errors';
 import { forTerminal } from '../terminal.js';
+
+export { closest };
 
 /** Exit statuses: the tool ran and succeeded, the tool failed, the command was misused. */
 export const EXIT_OK = 0;
@@ -127,27 +130,6 @@ export function usageFromParseArgs(err: unknown, options: Options): UsageError {
 
 function optionNames(options: Options): string[] {
   return Object.entries(options).flatMap(([name, o]) => [`--${name}`, ...(o.short ? [`-${o.short}`] : [])]);
-}
-
-/** The known word nearest a mistyped one (at most 2 edits, or a prefix of it), for "Did you mean": an option, a command. */
-export function closest(typed: string, known: string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const name of known) {
-    const d = name.startsWith(typed) && typed.length > 3 ? 1 : editDistance(typed, name);
-    if (d < bestDistance) [best, bestDistance] = [name, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 /**

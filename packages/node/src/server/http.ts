@@ -46,6 +46,7 @@ import {
   type Tool,
 } from '@corral/core';
 import { ServedWorkflows, workflowInputSchema, type Workflow, type WorkflowResult } from '@corral/workflow';
+import { closest } from '@corral/core/errors';
 import type { Corral } from '../corral.js';
 import { openPolicyGate } from '../policy-gate.js';
 import { forTerminal } from '../terminal.js';
@@ -260,6 +261,13 @@ export class CorralHttpServer {
 
   /** Check the options, then listen. Throws a sentence saying what to change. */
   static async start(corral: Corral, options: HttpServerOptions = {}): Promise<CorralHttpServer> {
+    if (typeof (corral as Partial<Corral> | null)?.invoke !== 'function' || !(corral as Partial<Corral>).executor?.pool) {
+      throw new CorralError(
+        ErrorCodes.INPUT_VALIDATION,
+        'startHttpServer(corral, options): the first argument must be a Corral (await Corral.create()), the options come second',
+        { option: 'corral' },
+      );
+    }
     await checkHttpServerOptions(options);
     const host = options.host ?? DEFAULT_HTTP_HOST;
     const port = options.port ?? DEFAULT_HTTP_PORT;
@@ -1104,6 +1112,17 @@ export async function checkHttpServerOptions(options: HttpServerOptions): Promis
   const refuse = (option: string, message: string): never => {
     throw new CorralError(ErrorCodes.INPUT_VALIDATION, message, { option });
   };
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    refuse(
+      'options',
+      `the server's options must be an object (got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options})`,
+    );
+  const known = Object.keys(HTTP_SERVER_OPTIONS);
+  for (const [name, value] of Object.entries(options)) {
+    if (value === undefined || Object.hasOwn(HTTP_SERVER_OPTIONS, name)) continue;
+    const near = closest(name, known);
+    refuse(name, `${name} is not an option of the HTTP server${near ? `: did you mean ${near}?` : ''} (options: ${known.join(', ')})`);
+  }
   const host = options.host ?? DEFAULT_HTTP_HOST;
   const port = options.port ?? DEFAULT_HTTP_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) refuse('port', `port must be an integer from 0 to 65535 (got ${port})`);
@@ -1146,6 +1165,23 @@ export async function checkHttpServerOptions(options: HttpServerOptions): Promis
     );
   }
 }
+
+/** Every option of HttpServerOptions, so a misspelt one is refused rather than dropped. */
+const HTTP_SERVER_OPTIONS: { readonly [K in keyof Required<HttpServerOptions>]: true } = {
+  host: true,
+  port: true,
+  token: true,
+  maxBodyBytes: true,
+  concurrency: true,
+  shutdownTimeoutMs: true,
+  allowedHosts: true,
+  log: true,
+  mcp: true,
+  gate: true,
+  approverToken: true,
+  approvalWaitMs: true,
+  workflows: true,
+};
 
 /** Start Corral's HTTP API for `corral` (see CorralHttpServer and HttpServerOptions). */
 export function startHttpServer(corral: Corral, options: HttpServerOptions = {}): Promise<CorralHttpServer> {
