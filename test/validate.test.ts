@@ -88,6 +88,22 @@ describe('corral validate checks the wasm too', () => {
     ]);
   });
 
+  it('corral tools lists a component cut short with a warning that it will fail, and says so in --json', async () => {
+    // Before: listed like any other tool; only its first call (or corral validate) found it broken.
+    const whole = readFileSync(join(DIFF_SUMMARY, 'diff-summary.wasm'));
+    const { dir, spec } = toolFolder({ name: 'cut-short' }, { 'tool.wasm': whole.subarray(0, whole.length >> 1) });
+    const text = await corral(['tools', '--tools', dir]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^cut-short@/m);
+    expect(text.stderr).toContain('corral: warning: cut-short@');
+    expect(text.stderr).toMatch(/will fail when called: tool\.wasm is not a valid WebAssembly component: section \d+ claims/);
+    expect(text.stderr).toContain(`corral validate ${spec} says more`);
+    expect(text.stderr).not.toMatch(/warning: diff-summary/);
+    const listed = JSON.parse((await corral(['tools', '--json', '--tools', dir])).stdout) as { name: string; problem?: string }[];
+    expect(listed.find((t) => t.name === 'cut-short')?.problem).toMatch(/not a valid WebAssembly component/);
+    expect(listed.find((t) => t.name === 'diff-summary')).not.toHaveProperty('problem');
+  });
+
   it('kind "module" naming a component: /kind, exit 1', async () => {
     const { spec } = toolFolder({ kind: 'module' }, { 'tool.wasm': join(DIFF_SUMMARY, 'diff-summary.wasm') });
     const r = await corral(['validate', spec]);

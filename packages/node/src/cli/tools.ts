@@ -1,5 +1,5 @@
 /** `corral tools`: the tools Corral can run, bundled and from --tools folders. */
-import type { Tool } from '@corral/core';
+import { componentCoreModules, type Tool } from '@corral/core';
 import { forTerminal } from '../terminal.js';
 import { EXIT_OK, UsageError, cell, parse, type Cli, registrationHint, toolDirsFlag } from './shared.js';
 import { table } from './policy-shared.js';
@@ -35,12 +35,25 @@ export async function command(args: string[], cli: Cli): Promise<number> {
   try {
     const tools = corral.registry.list();
     if (values.json) {
-      print(JSON.stringify(tools.map(describeTool), null, 2));
+      print(
+        JSON.stringify(
+          tools.map((t) => describeTool(t, unreadable(t))),
+          null,
+          2,
+        ),
+      );
     } else {
       const width = Math.max(4, ...tools.map((t) => `${t.spec.name}@${t.spec.version}`.length));
       for (const t of tools)
         print(`${`${t.spec.name}@${t.spec.version}`.padEnd(width)}  ${forTerminal(t.spec.description ?? '', { oneLine: true })}`);
       if (tools.length === 0) print('No tools found.');
+      for (const t of tools) {
+        const problem = unreadable(t);
+        if (problem)
+          process.stderr.write(
+            `corral: warning: ${t.spec.name}@${t.spec.version} will fail when called: ${forTerminal(problem, { oneLine: true })} (corral validate ${t.source} says more)\n`,
+          );
+      }
     }
     for (const err of corral.loadErrors)
       process.stderr.write(`corral: skipped: ${forTerminal(err.message + ` (${err.code})` + registrationHint(err), { oneLine: true })}\n`);
@@ -50,7 +63,22 @@ export async function command(args: string[], cli: Cli): Promise<number> {
   }
 }
 
-function describeTool(tool: Tool) {
+/**
+ * Why a component's bytes cannot be read (a file cut short, say), or
+ * undefined: registration takes such a file, and its first call fails to
+ * compile it. Walking its sections costs well under a millisecond.
+ */
+function unreadable(tool: Tool): string | undefined {
+  if (tool.spec.kind !== 'component') return undefined;
+  try {
+    componentCoreModules(tool.wasm, tool.spec.component);
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+function describeTool(tool: Tool, problem?: string) {
   const { spec } = tool;
   return {
     name: spec.name,
@@ -61,6 +89,7 @@ function describeTool(tool: Tool) {
     resources: spec.resources ?? {},
     mounts: spec.mounts ?? [],
     input_schema: spec.input_schema,
+    ...(problem ? { problem } : {}),
   };
 }
 
