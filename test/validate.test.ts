@@ -97,7 +97,7 @@ describe('corral validate checks the wasm too', () => {
     expect(text.stdout).toMatch(/^cut-short@/m);
     expect(text.stderr).toContain('corral: warning: cut-short@');
     expect(text.stderr).toMatch(/will fail when called: tool\.wasm is not a valid WebAssembly component: section \d+ claims/);
-    expect(text.stderr).toContain(`corral validate ${spec} says more`);
+    expect(text.stderr).toContain(`corral validate ${JSON.stringify(spec)} says more`);
     expect(text.stderr).not.toMatch(/warning: diff-summary/);
     const listed = JSON.parse((await corral(['tools', '--json', '--tools', dir])).stdout) as { name: string; problem?: string }[];
     expect(listed.find((t) => t.name === 'cut-short')?.problem).toMatch(/not a valid WebAssembly component/);

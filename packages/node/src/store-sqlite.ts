@@ -8,9 +8,10 @@
  * acknowledged before it is durable.
  *
  * Commits run on a commit thread of the store's own (store-writer.ts, a
- * second connection to the same file, started after the first
- * INLINE_COMMITS commits; until it is up, for a lone write, and with
- * `commits: 'inline'`, on the caller's thread), one batch at a time. While the commit
+ * second connection to the same file, started when writes first queue
+ * together; a lone write, writes while it boots, and every write with
+ * `commits: 'inline'` commit on the caller's thread, unless another
+ * process holds the write lock), one batch at a time. While the commit
  * thread waits for the disk the event loop keeps dispatching calls, and the
  * writes they queue (intents of new calls, results of finished ones) gather
  * into the next batch, sent the moment the running commit ends: concurrent
@@ -40,10 +41,9 @@
  * thread's hops were a third of a lone caller's cost: +0.67-0.80 ms a call
  * through the thread, +0.50-0.57 ms with each lone write committed on the
  * caller's thread, and 8 callers as fast either way, so a batch of one
- * write is committed here. Automatic
- * checkpoints stay (1000 pages, in the commit that crosses the mark, so on
- * the commit thread), one database fsync per ~150 commits: not worth a
- * thread of their own.
+ * write is committed here. Automatic checkpoints stay (1000 pages, in the
+ * commit that crosses the mark, wherever it runs), one database fsync per
+ * ~150 commits: not worth a thread of their own.
  *
  * Size: an input's text is kept once per SHA-256 in `inputs`, apart from the
  * execution row, so finishing a call rewrites a small row, not the input, and
@@ -310,14 +310,8 @@ export interface SqliteStoreOptions {
   commits?: 'thread' | 'inline';
 }
 
-/**
- * Commits made on the caller's thread before the commit thread starts: a
- * process's first call (its intent, then its result). Booting the thread
- * costs ~40 ms of CPU, which on a small machine competed with that call's
- * sandbox worker: started at the first write, it made a fresh process's
- * first result ~20 ms later.
- */
-const INLINE_COMMITS = 2;
+/** How long a connection's write waits for another process's write lock (better-sqlite3's default). */
+const BUSY_TIMEOUT_MS = 5000;
 
 /** The commit thread's script (store-writer.ts), beside this module. */
 const WRITER_URL = packageUrl('dist/store-writer.js');
@@ -1018,30 +1012,51 @@ export class SqliteStore implements Store {
     if (this.#committing !== null || this.#queue.length === 0) return;
     const batch = this.#queue;
     this.#queue = [];
-    // Only reads waiting for earlier writes: those are committed, nothing to send.
-    if (batch.every((w) => w.ops.length === 0)) return this.#settle(batch, { results: batch.map(() => ({ ok: true, changes: 0 })) });
-    // Not at the first writes (INLINE_COMMITS), and a store opened only to read costs no thread.
-    if (this.#threaded && this.#writer === undefined && !this.#writerFailed && this.#commits >= INLINE_COMMITS) this.#startWriter();
-    // A lone write commits here: nothing queued with it to gather, so the thread would add only
-    // its two hops (~0.1 ms each way), twice a call for one caller (intent, then result).
-    if (this.#writer?.ready && batch.length > 1) {
+    // Reads waiting for earlier writes queue empty writes: those need no commit.
+    const writes = batch.filter((w) => w.ops.length > 0).length;
+    if (writes === 0) return this.#settle(batch, { results: batch.map(() => ({ ok: true, changes: 0 })) });
+    // Started when writes first queue together: one caller's writes (an intent, then a result,
+    // each alone) never need it, and its ~40 ms boot competed with a fresh process's first call.
+    if (this.#threaded && this.#writer === undefined && !this.#writerFailed && writes > 1) this.#startWriter();
+    if (!this.#threaded || this.#writerFailed) {
+      this.#commitHere(batch, BUSY_TIMEOUT_MS);
+      return;
+    }
+    // A lone write commits here (with nothing queued to gather, the thread would add only its two
+    // hops, ~0.1 ms each way, twice a call for one caller), as do writes while the thread boots;
+    // but the event loop never waits for another process's write lock: the thread does.
+    if ((writes === 1 || !this.#writer?.ready) && this.#commitHere(batch, 0)) return;
+    if (this.#writer?.ready) {
       this.#committing = batch;
       this.#writer.worker.ref(); // a pending commit keeps the process alive, as a pending setImmediate did
       this.#writer.worker.postMessage({ writes: batch.map((w) => w.ops) });
       return;
     }
-    let results: WriteResult[];
+    // Locked by another process while the thread boots: it takes them once ready.
+    this.#queue = [...batch, ...this.#queue];
+    if (this.#writer === undefined) this.#startWriter();
+  }
+
+  /**
+   * Commit `batch` on this thread, waiting at most `busyMs` for another
+   * process's write lock. False when that lock was held (nothing written,
+   * the batch untouched); otherwise its writers are told.
+   */
+  #commitHere(batch: PendingWrite[], busyMs: number): boolean {
+    const ops = batch.map((w) => w.ops);
+    let outcome: { results: WriteResult[] } | { error: CorralError };
+    if (busyMs !== BUSY_TIMEOUT_MS) this.#db.pragma(`busy_timeout = ${busyMs}`);
     try {
-      results = commitBatch(
-        this.#db,
-        batch.map((w) => w.ops),
-        this.#writeStatements,
-      );
+      outcome = { results: commitBatch(this.#db, ops, this.#writeStatements) };
     } catch (err) {
-      this.#settle(batch, { error: this.#error(err) });
-      return;
+      // BEGIN IMMEDIATE takes the lock first: refused there, nothing was written.
+      if (codeOf(err) === 'SQLITE_BUSY' && busyMs !== BUSY_TIMEOUT_MS && !this.#db.inTransaction) return false;
+      outcome = { error: this.#error(err) };
+    } finally {
+      if (busyMs !== BUSY_TIMEOUT_MS) this.#db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }
-    this.#settle(batch, { results });
+    this.#settle(batch, outcome);
+    return true;
   }
 
   /** Tell a committed (or failed) batch's writers, then send what queued meanwhile. */
@@ -1072,8 +1087,10 @@ export class SqliteStore implements Store {
     const writer: Writer = { worker, ready: false };
     this.#writer = writer;
     worker.on('message', (message: CommitReply | 'ready' | { failed: string }) => {
-      if (message === 'ready') writer.ready = true;
-      else if ('failed' in message) this.#writerGone(writer, message.failed);
+      if (message === 'ready') {
+        writer.ready = true;
+        this.#flush(); // writes that found the lock held while it booted
+      } else if ('failed' in message) this.#writerGone(writer, message.failed);
       else this.#committed(message);
     });
     worker.on('error', (err) => this.#writerGone(writer, describe(err)));

@@ -47,6 +47,45 @@ describeStoreConformance('SqliteStore', sqliteFixture({}));
 
 describeStoreConformance('SqliteStore, every commit on the caller thread', sqliteFixture({ commits: 'inline' }));
 
+describe('SqliteStore under another connection’s write lock', () => {
+  it('a lone write does not hold the event loop while the lock is taken, and commits once it is free', async () => {
+    // Before: a lone write committed on the caller's thread waited there, up to the 5 s busy
+    // timeout, so nothing else in the host ran, not even the timer that would free the lock.
+    const dir = mkdtempSync(join(tmpdir(), 'corral-store-locked-'));
+    const path = join(dir, 'snapshots.db');
+    const store = await SqliteStore.open(path);
+    const other = new Database(path);
+    try {
+      await store.recordDecision({ id: 'd0', time_ns: '1', prompt_sha256: 'p', output: '{}', model: null, run_id: null });
+      other.exec('BEGIN IMMEDIATE');
+      const started = performance.now();
+      let longestTick = 0;
+      let last = started;
+      const ticker = setInterval(() => {
+        const now = performance.now();
+        longestTick = Math.max(longestTick, now - last);
+        last = now;
+      }, 10);
+      const write = store.recordDecision({ id: 'd1', time_ns: '2', prompt_sha256: 'p', output: '{}', model: null, run_id: null });
+      const released = new Promise<number>((resolve) =>
+        setTimeout(() => {
+          other.exec('COMMIT');
+          resolve(performance.now() - started);
+        }, 300),
+      );
+      await write;
+      clearInterval(ticker);
+      expect(await released).toBeLessThan(2000); // the timer ran while the write waited
+      expect(longestTick).toBeLessThan(1000);
+      expect((await store.getDecision('d1'))?.output).toBe('{}');
+    } finally {
+      other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('SqliteStore shared by processes', () => {
   it('three processes writing one new store at once lose nothing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'corral-store-shared-'));

@@ -54,7 +54,8 @@ function toBase64(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+/** Whole, padded base64: what atob takes without whitespace, and what Buffer (which skips what it cannot read) decodes alike. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** Decoders the platform may have: Uint8Array.fromBase64 (newer engines), Node's Buffer. */
 const platform = globalThis as {

@@ -51,7 +51,7 @@ export async function command(args: string[], cli: Cli): Promise<number> {
         const problem = unreadable(t);
         if (problem)
           process.stderr.write(
-            `corral: warning: ${t.spec.name}@${t.spec.version} will fail when called: ${forTerminal(problem, { oneLine: true })} (corral validate ${t.source} says more)\n`,
+            `corral: warning: ${t.spec.name}@${t.spec.version} will fail when called: ${forTerminal(problem, { oneLine: true })} (corral validate ${forTerminal(JSON.stringify(t.source), { oneLine: true })} says more)\n`,
           );
       }
     }
