@@ -234,27 +234,38 @@ describe('the fleet under faults', () => {
 
       // The faults, while the clients submit: kills at random gaps, each worker replaced at once; one
       // restart of nats-server a third of the way in, one of PostgreSQL (as if it crashed) two thirds in.
+      // The gaps are drawn first and scaled to end at 85% of the spread, so every kill lands while calls
+      // are coming in (drawn one by one, a run of long gaps left the last kill past the clients' end).
       const clientsStarted = Date.now();
       const kills: { name: string; at: number }[] = [];
       const restarts: { what: 'nats-server' | 'PostgreSQL'; from: number; to: number }[] = [];
-      const meanGapMs = (0.85 * SPREAD_MS) / KILLS;
+      const gaps = Array.from({ length: KILLS }, () => 0.2 + 1.6 * random());
+      const scale = (0.85 * SPREAD_MS) / gaps.reduce((sum, gap) => sum + gap, 0);
+      let due = 0;
+      const killsDue = gaps.map((gap) => (due += gap * scale));
+      const restartsDue = [
+        { what: 'nats-server' as const, at: SPREAD_MS / 3 },
+        { what: 'PostgreSQL' as const, at: (2 * SPREAD_MS) / 3 },
+      ];
       const replacing: Promise<void>[] = [];
-      while (!allDone()) {
-        await sleep(meanGapMs * (0.2 + 1.6 * random()));
+      while (!allDone() && (kills.length < KILLS || restarts.length < restartsDue.length)) {
+        const next = Math.min(killsDue[kills.length] ?? Infinity, restartsDue[restarts.length]?.at ?? Infinity);
+        await sleep(Math.max(0, clientsStarted + next - Date.now()));
         if (allDone()) break;
-        const elapsed = Date.now() - clientsStarted;
-        if (!restarts.some((r) => r.what === 'nats-server') && elapsed >= SPREAD_MS / 3) {
+        const restart = restartsDue[restarts.length];
+        if (restart && Date.now() - clientsStarted >= restart.at) {
           const from = Date.now();
-          await nats!.restart();
-          restarts.push({ what: 'nats-server', from, to: Date.now() });
-        } else if (!restarts.some((r) => r.what === 'PostgreSQL') && elapsed >= (2 * SPREAD_MS) / 3) {
-          const from = Date.now();
-          await pg!.restart('immediate');
-          restarts.push({ what: 'PostgreSQL', from, to: Date.now() });
+          if (restart.what === 'nats-server') await nats!.restart();
+          else await pg!.restart('immediate');
+          restarts.push({ what: restart.what, from, to: Date.now() });
+          continue;
         }
-        if (kills.length >= KILLS) continue;
         const live = slots.map((w, s) => [w, s] as const).filter(([w]) => w.ready && !w.killed);
-        if (live.length === 0) continue;
+        // Every worker is down or starting: this kill waits for one to be up.
+        if (live.length === 0) {
+          await sleep(100);
+          continue;
+        }
         const [victim, slot] = live[Math.floor(random() * live.length)]!;
         victim.killed = true;
         victim.child.kill('SIGKILL');
