@@ -3,8 +3,10 @@
  * startup whose many small files cost more to find and read than to run.
  *
  * - Each package's `dist/deps.js` (a re-export of its third-party libraries:
- *   ajv, ajv-formats, semver, yaml) becomes one file. Without this step the
- *   re-export still works, only slower (~140 files instead of 2).
+ *   semver and ajv's runtime helpers, yaml) becomes one file. Without this
+ *   step the re-export still works, only slower. ajv itself becomes
+ *   `core/dist/ajv.cjs`, which Node loads only when a schema is compiled;
+ *   without it, that first compile fails and says to run the build.
  * - core, wasi and workflow, loaded at every start (~70 modules), become
  *   one file per export (written over the file tsc wrote) and chunks they
  *   share (`dist/_chunk-*.js`), so each module still exists once however
@@ -31,11 +33,16 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const builtins = new Set([...builtinModules, ...builtinModules.map((name) => `node:${name}`)]);
 
 /** Bundle `input` into `outDir` (one file per entry; dynamic imports of externals stay imports). */
-async function bundle(input, outDir, { external = () => false, platform = 'neutral', sourcemap = false, banner, fileName } = {}) {
+async function bundle(
+  input,
+  outDir,
+  { external = () => false, platform = 'neutral', format = 'esm', sourcemap = false, banner, fileName } = {},
+) {
   const build = await rolldown({
     input,
     platform,
-    external: (id) => builtins.has(id) || external(id),
+    // `#name`: the package's own conditional imports (package.json "imports"), resolved where it runs.
+    external: (id) => builtins.has(id) || id.startsWith('#') || external(id),
     resolve: { mainFields: ['module', 'main'] },
     // A module left out by mistake would be looked up at run time, where it may not exist: refuse instead.
     onLog(level, log, handler) {
@@ -44,7 +51,7 @@ async function bundle(input, outDir, { external = () => false, platform = 'neutr
     },
   });
   // The libraries stay dependencies of their packages, so their LICENSE files install beside the bundle.
-  await build.write({ dir: outDir, format: 'esm', sourcemap, banner, ...(fileName ? { entryFileNames: fileName } : {}) });
+  await build.write({ dir: outDir, format, sourcemap, banner, ...(fileName ? { entryFileNames: fileName } : {}) });
   await build.close();
 }
 
@@ -59,6 +66,14 @@ for (const pkg of ['core', 'workflow']) {
     fileName: 'deps.js',
   });
 }
+// ajv itself, as one CommonJS file that core's loadAjv() requires on Node the
+// first time a schema is compiled (src/ajv-loader.node.ts).
+await bundle(join(root, 'packages', 'core', 'src', 'ajv.ts'), join(root, 'packages', 'core', 'dist'), {
+  format: 'cjs',
+  sourcemap: true,
+  banner: '// Bundled by scripts/bundle.mjs from src/ajv.ts.',
+  fileName: 'ajv.cjs',
+});
 
 // Packages as one file per export. Their code finds no file relative to itself: a module
 // folded into a file elsewhere would look in the wrong place.

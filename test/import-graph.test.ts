@@ -1,8 +1,10 @@
 /**
  * What a program that only runs tools loads: `@corral/node` leaves its HTTP
  * server, policy gate and workflow engine to their subpaths
- * (`@corral/node/http`, `/policy`, `/mcp`), which cost ~45 ms of a cold start.
- * Checked in a fresh process by the Node built-ins each would bring in.
+ * (`@corral/node/http`, `/policy`, `/mcp`), which cost ~45 ms of a cold start,
+ * and ajv to the first schema compiled (~20 ms; the bundled tools ship
+ * prebuilt validators). Checked in a fresh process by the Node built-ins or
+ * CommonJS files each would bring in.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -16,6 +18,13 @@ async function httpModulesAfter(body: string): Promise<string[]> {
   const script = `${body}\nconsole.log(JSON.stringify(process.moduleLoadList.filter((m) => /^NativeModule _?http(_server)?$/.test(m))));`;
   const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as string[];
+}
+
+/** Run `body` as an ES module in a fresh Node process; it says whether ajv was loaded by then. */
+async function ajvLoadedAfter(body: string): Promise<boolean> {
+  const script = `import { createRequire } from 'node:module';\n${body}\nconsole.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache).some((f) => f.endsWith('ajv.cjs'))));`;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as boolean;
 }
 
 describe('@corral/node at startup', () => {
@@ -32,5 +41,25 @@ describe('@corral/node at startup', () => {
   it('@corral/node/http does load it (the check above can see it)', async () => {
     const loaded = await httpModulesAfter(`import '@corral/node/http';`);
     expect(loaded).toContain('NativeModule http');
+  });
+
+  it('creating a Corral and running a bundled tool with a bad input loads no JSON Schema compiler', async () => {
+    const loaded = await ajvLoadedAfter(`
+      import { Corral } from '@corral/node';
+      const corral = await Corral.create({ size: 1, store: false });
+      const ok = await corral.invoke('diff-summary', { diff: ${JSON.stringify(DIFF)} });
+      const bad = await corral.invoke('diff-summary', { diff: 42 });
+      await corral.close();
+      if (!ok.ok || bad.error?.code !== 'E_INPUT_VALIDATION') throw new Error(JSON.stringify([ok, bad]));`);
+    expect(loaded).toBe(false);
+  });
+
+  it("a spec of one's own is checked with ajv, loaded then (the check above can see it)", async () => {
+    const loaded = await ajvLoadedAfter(`
+      import { validateSpec } from '@corral/core';
+      const spec = { name: 'x', version: '1.0.0', component: 'x.wasm', description: 'd', output_schema: { type: 'object' } };
+      const bad = validateSpec({ ...spec, input_schema: { type: 'objec' } });
+      if (bad.ok || !validateSpec({ ...spec, input_schema: { type: 'object' } }).ok) throw new Error(JSON.stringify(bad));`);
+    expect(loaded).toBe(true);
   });
 });

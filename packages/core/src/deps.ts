@@ -1,27 +1,22 @@
 /**
- * The third-party libraries core uses (ajv with its formats, semver),
- * re-exported from this one module. `npm run build` bundles the built file
- * into a single file (scripts/bundle.mjs): Node then reads one file at
- * startup instead of ~140, which was a fifth of importing Corral. Without
- * that step this module still works as it is, only slower to load.
- * Not public API: import these from their own packages.
+ * The third-party libraries core uses, re-exported from this one module:
+ * semver, the small runtime helpers of ajv's prebuilt validators, and
+ * `loadAjv()`, which gives ajv itself (loaded on first use where the host
+ * can: see ajv-loader.ts). `npm run build` bundles the built file into a
+ * single file (scripts/bundle.mjs): Node then reads one file at startup
+ * instead of dozens. Without that step this module still works as it is,
+ * only slower to load. Not public API: import these from their own packages.
  */
-import formatsModule from 'ajv-formats';
 import * as formats from 'ajv-formats/dist/formats.js';
 import * as equal from 'ajv/dist/runtime/equal.js';
 import * as ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import * as uri from 'ajv/dist/runtime/uri.js';
 import * as validationError from 'ajv/dist/runtime/validation_error.js';
-import standaloneModule from 'ajv/dist/standalone/index.js';
 import semverModule from 'semver';
 
-export { Ajv, _, str, type ErrorObject, type KeywordCxt, type ValidateFunction } from 'ajv';
-export { Ajv2020 } from 'ajv/dist/2020.js';
+export type { ErrorObject, KeywordCxt, ValidateFunction } from 'ajv';
+export { loadAjv, type AjvLibrary } from '#ajv-loader';
 
-// Both are CommonJS; under Node, bundlers and this file's own bundle alike, the plugin is `.default` when there is one.
-type AddFormats = (ajv: import('ajv').Ajv) => import('ajv').Ajv;
-export const addFormats: AddFormats =
-  (formatsModule as unknown as { default?: AddFormats }).default ?? (formatsModule as unknown as AddFormats);
 /** The part of semver Corral uses (declared here, so this module's types need no @types/semver). */
 export interface Semver {
   valid(version: string): string | null;
@@ -32,11 +27,6 @@ export interface Semver {
   maxSatisfying(versions: readonly string[], range: string): string | null;
 }
 export const semver: Semver = (semverModule as unknown as { default?: Semver }).default ?? (semverModule as unknown as Semver);
-
-/** ajv's standalone code generator (validators compiled at build time). */
-type StandaloneCode = typeof standaloneModule.default;
-export const standaloneCode: StandaloneCode =
-  (standaloneModule as unknown as { default?: StandaloneCode }).default ?? (standaloneModule as unknown as StandaloneCode);
 
 /**
  * The modules ajv's standalone code `require`s, by the names it uses, each

@@ -12,7 +12,7 @@
  * corral.policy.yaml) and folders are compared on real paths through a
  * `realpath` the host supplies.
  */
-import { Ajv, semver, type ValidateFunction } from './deps.js';
+import { loadAjv, semver, type ValidateFunction } from './deps.js';
 import { CorralError, ErrorCodes, type PolicyDenialReason, type PolicyDeniedDetails } from './errors.js';
 import { MAX_BINDINGS, MAX_PATH_LENGTH, isGuestPath, isHostPath } from './policy-records.js';
 import { problemsText, toProblems, type Problem } from './schema.js';
@@ -138,7 +138,7 @@ export const policySchema = {
 
 let compiled: ValidateFunction | undefined;
 function shape(): ValidateFunction {
-  compiled ??= new Ajv({ allErrors: true, logger: false }).compile(policySchema);
+  compiled ??= new (loadAjv().Ajv)({ allErrors: true, logger: false }).compile(policySchema);
   return compiled;
 }
 

@@ -3,18 +3,8 @@
  * pipeline: one way to build an ajv instance, one way to compile a user's
  * JSON Schema, one way to turn ajv errors into `{ path, message }` problems.
  */
-import {
-  Ajv,
-  Ajv2020,
-  _,
-  addFormats,
-  ajvRuntime,
-  standaloneCode,
-  str,
-  type ErrorObject,
-  type KeywordCxt,
-  type ValidateFunction,
-} from './deps.js';
+import type { Ajv } from 'ajv';
+import { ajvRuntime, loadAjv, type ErrorObject, type KeywordCxt, type ValidateFunction } from './deps.js';
 import type { JsonSchema } from './types.js';
 
 /** One thing wrong with a value, addressed by a JSON Pointer ('/' is the root). */
@@ -48,6 +38,7 @@ function checker(schema: JsonSchema): Ajv {
   const draft2020 = is2020(schema);
   let ajv = checkers.get(draft2020);
   if (!ajv) {
+    const { Ajv, Ajv2020 } = loadAjv();
     ajv = draft2020 ? (new Ajv2020(AJV_OPTIONS) as unknown as Ajv) : new Ajv(AJV_OPTIONS);
     checkers.set(draft2020, ajv);
   }
@@ -62,6 +53,7 @@ function checker(schema: JsonSchema): Ajv {
  * meta-schema check still catches real mistakes.
  */
 function compiler(schema: JsonSchema, source = false): Ajv {
+  const { Ajv, Ajv2020, _, addFormats } = loadAjv();
   // `source`: keep the generated code, naming every outside value by what `require` gives it (PREBUILT_MODULES).
   const code = source ? { code: { source: true, formats: _`require("corral:formats")` } } : {};
   const options = { ...AJV_OPTIONS, validateSchema: false, ...code };
@@ -80,6 +72,7 @@ function compiler(schema: JsonSchema, source = false): Ajv {
  * until the limit decides. Same keywords, same errors, same order as ajv's.
  */
 function useBoundedLengths(ajv: Ajv): void {
+  const { _, str } = loadAjv();
   for (const keyword of ['maxLength', 'minLength'] as const) {
     const test = keyword === 'maxLength' ? longerThan : shorterThan;
     ajv.removeKeyword(keyword);
@@ -172,7 +165,7 @@ export const VALIDATOR_FORMAT = 'ajv-8.20.0/corral-1';
  */
 export function validatorSource(schema: JsonSchema): string {
   const ajv = compiler(schema, true);
-  return standaloneCode(ajv, ajv.compile(schema));
+  return loadAjv().standaloneCode(ajv, ajv.compile(schema));
 }
 
 /** What a prebuilt validator's code may `require`: ajv's runtime helpers and this module's keyword functions. */

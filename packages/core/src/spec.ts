@@ -2,7 +2,7 @@
  * tool-spec.json: the JSON Schema Corral ships for it, and the validator
  * that reports every problem at once (so a person fixes a spec in one pass).
  */
-import { Ajv, semver, type ValidateFunction } from './deps.js';
+import { loadAjv, semver, type ValidateFunction } from './deps.js';
 import { CorralError, ErrorCodes } from './errors.js';
 import { compileUserSchema, problemsText, toProblems, type Problem } from './schema.js';
 import type { ToolResources, ToolSpec } from './types.js';
@@ -100,7 +100,7 @@ const FORMATS: Record<string, { check: (s: string) => boolean; message: string }
 let compiledShape: ValidateFunction | undefined;
 function shapeValidator(): ValidateFunction {
   if (!compiledShape) {
-    const ajv = new Ajv({ allErrors: true, logger: false });
+    const ajv = new (loadAjv().Ajv)({ allErrors: true, logger: false });
     for (const [name, f] of Object.entries(FORMATS)) ajv.addFormat(name, f.check);
     compiledShape = ajv.compile(toolSpecSchema);
   }

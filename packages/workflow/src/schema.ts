@@ -4,7 +4,7 @@
  * and its check with ajv. What a schema cannot say (step ids that exist,
  * no cycles, expressions that parse) is checked in load.ts.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from '@corral/core/deps';
+import { loadAjv, type ErrorObject, type ValidateFunction } from '@corral/core/deps';
 import { pointerToken } from './template.js';
 
 /** Most steps a workflow may have. */
@@ -199,7 +199,7 @@ let compiled: ValidateFunction | undefined;
 type SchemaProblem = WorkflowProblem & { atKey?: boolean };
 
 export function schemaProblems(value: unknown): SchemaProblem[] {
-  compiled ??= new Ajv({ allErrors: true, logger: false, discriminator: true, strict: false }).compile(workflowSchema);
+  compiled ??= new (loadAjv().Ajv)({ allErrors: true, logger: false, discriminator: true, strict: false }).compile(workflowSchema);
   if (compiled(value)) return [];
   const problems: SchemaProblem[] = [];
   for (const e of compiled.errors ?? []) {
