@@ -1,7 +1,7 @@
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { PREPARED_FORMAT, type PreparedComponent } from '@corral/wasi';
+import { PREPARED_FORMAT, type PreparedComponent } from '@corral/wasi/host-kit';
 
 /** Entries made by another transpiler version are never read. */
 const FORMAT = PREPARED_FORMAT.replace(/[^A-Za-z0-9.-]/g, '_');

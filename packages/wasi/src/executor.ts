@@ -18,7 +18,7 @@ import { NOT_LOADED } from './code-cache.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
 import type { PreloadJob, RunJob, SandboxWorkerApi } from './worker-api.js';
 
-export { outcomeOf, type Outcome } from './worker-api.js';
+export { outcomeOf, type Outcome } from './worker-outcome.js';
 
 /**
  * Run any WASI program (`corral exec`): a preview1 command module or a

@@ -5,7 +5,7 @@
  * what it does around a call). Hosts drive it through comlink
  * (`PoolExecutor`).
  */
-import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
+import { outcomeOf, type Outcome } from './worker-outcome.js';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner } from './run.js';
 import { NOT_LOADED } from './code-cache.js';
@@ -14,25 +14,7 @@ import { Preview1Runner } from './preview1/index.js';
 import { transpileComponent, type PreparedComponent } from './transpile.js';
 import { CodeCache } from './code-cache.js';
 
-/** What a sandbox worker answers: a value, or the error as data (errors lose their class crossing a worker boundary). */
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: CorralErrorJSON };
-
-/** Run `work` inside a worker, turning any failure into an Outcome. */
-export async function outcomeOf<T>(work: () => Promise<T>): Promise<Outcome<T>> {
-  try {
-    return { ok: true, value: await work() };
-  } catch (err) {
-    if (err instanceof CorralError) return { ok: false, error: err.toJSON() };
-    // What a caller or a tool can cause is a CorralError by now; anything else is Corral's own bug.
-    const cause = err instanceof Error ? err.message : String(err);
-    const error = new CorralError(
-      ErrorCodes.UNEXPECTED_EXIT,
-      `The sandbox worker failed: ${cause} (an internal error, not the tool's; please report it)`,
-      { reason: 'internal', cause },
-    );
-    return { ok: false, error: error.toJSON() };
-  }
-}
+export { outcomeOf, type Outcome } from './worker-outcome.js';
 
 /**
  * One call for a sandbox worker: a transpiled component or a preview1
