@@ -26,6 +26,7 @@ interface Manifest {
   engines?: Record<string, string>;
   files?: string[];
   exports?: Record<string, unknown>;
+  imports?: Record<string, unknown>;
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
@@ -97,8 +98,20 @@ describe('the published package.json files', () => {
     if (existsSync(join(ROOT, dir, 'dist'))) {
       it(`${manifest.name}: every package its built files import is a dependency`, () => {
         const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
-        const undeclared = [...importedPackages(join(ROOT, dir, 'dist'))].filter(([name]) => !declared.has(name) && name !== manifest.name);
+        // `#name`: the package's own conditional imports, declared in its "imports" field instead.
+        const imports = manifest.imports ?? {};
+        const undeclared = [...importedPackages(join(ROOT, dir, 'dist'))].filter(([name]) =>
+          name.startsWith('#') ? !Object.hasOwn(imports, name) : !declared.has(name) && name !== manifest.name,
+        );
         expect(undeclared.map(([name, file]) => `${name} (imported by ${file})`)).toEqual([]);
+        // Every file an "imports" condition names is built, and published (under dist/).
+        const targets = Object.values(imports).flatMap((target) =>
+          typeof target === 'string' ? [target] : Object.values(target as object),
+        );
+        for (const target of targets as string[]) {
+          expect(target, 'an "imports" target').toMatch(/^\.\/dist\//);
+          expect(existsSync(join(ROOT, dir, target)), `${manifest.name} "imports" target ${target}`).toBe(true);
+        }
       });
     }
   }
