@@ -12,8 +12,8 @@
  * `new Worker(new URL('./worker.js', import.meta.url), { type: 'module' })`
  * there and bundle this file with its imports.
  */
-import { expose } from 'comlink';
-import { sandboxWorkerApi } from '@corral/wasi/worker';
+import type { Endpoint } from 'comlink';
+import { exposeSandboxWorker } from '@corral/wasi/worker';
 import { sourceString } from '@corral/wasi/fs';
 import { OpfsCallMounts, notLoaded } from './opfs-mounts.js';
 import { OPFS_KIND } from './opfs.js';
@@ -21,27 +21,28 @@ import { OPFS_KIND } from './opfs.js';
 /** The OPFS folders of the call running now (a worker runs one call at a time). */
 let opfsMounts: OpfsCallMounts | undefined;
 
-const api = sandboxWorkerApi({
-  mountOpeners: {
-    [OPFS_KIND]: (source, guest) => {
-      const path = sourceString(source, 'path', guest);
-      if (!opfsMounts) throw notLoaded(path);
-      return opfsMounts.root(path);
+exposeSandboxWorker(
+  {
+    mountOpeners: {
+      [OPFS_KIND]: (source, guest) => {
+        const path = sourceString(source, 'path', guest);
+        if (!opfsMounts) throw notLoaded(path);
+        return opfsMounts.root(path);
+      },
+    },
+    async aroundRun(request, run) {
+      try {
+        const mounts = await OpfsCallMounts.load(request.mounts);
+        opfsMounts = mounts;
+        const value = await run();
+        opfsMounts = undefined;
+        // What the tool changed in read-write OPFS folders is written back once it stopped.
+        await mounts.persist(request.toolName);
+        return value;
+      } finally {
+        opfsMounts = undefined;
+      }
     },
   },
-  async aroundRun(request, run) {
-    try {
-      const mounts = await OpfsCallMounts.load(request.mounts);
-      opfsMounts = mounts;
-      const value = await run();
-      opfsMounts = undefined;
-      // What the tool changed in read-write OPFS folders is written back once it stopped.
-      await mounts.persist(request.toolName);
-      return value;
-    } finally {
-      opfsMounts = undefined;
-    }
-  },
-});
-
-expose(api);
+  self as unknown as Endpoint,
+);

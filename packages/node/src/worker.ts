@@ -7,16 +7,16 @@
  * only the opener for host folders (mounts.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { expose } from 'comlink';
+import type { Endpoint } from 'comlink';
 import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
-import { sandboxWorkerApi } from '@corral/wasi/worker';
+import { exposeSandboxWorker } from '@corral/wasi/worker';
 import { hostMountOpeners } from './mounts.js';
 
 if (!parentPort) throw new Error('worker.js must run in a worker thread');
-expose(
-  sandboxWorkerApi({
+exposeSandboxWorker(
+  {
     mountOpeners: hostMountOpeners(),
     ...(typeof workerData?.toolCacheBytes === 'number' ? { cacheBytes: workerData.toolCacheBytes as number } : {}),
-  }),
-  (nodeEndpoint as unknown as (port: unknown) => Parameters<typeof expose>[1])(parentPort),
+  },
+  (nodeEndpoint as unknown as (port: unknown) => Endpoint)(parentPort),
 );

@@ -306,6 +306,17 @@ export class MemoryLeases {
 const withSpare = new Set<MemoryPool>();
 
 /**
+ * Zero every spare memory still holding its last call's data: a worker does
+ * this once a call's reply is posted (worker-api.ts), so the next call of any
+ * pooled module finds its memory clean. The timer `release` sets does the
+ * same where no one calls this, but a worker answering back-to-back calls
+ * reaches its timers late, and the next call then zeroed its memory itself.
+ */
+export function cleanSpareMemories(): void {
+  for (const pool of withSpare) pool.cleanSpare();
+}
+
+/**
  * The memory of one pooled module, kept between its calls in one worker.
  * One call at a time uses it (a worker runs one call at a time, and a
  * module is instantiated once per call): `acquire` before instantiating,
@@ -366,6 +377,11 @@ export class MemoryPool {
     this.#disposed = true;
     this.#spare = undefined;
     withSpare.delete(this);
+  }
+
+  /** Zero the spare now, if it holds the last call's data. */
+  cleanSpare(): void {
+    if (this.#spare && this.#dirty) this.#clean(this.#spare);
   }
 
   #clean(memory: WebAssembly.Memory): void {

@@ -3,4 +3,14 @@
  * side of the host–worker API, and nothing of the host side. Not part of
  * the public API; the host packages' worker scripts use it.
  */
-export { sandboxWorkerApi, outcomeOf, type SandboxWorkerApi, type SandboxWorkerOptions, type RunJob, type Outcome } from './worker-api.js';
+export {
+  sandboxWorkerApi,
+  exposeSandboxWorker,
+  runAfterPosting,
+  outcomeOf,
+  type AfterReply,
+  type SandboxWorkerApi,
+  type SandboxWorkerOptions,
+  type RunJob,
+  type Outcome,
+} from './worker-api.js';

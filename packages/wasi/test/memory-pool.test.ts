@@ -10,6 +10,7 @@ import { parse } from '@bytecodealliance/jco';
 import { CodeCache, capModule } from '@corral/wasi';
 import { checkPreview1Module } from '@corral/wasi';
 import {
+  cleanSpareMemories,
   importOwnMemory,
   MAX_POOLED_PAGES,
   MAX_SPARES,
@@ -242,6 +243,24 @@ describe('spare memories', () => {
     // The oldest ten were dropped, the newest kept.
     const reused = pools.map((pool, i) => pool.acquire() === released[i]);
     expect(reused).toEqual([...Array(10).fill(false), ...Array(MAX_SPARES).fill(true)]);
+  });
+});
+
+describe('cleanSpareMemories', () => {
+  // A worker calls it once a reply is posted: its timers wait behind back-to-back calls.
+  it("zeroes every spare that holds its last call's data at once, without waiting for a timer", async () => {
+    const pooled = importOwnMemory(await wat('(module (memory (export "memory") 1))'))!;
+    const pools = [new MemoryPool(pooled), new MemoryPool(pooled)];
+    const memories = pools.map((pool) => {
+      const memory = pool.acquire();
+      new Uint8Array(memory.buffer).fill(7, 100, 200);
+      pool.release(memory);
+      return memory;
+    });
+    expect(memories.map((m) => new Uint8Array(m.buffer)[150])).toEqual([7, 7]);
+    cleanSpareMemories();
+    expect(memories.map((m) => new Uint8Array(m.buffer).some((byte) => byte !== 0))).toEqual([false, false]);
+    expect(pools.map((pool, i) => pool.acquire() === memories[i])).toEqual([true, true]);
   });
 });
 
