@@ -20,6 +20,7 @@ export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel,
 export { sipHash24 } from './fs/metadata-hash.js';
 export { lighterHostCalls, loadGlue } from './run.js';
 export {
+  cleanSpareMemories,
   importOwnMemory,
   MemoryPool,
   MemoryLeases,
@@ -28,3 +29,4 @@ export {
   MAX_POOLED_PAGES,
   MAX_SPARES,
 } from './memory-pool.js';
+export { readIndirection, newIndirection, standIns, type Shim, type Fixup } from './indirection.js';

@@ -7,6 +7,7 @@ import type { OpenedCall } from './call.js';
 import { Runner, type Execution, type RunRequest, type RunnerOptions } from './runner.js';
 import { instantiate } from './preview1/loader.js';
 import { MemoryLeases, MemoryPool, importOwnMemory } from './memory-pool.js';
+import { newIndirection, standIns, type Fixup, type Shim } from './indirection.js';
 
 type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
@@ -21,12 +22,16 @@ interface LoadedComponent {
   capped: Map<WebAssembly.Module, string>;
   /** The modules whose memory comes from a pool (memory-pool.ts). */
   pools: Map<WebAssembly.Module, MemoryPool>;
+  /** The adapter's shim and fixup modules, run as JS instead (indirection.ts). */
+  standIns: Map<WebAssembly.Module, Shim | Fixup>;
   /** No core module has a start function: instantiating runs none of the tool's code. */
   startless: boolean;
   /** How long its last instantiation in a call took, in ms. */
   instantiateMs?: number;
-  /** Instances made ahead in a row that took longer than the runner allows; at AHEAD_SLOW_LIMIT, none is made ahead again. */
+  /** Instances made ahead in a row that took longer than the runner allows; at AHEAD_SLOW_LIMIT, none is made ahead but a trial every AHEAD_RETRY_CALLS calls. */
   aheadSlow?: number;
+  /** Calls since instances ahead stopped, towards the next trial. */
+  aheadSkipped?: number;
   /** Called when the code cache drops this component: its pooled memories go too. */
   dispose(): void;
 }
@@ -39,13 +44,20 @@ interface LoadedComponent {
 export const AHEAD_MAX_MS = 2;
 /** Instances made ahead over the time bound, in a row, after which a component gets none (one alone may be a GC pause). */
 const AHEAD_SLOW_LIMIT = 3;
+/**
+ * Calls after which a component whose instances ahead were stopped gets one
+ * more trial: three slow ones in a row may have been a busy machine, and
+ * without a trial they would stay stopped for the worker's life. A trial
+ * that is quick resumes them; a slow one costs at most one instance's time.
+ */
+const AHEAD_RETRY_CALLS = 50;
 
 export interface ComponentRunnerOptions extends RunnerOptions {
   /**
    * Instantiate ahead of a call (prepareNext) only a component whose last
    * instantiation took at most this (ms), and stop when those made ahead
-   * take longer, three in a row (reused memories are zeroed then). Default
-   * AHEAD_MAX_MS; 0 never.
+   * take longer, three in a row (reused memories are zeroed then), but for
+   * a trial every AHEAD_RETRY_CALLS calls. Default AHEAD_MAX_MS; 0 never.
    */
   aheadMaxMs?: number;
 }
@@ -81,6 +93,7 @@ function newInstance(component: LoadedComponent, toolName: string): Instance {
   // instantiate a module as often as it likes, and 16 copies filled 16x
   // memory_mb of host memory.
   const instantiated = new Set<WebAssembly.Module>();
+  const indirection = component.standIns.size > 0 ? newIndirection() : undefined;
   const instantiateCore = async (module: WebAssembly.Module, coreImports?: WebAssembly.Imports) => {
     const name = component.capped.get(module);
     if (name !== undefined) {
@@ -93,6 +106,9 @@ function newInstance(component: LoadedComponent, toolName: string): Instance {
       }
       instantiated.add(module);
     }
+    const standIn = component.standIns.get(module);
+    if (standIn?.kind === 'shim') return { exports: indirection!.shimExports(standIn) } as WebAssembly.Instance;
+    if (standIn?.kind === 'fixup' && indirection!.fill(standIn, coreImports)) return { exports: {} } as WebAssembly.Instance;
     const instance = await instantiate(module, leases.imports(component.pools.get(module), coreImports));
     for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value);
     return instance;
@@ -215,7 +231,8 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
    * another tool drops it. Only for a component none of whose core modules
    * has a start function, so instantiating runs no tool code, and whose
    * instantiation took at most `aheadMaxMs` (in its last call, and when made
-   * ahead: three over it in a row end them). Each instance still serves one
+   * ahead: three over it in a row stop them, but for a trial every
+   * AHEAD_RETRY_CALLS calls). Each instance still serves one
    * call. True when an instance is waiting for the next call.
    */
   prepareNext(): boolean {
@@ -224,7 +241,14 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
     if (this.#ahead?.component === component) return true;
     this.#takeAhead();
     const quick = component.instantiateMs !== undefined && component.instantiateMs <= this.#aheadMaxMs;
-    if (!component.startless || !quick || (component.aheadSlow ?? 0) >= AHEAD_SLOW_LIMIT) return false;
+    if (!component.startless || !quick) return false;
+    if ((component.aheadSlow ?? 0) >= AHEAD_SLOW_LIMIT) {
+      component.aheadSkipped = (component.aheadSkipped ?? 0) + 1;
+      if (component.aheadSkipped < AHEAD_RETRY_CALLS) return false;
+      // A trial: quick, and they resume; slow, and they stop again.
+      component.aheadSkipped = 0;
+      component.aheadSlow = AHEAD_SLOW_LIMIT - 1;
+    }
     const started = performance.now();
     const ahead = newInstance(component, toolName);
     this.#ahead = ahead;
@@ -244,6 +268,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   // Checked here too, not only at transpile time: prepared components also come from caches.
   checkComponentImports(prepared.imports, toolName);
   const modules = new Map<string, WebAssembly.Module>();
+  const bytesOf = new Map<WebAssembly.Module, Uint8Array>();
   const withCaps = new Map<WebAssembly.Module, string>();
   const pools = new Map<WebAssembly.Module, MemoryPool>();
   const capped = capComponentModules(prepared.modules, maxPages, toolName);
@@ -263,6 +288,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
         });
       }
       modules.set(name, module);
+      bytesOf.set(module, bytes);
       if (definesMemoryOrTable(bytes)) withCaps.set(module, name);
       if (mayRunAtInstantiation(bytes)) startless = false;
       if (pooled) pools.set(module, new MemoryPool(pooled));
@@ -272,7 +298,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const dispose = () => {
     for (const pool of pools.values()) pool.dispose();
   };
-  return { instantiate, modules, capped: withCaps, pools, startless, dispose };
+  return { instantiate, modules, capped: withCaps, pools, standIns: standIns(bytesOf), startless, dispose };
 }
 
 /**
