@@ -27,6 +27,7 @@ export {
   POOL_IMPORT_MODULE,
   POOLED_PAGES,
   MAX_POOLED_PAGES,
+  MAX_REUSES,
   MAX_SPARES,
 } from './memory-pool.js';
 export { readIndirection, newIndirection, standIns, type Shim, type Fixup } from './indirection.js';

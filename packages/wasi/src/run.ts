@@ -60,6 +60,8 @@ export interface ComponentRunnerOptions extends RunnerOptions {
    * a trial every AHEAD_RETRY_CALLS calls. Default AHEAD_MAX_MS; 0 never.
    */
   aheadMaxMs?: number;
+  /** The clock instantiations are timed with, in ms (default `performance.now`); tests pass their own. */
+  now?: () => number;
 }
 
 /** One instance of a component, bound to the call it serves when that call starts. */
@@ -159,11 +161,13 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
   /** An instance of it, made after that call for the next one (prepareNext). */
   #ahead: Instance | undefined;
   readonly #aheadMaxMs: number;
+  readonly #now: () => number;
 
   constructor(options: ComponentRunnerOptions = {}) {
-    const { aheadMaxMs = AHEAD_MAX_MS, ...runnerOptions } = options;
+    const { aheadMaxMs = AHEAD_MAX_MS, now = () => performance.now(), ...runnerOptions } = options;
     super(runnerOptions);
     this.#aheadMaxMs = aheadMaxMs;
+    this.#now = now;
   }
 
   protected async compile(prepared: PreparedComponent, maxPages: number, toolName: string): Promise<LoadedComponent> {
@@ -210,9 +214,9 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
             exports = await instance.exports();
           }
         } else {
-          const started = performance.now();
+          const started = this.#now();
           exports = await instance.exports();
-          component.instantiateMs = performance.now() - started;
+          component.instantiateMs = this.#now() - started;
         }
         findRun(exports, request.toolName).run();
       },
@@ -249,14 +253,14 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
       component.aheadSkipped = 0;
       component.aheadSlow = AHEAD_SLOW_LIMIT - 1;
     }
-    const started = performance.now();
+    const started = this.#now();
     const ahead = newInstance(component, toolName);
     this.#ahead = ahead;
     ahead.exports().then(
       // Measured whole, when its core instances are all made (zeroing reused memories included):
       // the time a call of another tool may wait for it.
       () => {
-        component.aheadSlow = performance.now() - started > this.#aheadMaxMs ? (component.aheadSlow ?? 0) + 1 : 0;
+        component.aheadSlow = this.#now() - started > this.#aheadMaxMs ? (component.aheadSlow ?? 0) + 1 : 0;
       },
       () => {}, // met again, and classified, in the call that takes it
     );

@@ -13,6 +13,7 @@ import {
   cleanSpareMemories,
   importOwnMemory,
   MAX_POOLED_PAGES,
+  MAX_REUSES,
   MAX_SPARES,
   MemoryLeases,
   MemoryPool,
@@ -243,6 +244,24 @@ describe('spare memories', () => {
     // The oldest ten were dropped, the newest kept.
     const reused = pools.map((pool, i) => pool.acquire() === released[i]);
     expect(reused).toEqual([...Array(10).fill(false), ...Array(MAX_SPARES).fill(true)]);
+  });
+});
+
+describe('a memory reused', () => {
+  // A new memory costs a page fault per page at its first zeroing; an old one keeps its instances until a full GC.
+  it(`serves ${MAX_REUSES} calls, zeroed for each, and is then replaced`, async () => {
+    const pool = new MemoryPool(importOwnMemory(await wat('(module (memory (export "memory") 1))'))!);
+    const first = pool.acquire();
+    let memory = first;
+    for (let call = 1; call < MAX_REUSES; call++) {
+      new Uint8Array(memory.buffer).fill(9, 0, 64);
+      pool.release(memory);
+      memory = pool.acquire();
+      expect(memory).toBe(first);
+      expect(new Uint8Array(memory.buffer).subarray(0, 64).every((byte) => byte === 0)).toBe(true);
+    }
+    pool.release(memory);
+    expect(pool.acquire()).not.toBe(first);
   });
 });
 
