@@ -399,13 +399,8 @@ export function lighterHostCalls(glue: string): string {
   return tasksNobodyReads(lighter) ? withoutTasks(lighter) : withLazyTasks(lighter);
 }
 
-/**
- * The glue's functions that keep or read its task stacks, as jco 1.15.4 writes them, parameters
- * and all: a component's own export of the same name (`start-current-task`) is a function of
- * the glue too, with other parameters, and is left alone.
- */
-const TASK_FUNCTIONS =
-  /^([ \t]*)function (startCurrentTask|endCurrentTask|prepareCall|asyncStartCall)\((?:componentIdx, isAsync, entryFnName|componentIdx, taskId|memoryIdx|callbackIdx, postReturnIdx)\) \{\n[\s\S]*?\n\1\}\n/gm;
+/** The glue's functions that keep or read its task stacks, as jco 1.15.4 writes them. */
+const TASK_FUNCTIONS = /^([ \t]*)function (startCurrentTask|endCurrentTask|prepareCall|asyncStartCall)\([^)\n]*\) \{\n[\s\S]*?\n\1\}\n/gm;
 const TASK_STATE =
   /\b(ASYNC_CURRENT_TASK_IDS|ASYNC_CURRENT_COMPONENT_IDXS|ASYNC_TASKS_BY_COMPONENT_IDX|getCurrentTask|prepareCall|asyncStartCall)\b/;
 

@@ -5,8 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parse } from '@bytecodealliance/jco';
-import { ComponentRunner, transpileComponent } from '@corral/wasi';
+import { transpileComponent } from '@corral/wasi';
 import { lighterHostCalls, loadGlue } from '@corral/wasi/internal';
 
 const GREP = new URL('../../../wasm-tools/grep/grep.wasm', import.meta.url);
@@ -34,41 +33,6 @@ describe('lighterHostCalls', () => {
     expect(lighter.match(/endCurrentTask\(\d/g)).toHaveLength(glue.match(/endCurrentTask\(\d/g)!.length);
     // The async helpers that would read them are left as they were (no call of them is made).
     expect(lighter).toMatch(/function prepareCall\(memoryIdx\) \{\n[\s\S]*?getCurrentTask\(/);
-  }, 60_000);
-
-  it("leaves alone a component's own exports named like the task functions: it fails as it does under jco alone", async () => {
-    // jco names an export's function after it (`start-current-task` is `startCurrentTask`), in a
-    // scope where it hides jco's own, so jco's glue calls the export's wrapper from itself. The
-    // tool breaks only its own call, and the rewrite changes nothing about it.
-    const wat = `(component
-      (core module $m (func (export "run") (result i32) i32.const 0) (func (export "f")))
-      (core instance $i (instantiate $m))
-      (func $run (result (result)) (canon lift (core func $i "run")))
-      (func $f (canon lift (core func $i "f")))
-      (instance $runi (export "run" (func $run)))
-      (export "wasi:cli/run@0.2.3" (instance $runi))
-      (instance $x (export "start-current-task" (func $f)) (export "end-current-task" (func $f)))
-      (export "x:y/z" (instance $x)))`;
-    const prepared = await transpileComponent(await parse(wat), 'names');
-    const lighter = lighterHostCalls(prepared.glue);
-    const own = /^[ \t]*function startCurrentTask\(\) \{\n/gm;
-    expect(prepared.glue.match(own)).toHaveLength(1);
-    expect(lighter.match(own)).toHaveLength(1);
-    expect(lighter.match(/^[ \t]*function startCurrentTask\(\) \{\}$/gm)).toHaveLength(1);
-    const result = await new ComponentRunner().run('names', prepared, {
-      toolName: 'names',
-      stdin: new Uint8Array(),
-      args: ['names'],
-      env: {},
-      mounts: [],
-      outputLimitBytes: 1 << 20,
-      memoryLimitBytes: 64 << 20,
-      diskLimitBytes: 0,
-    });
-    expect(result.error).toMatchObject({
-      code: 'E_UNEXPECTED_EXIT',
-      details: { reason: 'trap', cause: 'Maximum call stack size exceeded' },
-    });
   }, 60_000);
 
   it('keeps the tasks where anything else reads them, each built when first read', async () => {
