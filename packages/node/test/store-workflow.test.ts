@@ -5,7 +5,7 @@
  * every record (its approvals read back as tool calls': null workflow fields).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -109,7 +109,7 @@ const V3_MIGRATIONS = [
 
 describe('SqliteStore workflow runs shared by processes', () => {
   it('processes racing to change the same runs and append the same events: exactly one wins each', async () => {
-    const RUNS = 32;
+    const RUNS = 256;
     const PROCESSES = 4;
     // A process scheduled well before the others can change every run before they wake (seen under
     // load in CI): each race is checked in full, and run again (up to 3 times) until it was a race.
@@ -131,11 +131,20 @@ describe('SqliteStore workflow runs shared by processes', () => {
       // Each process opens the store, waits for the same moment, then tries every run, one after the other, each
       // starting at a run of its own (so each is first somewhere, and meets the others' commits on the rest):
       // change it from 'running' (naming itself in outputs), and append its event 1.
-      const startAt = Date.now() + 3000;
+      // The same moment is when all have opened the store: each says so with a file, then waits for
+      // the others' (a fixed start time lost the race to a process that took longer to start, in CI).
+      const ready = join(dir, `race-${attempt}-ready`);
+      mkdirSync(ready);
       const script = `
+      import { readdirSync, statSync, writeFileSync } from 'node:fs';
       import { SqliteStore, nowNs } from '@corral/node';
       const store = await SqliteStore.open(${JSON.stringify(path)});
-      await new Promise((r) => setTimeout(r, ${startAt} - Date.now()));
+      const ready = ${JSON.stringify(ready)};
+      writeFileSync(ready + '/' + process.env.LANE, '');
+      while (readdirSync(ready).length < ${PROCESSES}) await new Promise((r) => setTimeout(r, 1));
+      // All start 300 ms after the last was ready, a moment every process reads alike.
+      const startAt = Math.max(...readdirSync(ready).map((f) => statSync(ready + '/' + f).mtimeMs)) + 300;
+      await new Promise((r) => setTimeout(r, startAt - Date.now()));
       const first = Number(process.env.LANE) * ${RUNS / PROCESSES};
       const ids = Array.from({ length: ${RUNS} }, (_, n) => 'race-' + ((first + n) % ${RUNS}));
       const won = [];
