@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { transpileComponent } from '@corral/wasi';
 import { callFilesystem, KEPT_DIRECTORIES, type CallFilesystem, type Descriptor } from '@corral/wasi/fs';
-import { guardLiftedLists } from '../../packages/wasi/src/run.js';
+import { guardLiftedLists } from '../../packages/wasi/src/glue.js';
 import { hostMountOpeners, openHostDirectory } from '@corral/node';
 import { runInChild } from './child.js';
 import { thrown } from '../helpers/thrown.js';

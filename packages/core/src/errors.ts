@@ -76,6 +76,11 @@ export type ResourceExhaustedDetails =
       cause?: string;
     }
   | {
+      /** A component held more handles at once than its instance may (streams, descriptors, pollables, its own resources). */
+      resource: 'handles';
+      limit: number;
+    }
+  | {
       /** The call's time limit (resources.timeout_ms or timeoutMs), or the limit on transpiling it or starting a worker. */
       resource: 'time';
       timeout_ms: number;
@@ -348,7 +353,7 @@ export interface ErrorDetailsByCode {
     source?: string;
     /** Every problem of a bad spec (or a tool schema ajv cannot compile), by JSON pointer. */
     problems?: ErrorProblem[];
-    /** Why the wasm is not valid, as the parser said it. */
+    /** Why the wasm is not valid, as the parser said it; or export_shadows_glue, unbounded_handle_tables (a component whose glue Corral will not run). */
     reason?: string;
     /** A WebAssembly file of a binary version or layer Corral does not run, or not WebAssembly at all (its size). */
     binary_version?: number;
@@ -364,7 +369,7 @@ export interface ErrorDetailsByCode {
     /** Imports refused (network imports are E_NETWORK_BLOCKED), and the interfaces Corral provides. */
     imports?: string[];
     provided?: string[];
-    /** What a preview1 module exports, when it is not a command. */
+    /** What a preview1 module exports, when it is not a command; a component's exports that jco names like its glue's own (reason export_shadows_glue). */
     exports?: string[];
     /** A component's core module that is not valid WebAssembly. */
     module?: string;

@@ -7,6 +7,7 @@
 import { CorralError, ErrorCodes, type CorralErrorJSON } from '@corral/core/errors';
 import type { ExecutionResult } from '@corral/core';
 import { WASM_PAGE_BYTES } from './limits.js';
+import { isHandleLimit, MAX_LIVE_HANDLES } from './glue.js';
 import type { DiskQuota } from './fs/quota.js';
 import type { RunRequest } from './request.js';
 
@@ -54,6 +55,16 @@ export function classify(err: unknown, toolName: string, stderr: CappedSink): Ru
         resource: 'output',
         limit_bytes: limit.limitBytes,
       }).toJSON(),
+    };
+  }
+  if (isHandleLimit(err)) {
+    return {
+      exitCode: 1,
+      error: new CorralError(
+        ErrorCodes.RESOURCE_EXHAUSTED,
+        `${toolName} held more than ${MAX_LIVE_HANDLES} handles at once (streams, descriptors, pollables, resources); drop those it no longer needs.`,
+        { resource: 'handles', limit: MAX_LIVE_HANDLES },
+      ).toJSON(),
     };
   }
   const cause = err instanceof Error ? err.message : String(err);

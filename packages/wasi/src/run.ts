@@ -8,12 +8,7 @@ import { Runner, type Execution, type RunRequest, type RunnerOptions } from './r
 import { instantiate } from './preview1/loader.js';
 import { MemoryLeases, MemoryPool, importOwnMemory } from './memory-pool.js';
 import { newIndirection, standIns, type Fixup, type Shim } from './indirection.js';
-
-type Instantiate = (
-  getCoreModule: (name: string) => WebAssembly.Module,
-  imports: Record<string, unknown>,
-  instantiateCore: (module: WebAssembly.Module, imports?: WebAssembly.Imports) => Promise<WebAssembly.Instance>,
-) => Promise<Record<string, unknown>>;
+import { prepareGlue, type Instantiate } from './glue.js';
 
 interface LoadedComponent {
   instantiate: Instantiate;
@@ -298,44 +293,11 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
       if (pooled) pools.set(module, new MemoryPool(pooled));
     }),
   );
-  const instantiate = await loadGlue(lighterHostCalls(guardLiftedLists(allocateEmptyStrings(prepared.glue))));
+  const instantiate = await prepareGlue(prepared.glue, toolName);
   const dispose = () => {
     for (const pool of pools.values()) pool.dispose();
   };
   return { instantiate, modules, capped: withCaps, pools, standIns: standIns(bytesOf), startless, dispose };
-}
-
-/**
- * jco's glue exports one function and imports nothing; its one use of the
- * module's own URL is a default for `getCoreModule`, which Corral always passes.
- */
-const GLUE_EXPORT = /^export function instantiate\(/m;
-const MODULE_URL = /import\.meta\.url/g;
-const MODULE_SYNTAX = /^\s*(?:import|export)\b/gm;
-
-/**
- * The glue's `instantiate`, evaluated as a strict function body: importing it
- * from a data: URL made Node's module loader resolve and parse a ~300 KB URL,
- * 5–14 ms of a tool's first call in each worker. Each load gets its own copy
- * of the glue's top-level state, as each compile of the tool gets its own
- * modules. A glue of another shape, or a host that refuses eval (a page whose
- * CSP allows data: scripts only), imports it from a data: URL as before.
- */
-export async function loadGlue(source: string): Promise<Instantiate> {
-  if (GLUE_EXPORT.test(source) && source.match(MODULE_SYNTAX)?.length === 1) {
-    const body = `'use strict';\n${source.replace(GLUE_EXPORT, 'function instantiate(').replace(MODULE_URL, 'undefined')}\nreturn instantiate;`;
-    try {
-      return new Function(body)() as Instantiate;
-    } catch (err) {
-      // Eval refused, or a glue that only parses as a module (say, a top-level await).
-      if (!(err instanceof EvalError || err instanceof SyntaxError)) throw err;
-    }
-  }
-  // The glue has no imports of its own, so it loads from a data: URL in any host.
-  // Dots are escaped too: Bun reads the text after the URL's last '.' as a file
-  // extension and then loads the glue as CommonJS, without its exports.
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source).replaceAll('.', '%2E');
-  return ((await import(/* @vite-ignore */ url)) as { instantiate: Instantiate }).instantiate;
 }
 
 /** The wasi:cli/run export, whatever version suffix the component used. */
@@ -348,90 +310,4 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
     { reason: 'not_a_command', exports: Object.keys(exports) },
   );
-}
-
-/**
- * Lower every string through the guest's realloc, empty ones too, as the
- * canonical ABI does (store_string_copy always calls realloc). jco 1.15.4's
- * glue skips the call for '' and hands back pointer 1; the preview1
- * adapter lays out environ and argv by counting its realloc calls, so an
- * empty value (`NAME=`) lost its terminating NUL and ran into the next
- * variable.
- */
-export function allocateEmptyStrings(glue: string): string {
-  return glue.replace(
-    /(function utf8Encode\(s, realloc, memory\) \{\n\s*if \(typeof s !== 'string'\) throw new TypeError\('expected a string'\);)\n\s*if \(s\.length === 0\) \{\n\s*utf8EncodedLen = 0;\n\s*return 1;\n\s*\}/,
-    '$1',
-  );
-}
-
-/**
- * Two costs jco 1.15.4's glue adds to every call from the guest into the
- * host, which a tool walking a mount pays a dozen times per file (issue 13):
- *   - `_debugLog(...)`, called several times per call, reads
- *     `process.env.JCO_DEBUG` each time, a lookup in the environment. It is
- *     never set in a sandbox worker (started with an empty environment) nor
- *     in a browser, so it becomes a function that does nothing.
- *   - `startCurrentTask` builds an AsyncTask (private fields, a promise) for
- *     every call, even a synchronous one, and only async calls
- *     (`prepareCall`, `asyncStartCall`) ever read it. The task record gets
- *     a class whose `task` is built when first read; nothing else about the
- *     task bookkeeping changes. (An object literal with a getter, tried
- *     first, cost more per call than the task it saved.)
- * A glue of another shape is left as it is (a test checks that these match
- * the pinned jco's glue).
- */
-export function lighterHostCalls(glue: string): string {
-  return glue
-    .replace(
-      /const _debugLog = \(\.\.\.args\) => \{\n\s*if \(!globalThis\?\.process\?\.env\?\.JCO_DEBUG\) \{ return; \}\n\s*console\.debug\(\.\.\.args\);\n\}/,
-      'const _debugLog = () => {};',
-    )
-    .replace(
-      /const newTask = new AsyncTask\(\{ id: nextId, componentIdx, isAsync, entryFnName \}\);\n(\s*)const newTaskMeta = \{ id: nextId, componentIdx, task: newTask \};/,
-      'const newTaskMeta = new CorralTaskMeta(nextId, componentIdx, isAsync, entryFnName);',
-    )
-    .replace(
-      /\n([ \t]*)let NEXT_TASK_ID = 0n;/,
-      `\n$1class CorralTaskMeta {
-$1  #task;
-$1  constructor(id, componentIdx, isAsync, entryFnName) {
-$1    this.id = id;
-$1    this.componentIdx = componentIdx;
-$1    this.isAsync = isAsync;
-$1    this.entryFnName = entryFnName;
-$1  }
-$1  get task() {
-$1    return (this.#task ??= new AsyncTask({ id: this.id, componentIdx: this.componentIdx, isAsync: this.isAsync, entryFnName: this.entryFnName }));
-$1  }
-$1}
-$1let NEXT_TASK_ID = 0n;`,
-    );
-}
-
-/** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */
-export const MAX_LIFTED_ELEMENTS = 65536;
-
-/**
- * Bound the lists jco's glue lifts element by element (any list but
- * list<u8>, which is one copy of guest memory): the glue builds a JS array
- * of them before any host function can check its arguments, and a lying
- * component may declare such a list anywhere. 200 million elements grew
- * that array past the worker's heap limit in one step, and Node aborted the
- * whole process (nodejs/node#47224). Each lifting loop of jco 1.15.4 (`for
- * (let i = 0; i < lenN; i++)`, lenN read from the guest) first adds its
- * length to a count reset when the guest calls into the host (a
- * `trampolineN`), so nested lists that alias one another count too; past
- * MAX_LIFTED_ELEMENTS the call traps.
- */
-export function guardLiftedLists(glue: string): string {
-  const counter = '__corralLifted';
-  const guarded = glue
-    .replace(/(function trampoline\d+\([^)]*\) \{)/g, `$1 ${counter} = 0;`)
-    .replace(
-      /for \(let (\w+) = 0; \1 < (len\d+); \1\+\+\) \{/g,
-      (loop, _i, len: string) =>
-        `if ((${counter} += ${len}) > ${MAX_LIFTED_ELEMENTS}) throw new TypeError('a list argument of more than ${MAX_LIFTED_ELEMENTS} elements'); ${loop}`,
-    );
-  return `let ${counter} = 0;\n${guarded}`;
 }

@@ -1,12 +1,21 @@
 /**
- * Corral rewrites jco's glue before it loads it (run.ts). Each rewrite is a
+ * Corral rewrites jco's glue before it loads it (glue.ts). Each rewrite is a
  * pattern over the pinned jco's output: if a jco upgrade changes that
  * output, these fail first, instead of a rewrite silently doing nothing.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { transpileComponent } from '@corral/wasi';
-import { lighterHostCalls, loadGlue } from '@corral/wasi/internal';
+import { parse } from '@bytecodealliance/jco';
+import { ComponentRunner, transpileComponent } from '@corral/wasi';
+import {
+  CappedSink,
+  capHandleTables,
+  checkExportNames,
+  classify,
+  lighterHostCalls,
+  loadGlue,
+  MAX_LIVE_HANDLES,
+} from '@corral/wasi/internal';
 
 const GREP = new URL('../../../wasm-tools/grep/grep.wasm', import.meta.url);
 
@@ -23,6 +32,123 @@ describe('lighterHostCalls', () => {
     expect(lighter.match(/startCurrentTask\(/g)).toHaveLength(glue.match(/startCurrentTask\(/g)!.length);
     expect(lighter.match(/endCurrentTask\(/g)).toHaveLength(glue.match(/endCurrentTask\(/g)!.length);
   }, 60_000);
+});
+
+describe('checkExportNames', () => {
+  /** A command component that also exports `names` (a function each) in an interface x:y/z and at its root. */
+  const exporting = async (names: string[], root: string[] = []) => {
+    const wat = `(component
+      (core module $m (func (export "run") (result i32) i32.const 0) (func (export "f")))
+      (core instance $i (instantiate $m))
+      (func $run (result (result)) (canon lift (core func $i "run")))
+      (func $f (canon lift (core func $i "f")))
+      (instance $runi (export "run" (func $run)))
+      (export "wasi:cli/run@0.2.3" (instance $runi))
+      (instance $x ${names.map((n) => `(export "${n}" (func $f))`).join(' ')})
+      (export "x:y/z" (instance $x))
+      ${root.map((n) => `(export "${n}" (func $f))`).join(' ')})`;
+    return (await transpileComponent(await parse(wat), 'names')).glue;
+  };
+
+  it("refuses exports that jco names like its glue's functions or values, and lets other names be", async () => {
+    // jco calls the wrapper of `start-current-task` startCurrentTask: its own helper's name.
+    for (const [name, where] of [
+      ['start-current-task', 'x:y/z'],
+      ['run-next', 'root'],
+      ['module0', 'x:y/z'],
+      ['get-core-module', 'x:y/z'],
+    ] as const) {
+      const glue = where === 'root' ? await exporting(['f'], [name]) : await exporting([name]);
+      expect(() => checkExportNames(glue, 'names'), name).toThrow(
+        expect.objectContaining({ code: 'E_REGISTRATION', details: expect.objectContaining({ reason: 'export_shadows_glue' }) }),
+      );
+    }
+    // Names jco keeps apart (f and f$1; its own exports0F becomes exports0F$1) and names of nothing in the glue are fine.
+    const fine = await exporting(['f', 'summarize', 'run', 'exports0-f', 'handle-tables'], ['f']);
+    expect(() => checkExportNames(fine, 'names')).not.toThrow();
+  }, 60_000);
+
+  it('refuses such a tool before it runs: E_REGISTRATION naming the export', async () => {
+    const prepared = await transpileComponent(
+      await parse(`(component
+      (core module $m (func (export "run") (result i32) i32.const 0) (func (export "f")))
+      (core instance $i (instantiate $m))
+      (func $run (result (result)) (canon lift (core func $i "run")))
+      (func $f (canon lift (core func $i "f")))
+      (instance $runi (export "run" (func $run)))
+      (export "wasi:cli/run@0.2.3" (instance $runi))
+      (instance $x (export "start-current-task" (func $f)))
+      (export "x:y/z" (instance $x)))`),
+      'names',
+    );
+    const run = new ComponentRunner().run('names', prepared, {
+      toolName: 'names',
+      stdin: new Uint8Array(),
+      args: ['names'],
+      env: {},
+      mounts: [],
+      outputLimitBytes: 1 << 20,
+      memoryLimitBytes: 64 << 20,
+      diskLimitBytes: 0,
+    });
+    await expect(run).rejects.toMatchObject({
+      code: 'E_REGISTRATION',
+      details: { reason: 'export_shadows_glue', exports: ['startCurrentTask'] },
+    });
+  }, 60_000);
+});
+
+describe('capHandleTables', () => {
+  it("guards every place jco's glue adds a handle slot, with a count of the instance's own", async () => {
+    const { glue } = await transpileComponent(readFileSync(GREP), 'grep');
+    const creators = glue.match(/function rscTableCreate(?:Own|Borrow) \(/g)!.length;
+    expect(creators).toBeGreaterThan(0);
+    const capped = capHandleTables(glue, 'grep');
+    const guards = capped.match(/if \(free === 0\) \{ if \(\+\+__corralHandleSlots > 65536\) throw/g) ?? [];
+    expect(guards).toHaveLength(creators);
+    expect(MAX_LIVE_HANDLES).toBe(65536);
+    // Declared inside instantiate, beside T_FLAG: each instance (each call) counts from zero.
+    const declared = capped.indexOf('let __corralHandleSlots = 0;');
+    expect(declared).toBeGreaterThan(capped.indexOf('export function instantiate('));
+    expect(capped.slice(declared - 40, declared)).toMatch(/const T_FLAG = 1 << 30;\n\s*$/);
+  }, 60_000);
+
+  it('leaves a glue without handle tables alone, and refuses one whose tables it cannot bound', () => {
+    const plain = 'export function instantiate() { return {}; }\n';
+    expect(capHandleTables(plain)).toBe(plain);
+    const otherShape =
+      'export function instantiate() {\n  const T_FLAG = 1 << 30;\n  function rscTableCreateOwn (table, rep) {\n    table.push(0, rep);\n  }\n}\n';
+    expect(() => capHandleTables(otherShape, 'odd')).toThrow(expect.objectContaining({ code: 'E_REGISTRATION' }));
+  });
+
+  it('throws, past the cap, an error the run classifies as E_RESOURCE_EXHAUSTED (handles)', async () => {
+    const glue = [
+      'export function instantiate() {',
+      '  const T_FLAG = 1 << 30;',
+      '  function rscTableCreateOwn (table, rep) {',
+      '    const free = table[0] & ~T_FLAG;',
+      '    if (free === 0) {',
+      '      table.push(0);',
+      '      table.push(rep | T_FLAG);',
+      '      return (table.length >> 1) - 1;',
+      '    }',
+      '    return free;',
+      '  }',
+      '  const table = [T_FLAG, 0];',
+      '  return (n) => { for (let i = 1; i <= n; i++) rscTableCreateOwn(table, i); return table.length >> 1; };',
+      '}',
+    ].join('\n');
+    const make = (await loadGlue(capHandleTables(glue))) as unknown as () => (n: number) => number;
+    expect(make()(MAX_LIVE_HANDLES)).toBe(MAX_LIVE_HANDLES + 1);
+    let thrown: unknown;
+    try {
+      make()(MAX_LIVE_HANDLES + 1);
+    } catch (err) {
+      thrown = err;
+    }
+    const end = classify(thrown, 'leaky', new CappedSink(1024, 'tail'));
+    expect(end.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'handles', limit: MAX_LIVE_HANDLES } });
+  });
 });
 
 describe('loadGlue', () => {

@@ -1,0 +1,227 @@
+/**
+ * jco's glue, made ready to run: a few rewrites of the pinned jco's output
+ * (each pinned by a test, so a jco upgrade that changes that output fails
+ * there first), then loaded as a function.
+ */
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+
+export type Instantiate = (
+  getCoreModule: (name: string) => WebAssembly.Module,
+  imports: Record<string, unknown>,
+  instantiateCore: (module: WebAssembly.Module, imports?: WebAssembly.Imports) => Promise<WebAssembly.Instance>,
+) => Promise<Record<string, unknown>>;
+
+/** The glue of a transpiled component, rewritten and loaded. */
+export function prepareGlue(glue: string, toolName: string): Promise<Instantiate> {
+  checkExportNames(glue, toolName);
+  return loadGlue(capHandleTables(lighterHostCalls(guardLiftedLists(allocateEmptyStrings(glue))), toolName));
+}
+
+/**
+ * jco's glue exports one function and imports nothing; its one use of the
+ * module's own URL is a default for `getCoreModule`, which Corral always passes.
+ */
+/** Every function the glue declares, jco's own and the wrappers of the component's exports. */
+const FUNCTIONS = /^[ \t]*(?:async )?function\*? ?([\w$]+) ?\(/gm;
+/** A wrapper of one of the component's exports, named by jco after the export. */
+const EXPORT_WRAPPERS =
+  /^[ \t]*function ([\w$]+)\([^)\n]*\) \{\n[ \t]*_debugLog\('\[iface="[^"\n]*", function="[^"\n]*"\]\[Instruction::CallWasm\] enter'/gm;
+/** What `instantiate` declares at its top (unindented in jco's output): constants, variables, classes. */
+const GLUE_SCOPE = /^(?:const|let|var|class) ([\w$]+(?:, [\w$]+)*)/gm;
+const IMPORT_BINDINGS = /^const \{ ([^}\n]*) \} = imports\[/gm;
+/** The generator that makes the instances, where jco declares the export wrappers, and what it declares beside them. */
+const GENERATOR = /^let gen = \(function\* _initGenerator \(\) \{\n([\s\S]*?)\n\}\)\(\);$/m;
+const GENERATOR_SCOPE = /^ {2}(?:const|let|var|class) ([\w$]+(?:, [\w$]+)*)/gm;
+
+/**
+ * Refuse a component whose exports jco names like its glue's own functions
+ * and values. jco 1.15.4 names the JS function wrapping an export after it
+ * (`rsc-table-create-own` becomes `rscTableCreateOwn`), in a scope where it
+ * hides the glue's function of the same name: the glue then calls the
+ * guest's code in its place, the handle cap (capHandleTables) included.
+ * jco keeps some of its names apart (`handle-tables` is `handleTables$1`)
+ * but not all. Its own functions never share a name, so a function name
+ * declared twice, or an export named like a value of the glue's (one of
+ * `instantiate`'s parameters, or declared at its top or beside the
+ * wrappers), is such a collision.
+ */
+export function checkExportNames(glue: string, toolName = 'component'): void {
+  const declared = new Map<string, number>();
+  for (const [, name] of glue.matchAll(FUNCTIONS)) declared.set(name!, (declared.get(name!) ?? 0) + 1);
+  const scope = new Set(['getCoreModule', 'imports', 'instantiateCore']);
+  const generator = GENERATOR.exec(glue)?.[1] ?? '';
+  for (const [, names] of [...glue.matchAll(GLUE_SCOPE), ...generator.matchAll(GENERATOR_SCOPE)]) {
+    for (const name of names!.split(', ')) scope.add(name);
+  }
+  for (const [, list] of glue.matchAll(IMPORT_BINDINGS)) {
+    for (const binding of list!.split(',')) scope.add(binding.split(':').at(-1)!.trim());
+  }
+  const wrappers = new Set([...glue.matchAll(EXPORT_WRAPPERS)].map((m) => m[1]!));
+  const clashes = [...declared].filter(([name, count]) => count > 1 || (wrappers.has(name) && scope.has(name))).map(([name]) => name);
+  if (clashes.length > 0) {
+    throw new CorralError(
+      ErrorCodes.REGISTRATION,
+      `${toolName} exports functions that jco names like its own glue's (${clashes.join(', ')}); rename those exports.`,
+      { reason: 'export_shadows_glue', exports: clashes },
+    );
+  }
+}
+
+const GLUE_EXPORT = /^export function instantiate\(/m;
+const MODULE_URL = /import\.meta\.url/g;
+const MODULE_SYNTAX = /^\s*(?:import|export)\b/gm;
+
+/**
+ * The glue's `instantiate`, evaluated as a strict function body: importing it
+ * from a data: URL made Node's module loader resolve and parse a ~300 KB URL,
+ * 5–14 ms of a tool's first call in each worker. Each load gets its own copy
+ * of the glue's top-level state, as each compile of the tool gets its own
+ * modules. A glue of another shape, or a host that refuses eval (a page whose
+ * CSP allows data: scripts only), imports it from a data: URL as before.
+ */
+export async function loadGlue(source: string): Promise<Instantiate> {
+  if (GLUE_EXPORT.test(source) && source.match(MODULE_SYNTAX)?.length === 1) {
+    const body = `'use strict';\n${source.replace(GLUE_EXPORT, 'function instantiate(').replace(MODULE_URL, 'undefined')}\nreturn instantiate;`;
+    try {
+      return new Function(body)() as Instantiate;
+    } catch (err) {
+      // Eval refused, or a glue that only parses as a module (say, a top-level await).
+      if (!(err instanceof EvalError || err instanceof SyntaxError)) throw err;
+    }
+  }
+  // The glue has no imports of its own, so it loads from a data: URL in any host.
+  // Dots are escaped too: Bun reads the text after the URL's last '.' as a file
+  // extension and then loads the glue as CommonJS, without its exports.
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source).replaceAll('.', '%2E');
+  return ((await import(/* @vite-ignore */ url)) as { instantiate: Instantiate }).instantiate;
+}
+
+/**
+ * Lower every string through the guest's realloc, empty ones too, as the
+ * canonical ABI does (store_string_copy always calls realloc). jco 1.15.4's
+ * glue skips the call for '' and hands back pointer 1; the preview1
+ * adapter lays out environ and argv by counting its realloc calls, so an
+ * empty value (`NAME=`) lost its terminating NUL and ran into the next
+ * variable.
+ */
+export function allocateEmptyStrings(glue: string): string {
+  return glue.replace(
+    /(function utf8Encode\(s, realloc, memory\) \{\n\s*if \(typeof s !== 'string'\) throw new TypeError\('expected a string'\);)\n\s*if \(s\.length === 0\) \{\n\s*utf8EncodedLen = 0;\n\s*return 1;\n\s*\}/,
+    '$1',
+  );
+}
+
+/**
+ * Two costs jco 1.15.4's glue adds to every call from the guest into the
+ * host, which a tool walking a mount pays a dozen times per file (issue 13):
+ *   - `_debugLog(...)`, called several times per call, reads
+ *     `process.env.JCO_DEBUG` each time, a lookup in the environment. It is
+ *     never set in a sandbox worker (started with an empty environment) nor
+ *     in a browser, so it becomes a function that does nothing.
+ *   - `startCurrentTask` builds an AsyncTask (private fields, a promise) for
+ *     every call, even a synchronous one, and only async calls
+ *     (`prepareCall`, `asyncStartCall`) ever read it. The task record gets
+ *     a class whose `task` is built when first read; nothing else about the
+ *     task bookkeeping changes. (An object literal with a getter, tried
+ *     first, cost more per call than the task it saved.)
+ * A glue of another shape is left as it is (a test checks that these match
+ * the pinned jco's glue).
+ */
+export function lighterHostCalls(glue: string): string {
+  return glue
+    .replace(
+      /const _debugLog = \(\.\.\.args\) => \{\n\s*if \(!globalThis\?\.process\?\.env\?\.JCO_DEBUG\) \{ return; \}\n\s*console\.debug\(\.\.\.args\);\n\}/,
+      'const _debugLog = () => {};',
+    )
+    .replace(
+      /const newTask = new AsyncTask\(\{ id: nextId, componentIdx, isAsync, entryFnName \}\);\n(\s*)const newTaskMeta = \{ id: nextId, componentIdx, task: newTask \};/,
+      'const newTaskMeta = new CorralTaskMeta(nextId, componentIdx, isAsync, entryFnName);',
+    )
+    .replace(
+      /\n([ \t]*)let NEXT_TASK_ID = 0n;/,
+      `\n$1class CorralTaskMeta {
+$1  #task;
+$1  constructor(id, componentIdx, isAsync, entryFnName) {
+$1    this.id = id;
+$1    this.componentIdx = componentIdx;
+$1    this.isAsync = isAsync;
+$1    this.entryFnName = entryFnName;
+$1  }
+$1  get task() {
+$1    return (this.#task ??= new AsyncTask({ id: this.id, componentIdx: this.componentIdx, isAsync: this.isAsync, entryFnName: this.entryFnName }));
+$1  }
+$1}
+$1let NEXT_TASK_ID = 0n;`,
+    );
+}
+
+/** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */
+export const MAX_LIFTED_ELEMENTS = 65536;
+
+/**
+ * Bound the lists jco's glue lifts element by element (any list but
+ * list<u8>, which is one copy of guest memory): the glue builds a JS array
+ * of them before any host function can check its arguments, and a lying
+ * component may declare such a list anywhere. 200 million elements grew
+ * that array past the worker's heap limit in one step, and Node aborted the
+ * whole process (nodejs/node#47224). Each lifting loop of jco 1.15.4 (`for
+ * (let i = 0; i < lenN; i++)`, lenN read from the guest) first adds its
+ * length to a count reset when the guest calls into the host (a
+ * `trampolineN`), so nested lists that alias one another count too; past
+ * MAX_LIFTED_ELEMENTS the call traps.
+ */
+export function guardLiftedLists(glue: string): string {
+  const counter = '__corralLifted';
+  const guarded = glue
+    .replace(/(function trampoline\d+\([^)]*\) \{)/g, `$1 ${counter} = 0;`)
+    .replace(
+      /for \(let (\w+) = 0; \1 < (len\d+); \1\+\+\) \{/g,
+      (loop, _i, len: string) =>
+        `if ((${counter} += ${len}) > ${MAX_LIFTED_ELEMENTS}) throw new TypeError('a list argument of more than ${MAX_LIFTED_ELEMENTS} elements'); ${loop}`,
+    );
+  return `let ${counter} = 0;\n${guarded}`;
+}
+
+/** Handles a component instance may hold at once, over all its tables: streams, descriptors, pollables, its own resources. */
+export const MAX_LIVE_HANDLES = 65536;
+
+/** What the glue throws when a component would hold more than MAX_LIVE_HANDLES (outcome.ts classifies it). */
+export function isHandleLimit(err: unknown): boolean {
+  return err instanceof RangeError && (err as { corralLimit?: unknown }).corralLimit === 'handles';
+}
+
+const TABLE_CREATE = /function rscTableCreate(?:Own|Borrow) \(table, rep\) \{/g;
+const TABLE_GROWS =
+  /(function rscTableCreate(?:Own|Borrow) \(table, rep\) \{\n\s*const free = table\[0\] & ~T_FLAG;\n\s*if \(free === 0\) \{)/g;
+const TABLE_FLAG = /\n([ \t]*)const T_FLAG = 1 << 30;\n/;
+
+/**
+ * Bound the handles a component holds. jco's glue keeps them in JS arrays
+ * (slots, reused once dropped) beside a Map of host objects, all growing
+ * in one piece as they double; a tool that never drops a stream grew them
+ * until its worker reached its heap limit, and whether that ended the
+ * worker or aborted the whole host (a doubling past the 16 MB Node grants
+ * over the limit, nodejs/node#47224) depended on timing. Each new slot,
+ * over all of an instance's tables, now counts against MAX_LIVE_HANDLES,
+ * so the largest piece stays ~2 MB; past it the call traps (a handle the
+ * tool dropped frees its slot for the next). Unlike the rewrites above this
+ * one is required: a glue with handle tables of another shape is refused.
+ */
+export function capHandleTables(glue: string, toolName = 'component'): string {
+  const creators = glue.match(TABLE_CREATE)?.length ?? 0;
+  if (creators === 0) return glue;
+  const counter = '__corralHandleSlots';
+  let guarded = 0;
+  const capped = glue
+    .replace(TABLE_FLAG, (line, indent: string) => `${line}${indent}let ${counter} = 0;\n`)
+    .replace(TABLE_GROWS, (head: string) => {
+      guarded++;
+      return `${head} if (++${counter} > ${MAX_LIVE_HANDLES}) throw Object.assign(new RangeError('more than ${MAX_LIVE_HANDLES} live handles'), { corralLimit: 'handles' });`;
+    });
+  if (guarded !== creators || !capped.includes(`let ${counter} = 0;`)) {
+    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName}'s glue keeps handles in tables of a shape Corral cannot bound.`, {
+      reason: 'unbounded_handle_tables',
+    });
+  }
+  return capped;
+}
