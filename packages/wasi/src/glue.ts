@@ -112,27 +112,75 @@ export function allocateEmptyStrings(glue: string): string {
 }
 
 /**
- * Two costs jco 1.15.4's glue adds to every call from the guest into the
- * host, which a tool walking a mount pays a dozen times per file (issue 13):
+ * What jco 1.15.4's glue does on every call from the guest into the host,
+ * and on the call of `run`, that a tool walking a mount pays a dozen times
+ * per file (issue 13) and the smallest tool ~20 times per call:
  *   - `_debugLog(...)`, called several times per call, reads
  *     `process.env.JCO_DEBUG` each time, a lookup in the environment. It is
  *     never set in a sandbox worker (started with an empty environment) nor
- *     in a browser, so it becomes a function that does nothing.
- *   - `startCurrentTask` builds an AsyncTask (private fields, a promise) for
- *     every call, even a synchronous one, and only async calls
- *     (`prepareCall`, `asyncStartCall`) ever read it. The task record gets
- *     a class whose `task` is built when first read; nothing else about the
- *     task bookkeeping changes. (An object literal with a getter, tried
- *     first, cost more per call than the task it saved.)
+ *     in a browser, so it becomes a function that does nothing, and each
+ *     call of it a statement that does not build its arguments either.
+ *   - `startCurrentTask` and `endCurrentTask` keep a stack of task records
+ *     (a BigInt id, an AsyncTask with private fields and a promise) that
+ *     only the component model's async ABI reads (`prepareCall`,
+ *     `asyncStartCall` and the intrinsics built on `getCurrentTask`). In a
+ *     glue where nothing else reads them, both do nothing. Elsewhere the
+ *     task record gets a class whose `task` is built when first read. (An
+ *     object literal with a getter, tried first, cost more per call than
+ *     the task it saved.)
+ * Together 12–15% of an in-process call of a trivial component.
  * A glue of another shape is left as it is (a test checks that these match
  * the pinned jco's glue).
  */
 export function lighterHostCalls(glue: string): string {
-  return glue
+  const quiet = glue.replace(
+    /const _debugLog = \(\.\.\.args\) => \{\n\s*if \(!globalThis\?\.process\?\.env\?\.JCO_DEBUG\) \{ return; \}\n\s*console\.debug\(\.\.\.args\);\n\}/,
+    'const _debugLog = () => {};',
+  );
+  const lighter =
+    quiet === glue
+      ? glue
+      : // Statements only: `false && f(...)` evaluates nothing, and no value is read.
+        quiet.replace(/^([ \t]*)_debugLog\(/gm, '$1false && _debugLog(');
+  return tasksNobodyReads(lighter) ? withoutTasks(lighter) : withLazyTasks(lighter);
+}
+
+/**
+ * The glue's functions that keep or read its task stacks, as jco 1.15.4 writes them, parameters
+ * and all: a component's own export of the same name (`start-current-task`, refused anyway by
+ * checkExportNames) would be a function of the glue too, with other parameters.
+ */
+const TASK_FUNCTIONS =
+  /^([ \t]*)function (startCurrentTask|endCurrentTask|prepareCall|asyncStartCall)\((?:componentIdx, isAsync, entryFnName|componentIdx, taskId|memoryIdx|callbackIdx, postReturnIdx)\) \{\n[\s\S]*?\n\1\}\n/gm;
+const TASK_STATE =
+  /\b(ASYNC_CURRENT_TASK_IDS|ASYNC_CURRENT_COMPONENT_IDXS|ASYNC_TASKS_BY_COMPONENT_IDX|getCurrentTask|prepareCall|asyncStartCall)\b/;
+
+/**
+ * True when the glue has jco 1.15.4's two task functions and nothing but
+ * them (and the async helpers, when no one calls those) touches the task
+ * stacks, nor reads the id `startCurrentTask` returns.
+ */
+function tasksNobodyReads(glue: string): boolean {
+  const found = new Set([...glue.matchAll(TASK_FUNCTIONS)].map((m) => m[2]));
+  if (!found.has('startCurrentTask') || !found.has('endCurrentTask')) return false;
+  const rest = glue
+    .replace(TASK_FUNCTIONS, '')
     .replace(
-      /const _debugLog = \(\.\.\.args\) => \{\n\s*if \(!globalThis\?\.process\?\.env\?\.JCO_DEBUG\) \{ return; \}\n\s*console\.debug\(\.\.\.args\);\n\}/,
-      'const _debugLog = () => {};',
+      /^[ \t]*const (ASYNC_TASKS_BY_COMPONENT_IDX = new Map\(\)|ASYNC_CURRENT_TASK_IDS = \[\]|ASYNC_CURRENT_COMPONENT_IDXS = \[\]);?\n/gm,
+      '',
     )
+    .replace(/\bconst _\w+_currentTaskID = startCurrentTask\(/g, 'startCurrentTask(');
+  return !TASK_STATE.test(rest) && !/_currentTaskID\b/.test(rest);
+}
+
+function withoutTasks(glue: string): string {
+  return glue.replace(TASK_FUNCTIONS, (fn, indent: string, name: string) =>
+    name === 'startCurrentTask' || name === 'endCurrentTask' ? `${indent}function ${name}() {}\n` : fn,
+  );
+}
+
+function withLazyTasks(glue: string): string {
+  return glue
     .replace(
       /const newTask = new AsyncTask\(\{ id: nextId, componentIdx, isAsync, entryFnName \}\);\n(\s*)const newTaskMeta = \{ id: nextId, componentIdx, task: newTask \};/,
       'const newTaskMeta = new CorralTaskMeta(nextId, componentIdx, isAsync, entryFnName);',
