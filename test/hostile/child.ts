@@ -44,6 +44,7 @@ export interface ChildRun {
  * Run `calls` through a fresh Corral (tools from `toolDirs`, no store, a
  * private transpile cache) in a child process; `corral` adds Corral options
  * (JSON-able), `nodeArgs` go before the script. Killed after `timeoutMs`.
+ * `runtime` runs the child with another runtime's command (Deno's `deno run -A`).
  */
 export function runInChild(
   calls: ChildCall[],
@@ -52,10 +53,12 @@ export function runInChild(
     corral = {},
     nodeArgs = [],
     timeoutMs = 120_000,
-  }: { toolDirs?: string[]; corral?: Record<string, unknown>; nodeArgs?: string[]; timeoutMs?: number } = {},
+    runtime = [process.execPath],
+  }: { toolDirs?: string[]; corral?: Record<string, unknown>; nodeArgs?: string[]; timeoutMs?: number; runtime?: string[] } = {},
 ): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, CHILD, JSON.stringify({ toolDirs, corral, calls })], {
+    const [command, ...runtimeArgs] = runtime;
+    const child = spawn(command!, [...runtimeArgs, ...nodeArgs, CHILD, JSON.stringify({ toolDirs, corral, calls })], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -114,6 +114,34 @@ describe("the sandbox worker's heap", () => {
     ]);
   }, 90_000);
 
+  // No import needed: a component-model async built-in whose state the glue
+  // keeps in a table of its own (a RepTable) that doubles like the handle tables.
+  it('a tool that makes waitable sets forever is stopped at the same cap: E_RESOURCE_EXHAUSTED (handles)', async () => {
+    const result = only(await runInChild([{ tool: 'waitable-leak', options: { timeoutMs: 60_000 } }]));
+    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(result.error?.details).toEqual({ resource: 'handles', limit: 65_536 });
+  }, 90_000);
+
+  // Where wasm exception handling runs (Deno here; Chromium too), a tool can
+  // catch the error of a host call and call again. Each handle refused at
+  // the cap left its host object in the glue's Map, and the tool went on
+  // past the cap and printed {"ran":true}. A trap in a host call now ends
+  // the instance: every later host call throws it again, and the call
+  // fails with it. Node 20 cannot compile try_table: the tool is refused.
+  it('a tool that catches the trap of a host call and carries on still ends with it (Deno), and is refused where try_table is unknown (Node 20)', async () => {
+    const deno = only(
+      await runInChild([{ tool: 'catches-traps', options: { timeoutMs: 60_000 } }], {
+        runtime: [join(ROOT, 'node_modules/.bin/deno'), 'run', '-A'],
+      }),
+    );
+    expect(deno.error?.code).toBe('E_RESOURCE_EXHAUSTED');
+    expect(deno.error?.details).toEqual({ resource: 'handles', limit: 65_536 });
+    expect(deno.output).toBeNull();
+    const node = only(await runInChild([{ tool: 'catches-traps' }]));
+    expect(node.error?.code).toBe('E_REGISTRATION');
+    expect(node.error?.message).toMatch(/not valid WebAssembly/);
+  }, 120_000);
+
   // The glue makes the path a string before any host code can refuse it;
   // with a 256 MB worker limit, copying it as a property key aborted the host.
   it('a 400 MiB path ends inside the worker: the open fails, the tool finishes', async () => {

@@ -14,24 +14,50 @@ export type Instantiate = (
 /** The glue of a transpiled component, rewritten and loaded. */
 export function prepareGlue(glue: string, toolName: string): Promise<Instantiate> {
   checkExportNames(glue, toolName);
-  return loadGlue(capHandleTables(lighterHostCalls(guardLiftedLists(allocateEmptyStrings(glue))), toolName));
+  const rewritten = guardLiftedLists(trapsEndTheInstance(allocateEmptyStrings(glue), toolName));
+  return loadGlue(capHandleTables(lighterHostCalls(rewritten), toolName));
 }
 
-/**
- * jco's glue exports one function and imports nothing; its one use of the
- * module's own URL is a default for `getCoreModule`, which Corral always passes.
- */
 /** Every function the glue declares, jco's own and the wrappers of the component's exports. */
 const FUNCTIONS = /^[ \t]*(?:async )?function\*? ?([\w$]+) ?\(/gm;
 /** A wrapper of one of the component's exports, named by jco after the export. */
 const EXPORT_WRAPPERS =
   /^[ \t]*function ([\w$]+)\([^)\n]*\) \{\n[ \t]*_debugLog\('\[iface="[^"\n]*", function="[^"\n]*"\]\[Instruction::CallWasm\] enter'/gm;
-/** What `instantiate` declares at its top (unindented in jco's output): constants, variables, classes. */
-const GLUE_SCOPE = /^(?:const|let|var|class) ([\w$]+(?:, [\w$]+)*)/gm;
-const IMPORT_BINDINGS = /^const \{ ([^}\n]*) \} = imports\[/gm;
-/** The generator that makes the instances, where jco declares the export wrappers, and what it declares beside them. */
-const GENERATOR = /^let gen = \(function\* _initGenerator \(\) \{\n([\s\S]*?)\n\}\)\(\);$/m;
-const GENERATOR_SCOPE = /^ {2}(?:const|let|var|class) ([\w$]+(?:, [\w$]+)*)/gm;
+/** A declaration of constants, variables or a class, by its indentation: its names. */
+const DECLARATION = /^( *)(?:const|let|var|class) ([\w$]+(?:, [\w$]+)*)/;
+const IMPORT_BINDINGS = /^const \{ ([^}\n]*) \} = imports\[/;
+/** The generator that makes the instances, where jco declares the export wrappers. */
+const GENERATOR_START = 'let gen = (function* _initGenerator () {';
+
+/**
+ * The values the glue's own code reads by name from `instantiate`'s scope or
+ * the generator's: `instantiate`'s parameters, the bindings of the imports,
+ * and the constants, variables and classes jco declares at the top of
+ * `instantiate` (unindented, or indented by two, in its output; outside the
+ * bodies of its unindented functions) or at the top of the generator.
+ */
+function glueValues(glue: string): Set<string> {
+  const values = new Set(['getCoreModule', 'imports', 'instantiateCore']);
+  let block: 'generator' | 'other' | undefined;
+  for (const line of glue.split('\n')) {
+    if (line.startsWith('export function instantiate(')) continue;
+    if (block !== undefined) {
+      if (line.startsWith('}')) block = undefined;
+      else if (block === 'generator') {
+        const found = DECLARATION.exec(line);
+        if (found?.[1] === '  ') for (const name of found[2]!.split(', ')) values.add(name);
+      }
+      continue;
+    }
+    const bindings = IMPORT_BINDINGS.exec(line);
+    if (bindings) for (const binding of bindings[1]!.split(',')) values.add(binding.split(':').at(-1)!.trim());
+    const found = DECLARATION.exec(line);
+    if (found && found[1]!.length <= 2) for (const name of found[2]!.split(', ')) values.add(name);
+    // An unindented line that opens a block (a function, a class, the generator) until an unindented `}`.
+    if (/^\S/.test(line) && line.trimEnd().endsWith('{')) block = line.startsWith(GENERATOR_START) ? 'generator' : 'other';
+  }
+  return values;
+}
 
 /**
  * Refuse a component whose exports jco names like its glue's own functions
@@ -41,21 +67,15 @@ const GENERATOR_SCOPE = /^ {2}(?:const|let|var|class) ([\w$]+(?:, [\w$]+)*)/gm;
  * guest's code in its place, the handle cap (capHandleTables) included.
  * jco keeps some of its names apart (`handle-tables` is `handleTables$1`)
  * but not all. Its own functions never share a name, so a function name
- * declared twice, or an export named like a value of the glue's (one of
- * `instantiate`'s parameters, or declared at its top or beside the
- * wrappers), is such a collision.
+ * declared twice, or an export named like a value of the glue's
+ * (glueValues), is such a collision. A few names the glue declares but
+ * reads only outside the generator (`promise`, `gen`) are refused too:
+ * simpler than telling them apart, and no loss for a command's exports.
  */
 export function checkExportNames(glue: string, toolName = 'component'): void {
   const declared = new Map<string, number>();
   for (const [, name] of glue.matchAll(FUNCTIONS)) declared.set(name!, (declared.get(name!) ?? 0) + 1);
-  const scope = new Set(['getCoreModule', 'imports', 'instantiateCore']);
-  const generator = GENERATOR.exec(glue)?.[1] ?? '';
-  for (const [, names] of [...glue.matchAll(GLUE_SCOPE), ...generator.matchAll(GENERATOR_SCOPE)]) {
-    for (const name of names!.split(', ')) scope.add(name);
-  }
-  for (const [, list] of glue.matchAll(IMPORT_BINDINGS)) {
-    for (const binding of list!.split(',')) scope.add(binding.split(':').at(-1)!.trim());
-  }
+  const scope = glueValues(glue);
   const wrappers = new Set([...glue.matchAll(EXPORT_WRAPPERS)].map((m) => m[1]!));
   const clashes = [...declared].filter(([name, count]) => count > 1 || (wrappers.has(name) && scope.has(name))).map(([name]) => name);
   if (clashes.length > 0) {
@@ -67,6 +87,10 @@ export function checkExportNames(glue: string, toolName = 'component'): void {
   }
 }
 
+/**
+ * jco's glue exports one function and imports nothing; its one use of the
+ * module's own URL is a default for `getCoreModule`, which Corral always passes.
+ */
 const GLUE_EXPORT = /^export function instantiate\(/m;
 const MODULE_URL = /import\.meta\.url/g;
 const MODULE_SYNTAX = /^\s*(?:import|export)\b/gm;
@@ -238,10 +262,21 @@ export function isHandleLimit(err: unknown): boolean {
   return err instanceof RangeError && (err as { corralLimit?: unknown }).corralLimit === 'handles';
 }
 
-const TABLE_CREATE = /function rscTableCreate(?:Own|Borrow) \(table, rep\) \{/g;
-const TABLE_GROWS =
-  /(function rscTableCreate(?:Own|Borrow) \(table, rep\) \{\n\s*const free = table\[0\] & ~T_FLAG;\n\s*if \(free === 0\) \{)/g;
-const TABLE_FLAG = /\n([ \t]*)const T_FLAG = 1 << 30;\n/;
+/** The first line of `instantiate`'s body: what is declared after it is state of one instance. */
+const INSTANCE_TOP = /^export function instantiate\([^\n]*\{\n/m;
+
+/** Declare `declaration` at the top of `instantiate`, so that each instance (each call) has its own. */
+function perInstance(glue: string, declaration: string): string | undefined {
+  const declared = glue.replace(INSTANCE_TOP, (line) => `${line}  ${declaration}\n`);
+  return declared === glue ? undefined : declared;
+}
+
+/** Where jco's glue adds a slot: its handle tables (rscTableCreateOwn/Borrow), and the RepTable of the async built-ins' state. */
+const SLOT_MAKERS = /function rscTableCreate(?:Own|Borrow) \(|^[ \t]*insert\(val\) \{$/gm;
+const SLOT_GROWS = [
+  /(function rscTableCreate(?:Own|Borrow) \(table, rep\) \{\n\s*const free = table\[0\] & ~T_FLAG;\n\s*if \(free === 0\) \{)/g,
+  /(^[ \t]*insert\(val\) \{\n(?:[ \t]*(?:false && )?_debugLog\([^\n]*\n)?\s*const freeIdx = this\.#data\[0\];\n\s*if \(freeIdx === 0\) \{)/gm,
+];
 
 /**
  * Bound the handles a component holds. jco's glue keeps them in JS arrays
@@ -250,26 +285,78 @@ const TABLE_FLAG = /\n([ \t]*)const T_FLAG = 1 << 30;\n/;
  * until its worker reached its heap limit, and whether that ended the
  * worker or aborted the whole host (a doubling past the 16 MB Node grants
  * over the limit, nodejs/node#47224) depended on timing. Each new slot,
- * over all of an instance's tables, now counts against MAX_LIVE_HANDLES,
- * so the largest piece stays ~2 MB; past it the call traps (a handle the
- * tool dropped frees its slot for the next). Unlike the rewrites above this
- * one is required: a glue with handle tables of another shape is refused.
+ * over all of an instance's tables and the RepTables behind the async
+ * built-ins (waitable sets, which a tool may make without any import), now
+ * counts against MAX_LIVE_HANDLES, so the largest piece stays ~2 MB; past
+ * it the call traps (a handle the tool dropped frees its slot for the
+ * next). Unlike the rewrites above this one is required: a glue with
+ * tables of another shape is refused.
  */
 export function capHandleTables(glue: string, toolName = 'component'): string {
-  const creators = glue.match(TABLE_CREATE)?.length ?? 0;
-  if (creators === 0) return glue;
+  const makers = glue.match(SLOT_MAKERS)?.length ?? 0;
+  if (makers === 0) return glue;
   const counter = '__corralHandleSlots';
   let guarded = 0;
-  const capped = glue
-    .replace(TABLE_FLAG, (line, indent: string) => `${line}${indent}let ${counter} = 0;\n`)
-    .replace(TABLE_GROWS, (head: string) => {
+  let capped = perInstance(glue, `let ${counter} = 0;`);
+  for (const grows of SLOT_GROWS) {
+    capped = capped?.replace(grows, (head: string) => {
       guarded++;
       return `${head} if (++${counter} > ${MAX_LIVE_HANDLES}) throw Object.assign(new RangeError('more than ${MAX_LIVE_HANDLES} live handles'), { corralLimit: 'handles' });`;
     });
-  if (guarded !== creators || !capped.includes(`let ${counter} = 0;`)) {
+  }
+  if (capped === undefined || guarded !== makers) {
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName}'s glue keeps handles in tables of a shape Corral cannot bound.`, {
       reason: 'unbounded_handle_tables',
     });
   }
   return capped;
+}
+
+/** The key of the imports object under which a host learns of the first error that left a host call (never a WIT interface name). */
+export const TRAP_IMPORT = 'corral:runtime/trap';
+
+/** jco's trampolines: every call from a core module into the host goes through one. */
+const TRAMPOLINES = /^([ \t]*)(async )?function (trampoline\d+)\(/gm;
+const TRAMPOLINE_BODIES = /^([ \t]*)(async )?function (trampoline\d+)\(([^)\n]*)\) \{\n([\s\S]*?)\n\1\}$/gm;
+
+/**
+ * A trap in a call into the host ends the instance, as in the component
+ * model, where a trap cannot be caught. In JS it is an exception, and wasm
+ * exception handling (try_table and catch_all, in Deno and Chromium) can
+ * catch it and call the host again, with the glue's state left as the
+ * exception found it: a handle past the cap left its host object in a Map
+ * no table refers to, and a refused argument left a borrow list that is
+ * never reset, one entry more each time. Each trampoline now records the
+ * first error that leaves it (and tells the host, under TRAP_IMPORT, so the
+ * call fails with it even if the tool carries on) and throws it again
+ * before doing anything once one has. Required, as the handle cap is.
+ */
+export function trapsEndTheInstance(glue: string, toolName = 'component'): string {
+  const trampolines = glue.match(TRAMPOLINES)?.length ?? 0;
+  if (trampolines === 0) return glue;
+  const trap = '__corralTrap';
+  let wrapped = 0;
+  const guarded = perInstance(glue, `let ${trap};`)?.replace(
+    TRAMPOLINE_BODIES,
+    (_fn, indent: string, async: string | undefined, name: string, params: string, body: string) => {
+      wrapped++;
+      return [
+        `${indent}${async ?? ''}function ${name}(${params}) {`,
+        `${indent}  if (${trap} !== undefined) throw ${trap}.error;`,
+        `${indent}  try {`,
+        body,
+        `${indent}  } catch (error) {`,
+        `${indent}    if (${trap} === undefined) { ${trap} = { error }; imports['${TRAP_IMPORT}']?.trapped(error); }`,
+        `${indent}    throw error;`,
+        `${indent}  }`,
+        `${indent}}`,
+      ].join('\n');
+    },
+  );
+  if (guarded === undefined || wrapped !== trampolines) {
+    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName}'s glue calls the host in a shape Corral cannot guard.`, {
+      reason: 'unguarded_host_calls',
+    });
+  }
+  return guarded;
 }

@@ -18,7 +18,16 @@ export {
 export { tableBudget, mayRunAtInstantiation, TABLE_ENTRIES_PER_PAGE, WASM_PAGE_BYTES, type ModuleShare } from './limits.js';
 export { openStdio, workerStdio, canShareMemory, STDIO_CHUNK, type StdioChannel, type StdioHandlers } from './stdio-channel.js';
 export { sipHash24 } from './fs/metadata-hash.js';
-export { lighterHostCalls, loadGlue, capHandleTables, checkExportNames, guardLiftedLists, MAX_LIVE_HANDLES } from './glue.js';
+export {
+  lighterHostCalls,
+  loadGlue,
+  capHandleTables,
+  checkExportNames,
+  guardLiftedLists,
+  trapsEndTheInstance,
+  MAX_LIVE_HANDLES,
+  TRAP_IMPORT,
+} from './glue.js';
 export {
   cleanSpareMemories,
   importOwnMemory,

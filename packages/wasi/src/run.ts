@@ -8,7 +8,7 @@ import { Runner, type Execution, type RunRequest, type RunnerOptions } from './r
 import { instantiate } from './preview1/loader.js';
 import { MemoryLeases, MemoryPool, importOwnMemory } from './memory-pool.js';
 import { newIndirection, standIns, type Fixup, type Shim } from './indirection.js';
-import { prepareGlue, type Instantiate } from './glue.js';
+import { prepareGlue, TRAP_IMPORT, type Instantiate } from './glue.js';
 
 interface LoadedComponent {
   instantiate: Instantiate;
@@ -67,6 +67,8 @@ interface Instance {
   exports(): Promise<Record<string, unknown>>;
   memories: WebAssembly.Memory[];
   leases: MemoryLeases;
+  /** The first error that left a call into the host, if one has (glue.ts, trapsEndTheInstance). */
+  trap(): { error: unknown } | undefined;
 }
 
 /** `toolName`: the tool of the call it is for, named in its errors (tools with the same wasm share compiled code). */
@@ -81,6 +83,12 @@ function newInstance(component: LoadedComponent, toolName: string): Instance {
       });
     return state;
   });
+  let trap: { error: unknown } | undefined;
+  imports[TRAP_IMPORT] = {
+    trapped: (error: unknown) => {
+      trap ??= { error };
+    },
+  };
   // Keep every memory the component's core instances export, to report the
   // peak and to recognise a tool that failed because it hit its memory cap.
   const memories: WebAssembly.Memory[] = [];
@@ -141,6 +149,7 @@ function newInstance(component: LoadedComponent, toolName: string): Instance {
     },
     memories,
     leases,
+    trap: () => trap,
   };
 }
 
@@ -213,7 +222,14 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
           exports = await instance.exports();
           component.instantiateMs = this.#now() - started;
         }
-        findRun(exports, request.toolName).run();
+        try {
+          findRun(exports, request.toolName).run();
+        } catch (err) {
+          throw instance.trap()?.error ?? err;
+        }
+        // A tool that caught the trap of a host call (wasm exception handling) still ends with it.
+        const trap = instance.trap();
+        if (trap) throw trap.error;
       },
       peakMemoryBytes: () => Math.max(0, ...instance.memories.map((m) => m.buffer.byteLength)),
       release: () => {

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parse } from '@bytecodealliance/jco';
+import { componentEmbed, componentNew, parse } from '@bytecodealliance/jco';
 import { ComponentRunner, transpileComponent } from '@corral/wasi';
 import {
   CappedSink,
@@ -15,6 +15,8 @@ import {
   lighterHostCalls,
   loadGlue,
   MAX_LIVE_HANDLES,
+  TRAP_IMPORT,
+  trapsEndTheInstance,
 } from '@corral/wasi/internal';
 
 const GREP = new URL('../../../wasm-tools/grep/grep.wasm', import.meta.url);
@@ -96,6 +98,27 @@ describe('checkExportNames', () => {
     expect(() => checkExportNames(fine, 'names')).not.toThrow();
   }, 60_000);
 
+  // toUint64 is declared indented, at the top of instantiate, where the glue needs it to lower a
+  // u64 from the host: an export of that name made the glue hand the clock's reading to the guest's code.
+  it("refuses an export named like a helper jco declares for this component's imports (to-uint64)", async () => {
+    const wit = `package corral:hostile;
+package wasi:cli@0.2.0 { interface run { run: func() -> result; } }
+package wasi:clocks@0.2.0 { interface monotonic-clock { type instant = u64; now: func() -> instant; } }
+package x:y@0.1.0 { interface z { to-uint64: func() -> u64; } }
+world w { import wasi:clocks/monotonic-clock@0.2.0; export wasi:cli/run@0.2.0; export x:y/z@0.1.0; }`;
+    const core = `(module
+  (import "wasi:clocks/monotonic-clock@0.2.0" "now" (func $now (result i64)))
+  (memory (export "memory") 1)
+  (func (export "x:y/z@0.1.0#to-uint64") (result i64) i64.const 7)
+  (func (export "wasi:cli/run@0.2.0#run") (result i32) (drop (call $now)) i32.const 0))`;
+    const bytes = await componentNew(await componentEmbed({ binary: await parse(core), witSource: wit, world: 'w' }), []);
+    const { glue } = await transpileComponent(bytes, 'shadow');
+    expect(glue).toMatch(/^ {2}const toUint64 = /m);
+    expect(() => checkExportNames(glue, 'shadow')).toThrow(
+      expect.objectContaining({ details: { reason: 'export_shadows_glue', exports: ['toUint64'] } }),
+    );
+  }, 60_000);
+
   it('refuses such a tool before it runs: E_REGISTRATION naming the export', async () => {
     const prepared = await transpileComponent(
       await parse(`(component
@@ -127,18 +150,17 @@ describe('checkExportNames', () => {
 });
 
 describe('capHandleTables', () => {
-  it("guards every place jco's glue adds a handle slot, with a count of the instance's own", async () => {
+  it("guards every place jco's glue adds a slot, with a count of the instance's own", async () => {
     const { glue } = await transpileComponent(readFileSync(GREP), 'grep');
     const creators = glue.match(/function rscTableCreate(?:Own|Borrow) \(/g)!.length;
     expect(creators).toBeGreaterThan(0);
-    const capped = capHandleTables(glue, 'grep');
-    const guards = capped.match(/if \(free === 0\) \{ if \(\+\+__corralHandleSlots > 65536\) throw/g) ?? [];
-    expect(guards).toHaveLength(creators);
+    expect(glue.match(/^\s*insert\(val\) \{$/gm)).toHaveLength(1); // RepTable's
+    const capped = capHandleTables(lighterHostCalls(glue), 'grep');
+    const guards = capped.match(/(?:if \(free === 0\)|if \(freeIdx === 0\)) \{ if \(\+\+__corralHandleSlots > 65536\) throw/g) ?? [];
+    expect(guards).toHaveLength(creators + 1);
     expect(MAX_LIVE_HANDLES).toBe(65536);
-    // Declared inside instantiate, beside T_FLAG: each instance (each call) counts from zero.
-    const declared = capped.indexOf('let __corralHandleSlots = 0;');
-    expect(declared).toBeGreaterThan(capped.indexOf('export function instantiate('));
-    expect(capped.slice(declared - 40, declared)).toMatch(/const T_FLAG = 1 << 30;\n\s*$/);
+    // Declared first thing in instantiate: each instance (each call) counts from zero.
+    expect(capped).toMatch(/^export function instantiate\([^\n]*\{\n {2}let __corralHandleSlots = 0;\n/m);
   }, 60_000);
 
   it('leaves a glue without handle tables alone, and refuses one whose tables it cannot bound', () => {
@@ -177,6 +199,53 @@ describe('capHandleTables', () => {
     const end = classify(thrown, 'leaky', new CappedSink(1024, 'tail'));
     expect(end.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'handles', limit: MAX_LIVE_HANDLES } });
   });
+});
+
+describe('trapsEndTheInstance', () => {
+  // A guest that catches what its host calls throw, as wasm exception handling lets it.
+  const glue = [
+    'export function instantiate(getCoreModule, imports) {',
+    '  let ran = 0;',
+    '  function trampoline0(n) {',
+    '    ran++;',
+    "    if (n > 1) throw new Error('refused ' + n);",
+    '    return n;',
+    '  }',
+    '  const caught = [];',
+    '  for (const n of [1, 2, 3, 1]) {',
+    '    try { trampoline0(n); } catch (e) { caught.push(e.message); }',
+    '  }',
+    '  return { ran, caught };',
+    '}',
+  ].join('\n');
+
+  it('makes the first error that leaves a host call final: every later call throws it before running, and the host is told once', async () => {
+    const rewritten = trapsEndTheInstance(glue);
+    expect(rewritten.match(/__corralTrap !== undefined\) throw/g)).toHaveLength(1);
+    const instantiate = (await loadGlue(rewritten)) as unknown as (g: unknown, i: unknown) => { ran: number; caught: string[] };
+    const told: string[] = [];
+    const imports = { [TRAP_IMPORT]: { trapped: (e: Error) => told.push(e.message) } };
+    expect(instantiate(undefined, imports)).toEqual({ ran: 2, caught: ['refused 2', 'refused 2', 'refused 2'] });
+    expect(told).toEqual(['refused 2']);
+    // Each instance starts clean.
+    expect(instantiate(undefined, imports).ran).toBe(2);
+    // Unguarded, the guest went on calling the host.
+    const plain = (await loadGlue(glue)) as unknown as (g: unknown, i: unknown) => { ran: number };
+    expect(plain(undefined, {}).ran).toBe(4);
+  });
+
+  it("wraps every trampoline of the pinned jco's glue, and refuses a glue whose trampolines it cannot wrap", async () => {
+    const { glue: real } = await transpileComponent(readFileSync(GREP), 'grep');
+    const trampolines = real.match(/function trampoline\d+\(/g)!.length;
+    expect(trampolines).toBeGreaterThan(10);
+    expect(trapsEndTheInstance(real).match(/^\s*if \(__corralTrap !== undefined\) throw __corralTrap\.error;$/gm)).toHaveLength(
+      trampolines,
+    );
+    const oneLine = 'export function instantiate(getCoreModule, imports) {\n  function trampoline0() { return 1; }\n}\n';
+    expect(() => trapsEndTheInstance(oneLine, 'odd')).toThrow(
+      expect.objectContaining({ code: 'E_REGISTRATION', details: { reason: 'unguarded_host_calls' } }),
+    );
+  }, 60_000);
 });
 
 describe('loadGlue', () => {
