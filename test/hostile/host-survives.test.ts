@@ -115,11 +115,12 @@ describe("the sandbox worker's heap", () => {
   }, 90_000);
 
   // No import needed: a component-model async built-in whose state the glue
-  // keeps in a table of its own (a RepTable) that doubles like the handle tables.
-  it('a tool that makes waitable sets forever is stopped at the same cap: E_RESOURCE_EXHAUSTED (handles)', async () => {
+  // keeps in a table of its own (a RepTable), outside the handle tables; the
+  // same for error contexts (two Maps). Such built-ins are refused at load.
+  it('a tool that makes waitable sets forever is refused at load: E_REGISTRATION (async_builtins)', async () => {
     const result = only(await runInChild([{ tool: 'waitable-leak', options: { timeoutMs: 60_000 } }]));
-    expect(result.error?.code).toBe('E_RESOURCE_EXHAUSTED');
-    expect(result.error?.details).toEqual({ resource: 'handles', limit: 65_536 });
+    expect(result.error?.code).toBe('E_REGISTRATION');
+    expect(result.error?.details).toEqual({ reason: 'async_builtins', builtins: ['waitableSetNew'] });
   }, 90_000);
 
   // Where wasm exception handling runs (Deno here; Chromium too), a tool can

@@ -14,7 +14,7 @@ export type Instantiate = (
 /** The glue of a transpiled component, rewritten and loaded. */
 export function prepareGlue(glue: string, toolName: string): Promise<Instantiate> {
   checkExportNames(glue, toolName);
-  const rewritten = guardLiftedLists(trapsEndTheInstance(allocateEmptyStrings(glue), toolName));
+  const rewritten = guardLiftedLists(trapsEndTheInstance(refuseAsyncBuiltins(allocateEmptyStrings(glue), toolName), toolName));
   return loadGlue(capHandleTables(lighterHostCalls(rewritten), toolName));
 }
 
@@ -286,8 +286,8 @@ const SLOT_GROWS = [
  * worker or aborted the whole host (a doubling past the 16 MB Node grants
  * over the limit, nodejs/node#47224) depended on timing. Each new slot,
  * over all of an instance's tables and the RepTables behind the async
- * built-ins (waitable sets, which a tool may make without any import), now
- * counts against MAX_LIVE_HANDLES, so the largest piece stays ~2 MB; past
+ * built-ins (refused anyway, refuseAsyncBuiltins), now counts against
+ * MAX_LIVE_HANDLES, so the largest piece stays ~2 MB; past
  * it the call traps (a handle the tool dropped frees its slot for the
  * next). Unlike the rewrites above this one is required: a glue with
  * tables of another shape is refused.
@@ -315,8 +315,43 @@ export function capHandleTables(glue: string, toolName = 'component'): string {
 /** The key of the imports object under which a host learns of the first error that left a host call (never a WIT interface name). */
 export const TRAP_IMPORT = 'corral:runtime/trap';
 
-/** jco's trampolines: every call from a core module into the host goes through one. */
-const TRAMPOLINES = /^([ \t]*)(async )?function (trampoline\d+)\(/gm;
+/** jco's trampolines: every call from a core module into the host goes through one, a function or a binding. */
+const TRAMPOLINES = /^([ \t]*)(?:(?:async )?function (trampoline\d+)\(|const (trampoline\d+) = )/gm;
+/** A built-in jco binds straight to a trampoline: what it binds. */
+const BOUND_TRAMPOLINE = /^([ \t]*)const (trampoline\d+) = ([^\n]*)$/gm;
+/** resource.new of a resource the component defines: the one bound built-in of WASI 0.2's synchronous component model. */
+const RESOURCE_NEW = /^rscTableCreateOwn\.bind\(null, (handleTable\d+)\);$/;
+
+/**
+ * Refuse the component model's async built-ins (waitable sets, streams,
+ * futures, error contexts, task and context intrinsics, async-lowered
+ * imports), which jco binds straight to a trampoline; resource.new, the
+ * one such built-in a synchronous component has, becomes a function
+ * trampoline like the rest, so that trapsEndTheInstance guards it. Corral
+ * runs WASI 0.2 commands. jco 1.15.4's async support is partial (stream.new
+ * always throws; an async-lowered import's glue does not parse), and its
+ * state for them lives outside any table Corral bounds: error-context.new,
+ * with no import, filled a worker's 1 GB heap in 5 s.
+ */
+export function refuseAsyncBuiltins(glue: string, toolName = 'component'): string {
+  const refused = new Set<string>();
+  const rewritten = glue.replace(BOUND_TRAMPOLINE, (line, indent: string, name: string, bound: string) => {
+    const table = RESOURCE_NEW.exec(bound)?.[1];
+    if (table === undefined) {
+      refused.add(/^(?:new )?([\w$.]+?)(?:\.bind)?\(/.exec(bound)?.[1] ?? bound.slice(0, 40));
+      return line;
+    }
+    return `${indent}function ${name}(rep) {\n${indent}  return rscTableCreateOwn(${table}, rep);\n${indent}}`;
+  });
+  if (refused.size > 0) {
+    throw new CorralError(
+      ErrorCodes.REGISTRATION,
+      `${toolName} uses the component model's async built-ins (${[...refused].join(', ')}), which Corral does not run: it runs WASI 0.2 components, whose calls are synchronous.`,
+      { reason: 'async_builtins', builtins: [...refused] },
+    );
+  }
+  return rewritten;
+}
 const TRAMPOLINE_BODIES = /^([ \t]*)(async )?function (trampoline\d+)\(([^)\n]*)\) \{\n([\s\S]*?)\n\1\}$/gm;
 
 /**

@@ -24,6 +24,7 @@ export {
   capHandleTables,
   checkExportNames,
   guardLiftedLists,
+  refuseAsyncBuiltins,
   trapsEndTheInstance,
   MAX_LIVE_HANDLES,
   TRAP_IMPORT,

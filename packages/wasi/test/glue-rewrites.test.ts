@@ -15,6 +15,7 @@ import {
   lighterHostCalls,
   loadGlue,
   MAX_LIVE_HANDLES,
+  refuseAsyncBuiltins,
   TRAP_IMPORT,
   trapsEndTheInstance,
 } from '@corral/wasi/internal';
@@ -245,6 +246,52 @@ describe('trapsEndTheInstance', () => {
     expect(() => trapsEndTheInstance(oneLine, 'odd')).toThrow(
       expect.objectContaining({ code: 'E_REGISTRATION', details: { reason: 'unguarded_host_calls' } }),
     );
+  }, 60_000);
+});
+
+describe('refuseAsyncBuiltins', () => {
+  /** A command component whose core module imports `func` (a canon built-in, as WAT) as "" "f" with type `type` and calls it once. */
+  const calling = (canon: string, type: string, call: string) =>
+    parse(`(component
+      (type $r (resource (rep i32)))
+      (core module $mm (memory (export "memory") 1))
+      (core instance $mi (instantiate $mm))
+      (alias core export $mi "memory" (core memory $mem))
+      (core func $f ${canon})
+      (core module $m (import "" "f" (func $f ${type})) (import "" "memory" (memory 1))
+        (func (export "run") (result i32) ${call} i32.const 0))
+      (core instance $i (instantiate $m (with "" (instance (export "f" (func $f)) (export "memory" (memory $mem))))))
+      (func $run (result (result)) (canon lift (core func $i "run")))
+      (instance $runi (export "run" (func $run)))
+      (export "wasi:cli/run@0.2.3" (instance $runi)))`);
+
+  it('refuses the async built-ins jco binds straight to the guest, naming them', async () => {
+    for (const [canon, type, call, builtin] of [
+      [
+        '(canon error-context.new (memory $mem))',
+        '(param i32 i32) (result i32)',
+        '(drop (call $f (i32.const 0) (i32.const 1)))',
+        'errCtxNew',
+      ],
+      ['(canon waitable-set.new)', '(result i32)', '(drop (call $f))', 'waitableSetNew'],
+    ] as const) {
+      const { glue } = await transpileComponent(await calling(canon, type, call), 'async');
+      expect(() => refuseAsyncBuiltins(glue, 'async'), builtin).toThrow(
+        expect.objectContaining({ code: 'E_REGISTRATION', details: { reason: 'async_builtins', builtins: [builtin] } }),
+      );
+    }
+  }, 60_000);
+
+  it('keeps resource.new, as a function trampoline that the trap guard wraps and the handle cap counts', async () => {
+    const { glue } = await transpileComponent(
+      await calling('(canon resource.new $r)', '(param i32) (result i32)', '(drop (call $f (i32.const 5)))'),
+      'rnew',
+    );
+    expect(glue).toMatch(/const trampoline\d+ = rscTableCreateOwn\.bind\(null, handleTable\d+\);/);
+    const kept = refuseAsyncBuiltins(glue, 'rnew');
+    expect(kept).not.toMatch(/const trampoline\d+ =/);
+    expect(kept).toMatch(/function trampoline\d+\(rep\) \{\n\s*return rscTableCreateOwn\(handleTable\d+, rep\);\n\s*\}/);
+    expect(trapsEndTheInstance(kept)).toMatch(/function trampoline\d+\(rep\) \{\n\s*if \(__corralTrap !== undefined\)/);
   }, 60_000);
 });
 
