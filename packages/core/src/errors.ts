@@ -353,7 +353,7 @@ export interface ErrorDetailsByCode {
     source?: string;
     /** Every problem of a bad spec (or a tool schema ajv cannot compile), by JSON pointer. */
     problems?: ErrorProblem[];
-    /** Why the wasm is not valid, as the parser said it; or export_shadows_glue, unbounded_handle_tables, unguarded_host_calls, async_builtins (a component whose glue Corral will not run). */
+    /** Why the wasm is not valid, as the parser said it; or export_shadows_glue, unbounded_handle_tables, unguarded_host_calls, unsupported_builtins (a component whose glue Corral will not run). */
     reason?: string;
     /** A WebAssembly file of a binary version or layer Corral does not run, or not WebAssembly at all (its size). */
     binary_version?: number;
@@ -373,7 +373,7 @@ export interface ErrorDetailsByCode {
     exports?: string[];
     /** A component's core module that is not valid WebAssembly. */
     module?: string;
-    /** The component model's async built-ins a component uses (reason async_builtins), as jco names them. */
+    /** The built-ins of the component model a component uses that Corral does not run (reason unsupported_builtins), as jco names them. */
     builtins?: string[];
     /** A type form, value type or reference type byte Corral cannot bound. */
     type_form?: number;

@@ -271,6 +271,17 @@ function perInstance(glue: string, declaration: string): string | undefined {
   return declared === glue ? undefined : declared;
 }
 
+/**
+ * jco's rscTableRemove takes the guest's handle unchecked: one past the
+ * table's end read as an empty slot, was written, and went on the free list.
+ * Dropping handles 1000, 1001, … grew the table without bound (V8 then killed
+ * the whole process: "invalid size error"), and a slot freed that way was
+ * taken again without being counted. And rscTableCreateBorrow takes the next
+ * free slot from the wrong index (`table[free]`, not `table[free << 1]`).
+ */
+const TABLE_REMOVE = /function rscTableRemove \(table, handle\) \{/g;
+const BORROW_FREE_LIST = /(function rscTableCreateBorrow \(table, rep\) \{[^}]*?\n\s*\}\n\s*)table\[0\] = table\[free\];/g;
+
 /** Where jco's glue adds a slot: its handle tables (rscTableCreateOwn/Borrow), and the RepTable of the async built-ins' state. */
 const SLOT_MAKERS = /function rscTableCreate(?:Own|Borrow) \(|^[ \t]*insert\(val\) \{$/gm;
 const SLOT_GROWS = [
@@ -297,14 +308,20 @@ export function capHandleTables(glue: string, toolName = 'component'): string {
   if (makers === 0) return glue;
   const counter = '__corralHandleSlots';
   let guarded = 0;
-  let capped = perInstance(glue, `let ${counter} = 0;`);
+  let capped = perInstance(glue.replace(BORROW_FREE_LIST, '$1table[0] = table[free << 1];'), `let ${counter} = 0;`);
   for (const grows of SLOT_GROWS) {
     capped = capped?.replace(grows, (head: string) => {
       guarded++;
       return `${head} if (++${counter} > ${MAX_LIVE_HANDLES}) throw Object.assign(new RangeError('more than ${MAX_LIVE_HANDLES} live handles'), { corralLimit: 'handles' });`;
     });
   }
-  if (capped === undefined || guarded !== makers) {
+  const removers = glue.match(TABLE_REMOVE)?.length ?? 0;
+  let checked = 0;
+  capped = capped?.replace(TABLE_REMOVE, (head: string) => {
+    checked++;
+    return `${head} if (!(Number.isInteger(handle) && handle > 0 && handle * 2 + 1 < table.length)) throw new TypeError('Invalid handle');`;
+  });
+  if (capped === undefined || guarded !== makers || checked !== removers) {
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName}'s glue keeps handles in tables of a shape Corral cannot bound.`, {
       reason: 'unbounded_handle_tables',
     });
@@ -325,7 +342,8 @@ const RESOURCE_NEW = /^rscTableCreateOwn\.bind\(null, (handleTable\d+)\);$/;
 /**
  * Refuse the component model's async built-ins (waitable sets, streams,
  * futures, error contexts, task and context intrinsics, async-lowered
- * imports), which jco binds straight to a trampoline; resource.new, the
+ * imports), which jco binds straight to a trampoline, as it binds the
+ * transfer of resources between nested components; resource.new, the
  * one such built-in a synchronous component has, becomes a function
  * trampoline like the rest, so that trapsEndTheInstance guards it. Corral
  * runs WASI 0.2 commands. jco 1.15.4's async support is partial (stream.new
@@ -338,7 +356,7 @@ export function refuseAsyncBuiltins(glue: string, toolName = 'component'): strin
   const rewritten = glue.replace(BOUND_TRAMPOLINE, (line, indent: string, name: string, bound: string) => {
     const table = RESOURCE_NEW.exec(bound)?.[1];
     if (table === undefined) {
-      refused.add(/^(?:new )?([\w$.]+?)(?:\.bind)?\(/.exec(bound)?.[1] ?? bound.slice(0, 40));
+      refused.add(/^(?:new )?([\w$.]+?)(?:\.bind)?[(;]/.exec(bound)?.[1] ?? bound.slice(0, 40));
       return line;
     }
     return `${indent}function ${name}(rep) {\n${indent}  return rscTableCreateOwn(${table}, rep);\n${indent}}`;
@@ -346,8 +364,8 @@ export function refuseAsyncBuiltins(glue: string, toolName = 'component'): strin
   if (refused.size > 0) {
     throw new CorralError(
       ErrorCodes.REGISTRATION,
-      `${toolName} uses the component model's async built-ins (${[...refused].join(', ')}), which Corral does not run: it runs WASI 0.2 components, whose calls are synchronous.`,
-      { reason: 'async_builtins', builtins: [...refused] },
+      `${toolName} uses built-ins of the component model that Corral does not run (${[...refused].join(', ')}): the async ABI (waitable sets, streams, futures, error contexts, async imports), or resources passed between the components nested in it.`,
+      { reason: 'unsupported_builtins', builtins: [...refused] },
     );
   }
   return rewritten;

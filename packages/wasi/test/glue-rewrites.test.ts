@@ -160,6 +160,10 @@ describe('capHandleTables', () => {
     const guards = capped.match(/(?:if \(free === 0\)|if \(freeIdx === 0\)) \{ if \(\+\+__corralHandleSlots > 65536\) throw/g) ?? [];
     expect(guards).toHaveLength(creators + 1);
     expect(MAX_LIVE_HANDLES).toBe(65536);
+    // A handle the guest drops must be one of the table's: past its end, the table grew without bound.
+    expect(capped).toMatch(
+      /function rscTableRemove \(table, handle\) \{ if \(!\(Number\.isInteger\(handle\) && handle > 0 && handle \* 2 \+ 1 < table\.length\)\) throw new TypeError\('Invalid handle'\);/,
+    );
     // Declared first thing in instantiate: each instance (each call) counts from zero.
     expect(capped).toMatch(/^export function instantiate\([^\n]*\{\n {2}let __corralHandleSlots = 0;\n/m);
   }, 60_000);
@@ -170,6 +174,30 @@ describe('capHandleTables', () => {
     const otherShape =
       'export function instantiate() {\n  const T_FLAG = 1 << 30;\n  function rscTableCreateOwn (table, rep) {\n    table.push(0, rep);\n  }\n}\n';
     expect(() => capHandleTables(otherShape, 'odd')).toThrow(expect.objectContaining({ code: 'E_REGISTRATION' }));
+  });
+
+  it("mends jco's borrow table free list, which read the next free slot from the wrong index", () => {
+    const borrow = [
+      'export function instantiate() {',
+      '  const T_FLAG = 1 << 30;',
+      '  function rscTableCreateBorrow (table, rep) {',
+      '    const free = table[0] & ~T_FLAG;',
+      '    if (free === 0) {',
+      '      table.push(scopeId);',
+      '      table.push(rep);',
+      '      return (table.length >> 1) - 1;',
+      '    }',
+      '    table[0] = table[free];',
+      '    table[free << 1] = scopeId;',
+      '    table[(free << 1) + 1] = rep;',
+      '    return free;',
+      '  }',
+      '}',
+    ].join('\n');
+    const mended = capHandleTables(borrow);
+    expect(mended).toContain('table[0] = table[free << 1];');
+    expect(mended).not.toContain('table[0] = table[free];');
+    expect(mended).toMatch(/if \(free === 0\) \{ if \(\+\+__corralHandleSlots > 65536\)/);
   });
 
   it('throws, past the cap, an error the run classifies as E_RESOURCE_EXHAUSTED (handles)', async () => {
@@ -277,9 +305,35 @@ describe('refuseAsyncBuiltins', () => {
     ] as const) {
       const { glue } = await transpileComponent(await calling(canon, type, call), 'async');
       expect(() => refuseAsyncBuiltins(glue, 'async'), builtin).toThrow(
-        expect.objectContaining({ code: 'E_REGISTRATION', details: { reason: 'async_builtins', builtins: [builtin] } }),
+        expect.objectContaining({ code: 'E_REGISTRATION', details: { reason: 'unsupported_builtins', builtins: [builtin] } }),
       );
     }
+  }, 60_000);
+
+  it('refuses resources passed between components nested in one, which jco binds the same way', async () => {
+    const nested = await parse(`(component
+      (type $r (resource (rep i32)))
+      (component $B
+        (import "r" (type $r (sub resource)))
+        (core func $drop (canon resource.drop $r))
+        (core module $bm (import "" "drop" (func $drop (param i32))) (func (export "take") (param i32) (call $drop (local.get 0))))
+        (core instance $bi (instantiate $bm (with "" (instance (export "drop" (func $drop))))))
+        (func (export "take") (param "x" (own $r)) (canon lift (core func $bi "take"))))
+      (instance $b (instantiate $B (with "r" (type $r))))
+      (alias export $b "take" (func $take))
+      (core func $new (canon resource.new $r))
+      (core func $take (canon lower (func $take)))
+      (core module $m (import "" "new" (func $new (param i32) (result i32))) (import "" "take" (func $take (param i32)))
+        (memory (export "memory") 1)
+        (func (export "run") (result i32) (call $take (call $new (i32.const 7))) i32.const 0))
+      (core instance $i (instantiate $m (with "" (instance (export "new" (func $new)) (export "take" (func $take))))))
+      (func $run (result (result)) (canon lift (core func $i "run")))
+      (instance $runi (export "run" (func $run)))
+      (export "wasi:cli/run@0.2.3" (instance $runi)))`);
+    const { glue } = await transpileComponent(nested, 'nested');
+    expect(() => refuseAsyncBuiltins(glue, 'nested')).toThrow(
+      expect.objectContaining({ details: { reason: 'unsupported_builtins', builtins: ['resourceTransferOwn'] } }),
+    );
   }, 60_000);
 
   it('keeps resource.new, as a function trampoline that the trap guard wraps and the handle cap counts', async () => {
