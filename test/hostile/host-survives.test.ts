@@ -154,12 +154,39 @@ describe("the sandbox worker's heap", () => {
   }, 120_000);
 
   // The glue makes the path a string before any host code can refuse it;
-  // with a 256 MB worker limit, copying it as a property key aborted the host.
-  it('a 400 MiB path ends inside the worker: the open fails, the tool finishes', async () => {
+  // with a 256 MB worker limit, copying it as a property key aborted the
+  // host. Strings a host call is given are now bounded before they are decoded.
+  it('a 400 MiB path is refused before the glue decodes it; the host lives', async () => {
     const result = only(await runInChild([{ tool: 'string-bomb' }]));
-    expect(result.error).toBeNull();
-    expect(result.output).toEqual({ ran: true });
+    expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(result.error?.details).toMatchObject({ cause: 'string arguments of more than 1048576 bytes' });
   }, 90_000);
+});
+
+describe('what the glue lifts for a host call, and when it may be called', () => {
+  // The element count read a list's length as a signed number: -2^31 took
+  // it below zero, and the next list was lifted uncounted (250 million
+  // elements killed the host process).
+  it('a list of negative length does not switch the element count off', async () => {
+    const result = only(await runInChild([{ tool: 'negative-list' }]));
+    expect(result.error?.details).toMatchObject({ cause: 'a list argument of more than 65536 elements' });
+  }, 60_000);
+
+  // 65,536 strings may all name the same bytes: 400 MB each aborted the host at its heap limit.
+  it('strings that alias one stretch of memory count every time: over 1 MiB a host call, the call traps', async () => {
+    const result = only(await runInChild([{ tool: 'aliased-strings' }]));
+    expect(result.error?.details).toMatchObject({ cause: 'string arguments of more than 1048576 bytes' });
+  }, 60_000);
+
+  // The glue lowers a host result through the guest's cabi_realloc, which could call the host
+  // again; each level held a buffer as large as the memory limit.
+  it('a call into the host from the cabi_realloc that receives a result traps', async () => {
+    const result = only(await runInChild([{ tool: 'reentrant-realloc' }]));
+    expect(result.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(result.error?.details).toMatchObject({
+      cause: expect.stringMatching(/^a call into the host while the host was still answering another/),
+    });
+  }, 60_000);
 });
 
 describe('pooled memories (memory-pool.ts)', () => {

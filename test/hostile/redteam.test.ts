@@ -287,8 +287,10 @@ describe('lists the glue lifts element by element are bounded before they are bu
     const loops = prepared.glue.match(/for \(let i = 0; i < len\d+; i\+\+\)/g) ?? [];
     expect(loops.length).toBeGreaterThan(0);
     const guarded = guardLiftedLists(prepared.glue);
-    expect(guarded.match(/__corralLifted \+= len\d+\) > 65536\) throw/g)).toHaveLength(loops.length);
-    expect(guarded.match(/function trampoline\d+\([^)]*\) \{ __corralLifted = 0;/g)?.length).toBeGreaterThan(0);
+    expect(guarded.match(/__corralLifted \+= len\d+ >>> 0\) > 65536\) throw/g)).toHaveLength(loops.length);
+    expect(
+      guarded.match(/function trampoline\d+\([^)]*\) \{ __corralLifted = 0; __corralStringBytes = 0; __corralListBytes = 0;/g)?.length,
+    ).toBeGreaterThan(0);
   }, 60_000);
 });
 

@@ -12,9 +12,10 @@ export type Instantiate = (
 ) => Promise<Record<string, unknown>>;
 
 /** The glue of a transpiled component, rewritten and loaded. */
-export function prepareGlue(glue: string, toolName: string): Promise<Instantiate> {
+export function prepareGlue(glue: string, toolName: string, maxListBytes?: number): Promise<Instantiate> {
   checkExportNames(glue, toolName);
-  const rewritten = guardLiftedLists(trapsEndTheInstance(refuseAsyncBuiltins(allocateEmptyStrings(glue), toolName), toolName));
+  const guarded = trapsEndTheInstance(refuseAsyncBuiltins(allocateEmptyStrings(glue), toolName), toolName);
+  const rewritten = guardLiftedLists(guarded, maxListBytes, toolName);
   return loadGlue(capHandleTables(lighterHostCalls(rewritten), toolName));
 }
 
@@ -229,30 +230,75 @@ $1let NEXT_TASK_ID = 0n;`,
 
 /** Elements the glue may lift from guest memory, one at a time, for one call into the host (the cap on a poll list). */
 export const MAX_LIFTED_ELEMENTS = 65536;
+/** Bytes of strings the glue may decode for one call into the host: WASI's strings are paths and names (a path is at most 4,096 bytes). */
+export const MAX_LIFTED_STRING_BYTES = 1 << 20;
 
 /**
- * Bound the lists jco's glue lifts element by element (any list but
- * list<u8>, which is one copy of guest memory): the glue builds a JS array
- * of them before any host function can check its arguments, and a lying
- * component may declare such a list anywhere. 200 million elements grew
- * that array past the worker's heap limit in one step, and Node aborted the
- * whole process (nodejs/node#47224). Each lifting loop of jco 1.15.4 (`for
- * (let i = 0; i < lenN; i++)`, lenN read from the guest) first adds its
- * length to a count reset when the guest calls into the host (a
- * `trampolineN`), so nested lists that alias one another count too; past
- * MAX_LIFTED_ELEMENTS the call traps.
+ * Bound what jco's glue lifts from guest memory into JS for one call into
+ * the host, before any host function can check its arguments; a lying
+ * component may declare lists and strings anywhere.
+ *   - Elements lifted one at a time (any list but list<u8> and its kin):
+ *     each lifting loop of jco 1.15.4 (`for (let i = 0; i < lenN; i++)`,
+ *     lenN read from the guest) first adds its length, read unsigned (a
+ *     negative length switched the count off), to a count reset when the
+ *     guest calls into the host (a `trampolineN`), so nested lists that
+ *     alias one another count too. 200 million elements grew one array past
+ *     the worker's heap limit in one step, and Node aborted the whole
+ *     process (nodejs/node#47224).
+ *   - Bytes: a string decoded from guest memory becomes a JS string on the
+ *     heap, and 65,536 strings may all name the same 400 MB (that aborted
+ *     the host too), so strings are counted against MAX_LIFTED_STRING_BYTES;
+ *     a list<u8> is a copy of guest memory outside the heap, counted against
+ *     `maxListBytes` (the call's memory limit: one honest list is never
+ *     larger; twelve aliased ones reached 3.5 GB of RSS).
+ * Past a bound the call traps. Required: a glue that decodes strings or
+ * copies lists in another shape is refused.
  */
-export function guardLiftedLists(glue: string): string {
-  const counter = '__corralLifted';
+export function guardLiftedLists(glue: string, maxListBytes = 2 ** 32, toolName = 'component'): string {
+  const elements = '__corralLifted';
+  const strings = '__corralStringBytes';
+  const bytes = '__corralListBytes';
+  const decodes = glue.match(DECODES)?.length ?? 0;
+  const copies = glue.match(COPIES)?.length ?? 0;
+  let guardedDecodes = 0;
+  let guardedCopies = 0;
   const guarded = glue
-    .replace(/(function trampoline\d+\([^)]*\) \{)/g, `$1 ${counter} = 0;`)
+    .replace(/(function trampoline\d+\([^)]*\) \{)/g, `$1 ${elements} = 0; ${strings} = 0; ${bytes} = 0;`)
     .replace(
       /for \(let (\w+) = 0; \1 < (len\d+); \1\+\+\) \{/g,
       (loop, _i, len: string) =>
-        `if ((${counter} += ${len}) > ${MAX_LIFTED_ELEMENTS}) throw new TypeError('a list argument of more than ${MAX_LIFTED_ELEMENTS} elements'); ${loop}`,
-    );
-  return `let ${counter} = 0;\n${guarded}`;
+        `if ((${elements} += ${len} >>> 0) > ${MAX_LIFTED_ELEMENTS}) throw new TypeError('a list argument of more than ${MAX_LIFTED_ELEMENTS} elements'); ${loop}`,
+    )
+    .replace(DECODE_VIEW, (_call, decoder: string, view: string) => {
+      guardedDecodes++;
+      return `${decoder}.decode(__corralStrings(${view}))`;
+    })
+    .replace(COPY_SLICE, (_call, memory: string, ptr: string, len: string, size: string) => {
+      guardedCopies++;
+      return `${memory}.buffer.slice(${ptr}, ${ptr} + __corralBytes(${len} * ${size}))`;
+    });
+  if (guardedDecodes !== decodes || guardedCopies !== copies) {
+    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName}'s glue lifts strings or lists in a shape Corral cannot bound.`, {
+      reason: 'unguarded_host_calls',
+    });
+  }
+  return `let ${elements} = 0, ${strings} = 0, ${bytes} = 0;
+function __corralStrings(view) {
+  if ((${strings} += view.byteLength) > ${MAX_LIFTED_STRING_BYTES}) throw new TypeError('string arguments of more than ${MAX_LIFTED_STRING_BYTES} bytes');
+  return view;
 }
+function __corralBytes(n) {
+  if ((${bytes} += Math.max(0, n)) > ${maxListBytes}) throw new TypeError('list arguments of more than ${maxListBytes} bytes');
+  return n;
+}
+${guarded}`;
+}
+
+/** Where the glue decodes a string from guest memory, and where it copies a list of bytes (or numbers) out of it. */
+const DECODES = /\butf(?:8|16)Decoder\.decode\(/g;
+const DECODE_VIEW = /\b(utf(?:8|16)Decoder)\.decode\((new Uint(?:8|16)Array\(memory\d+\.buffer, ptr\d+, len\d+\))\)/g;
+const COPIES = /\bmemory\d+\.buffer\.slice\(/g;
+const COPY_SLICE = /\b(memory\d+)\.buffer\.slice\((ptr\d+), \2 \+ (len\d+) \* (\d+)\)/g;
 
 /** Handles a component instance may hold at once, over all its tables: streams, descriptors, pollables, its own resources. */
 export const MAX_LIVE_HANDLES = 65536;
@@ -329,6 +375,9 @@ export function capHandleTables(glue: string, toolName = 'component'): string {
   return capped;
 }
 
+/** Why a call into the host made while another is under way traps. */
+const REENTERED = 'a call into the host while the host was still answering another (from cabi_realloc): the component model forbids it';
+
 /** The key of the imports object under which a host learns of the first error that left a host call (never a WIT interface name). */
 export const TRAP_IMPORT = 'corral:runtime/trap';
 
@@ -382,25 +431,36 @@ const TRAMPOLINE_BODIES = /^([ \t]*)(async )?function (trampoline\d+)\(([^)\n]*)
  * never reset, one entry more each time. Each trampoline now records the
  * first error that leaves it (and tells the host, under TRAP_IMPORT, so the
  * call fails with it even if the tool carries on) and throws it again
- * before doing anything once one has. Required, as the handle cap is.
+ * before doing anything once one has. A call into the host made while
+ * another is under way traps too: the glue lowers a result through the
+ * guest's cabi_realloc, which could call the host again (the component
+ * model forbids it, jco does not check), each level holding a buffer as
+ * large as the memory limit (random bytes: 2.27 GB of RSS four levels
+ * down, from 64 KiB of wasm memory). Required, as the handle cap is.
  */
 export function trapsEndTheInstance(glue: string, toolName = 'component'): string {
   const trampolines = glue.match(TRAMPOLINES)?.length ?? 0;
   if (trampolines === 0) return glue;
   const trap = '__corralTrap';
+  const inHost = '__corralInHost';
+  const record = `if (${trap} === undefined) { ${trap} = { error }; imports['${TRAP_IMPORT}']?.trapped(error); }`;
   let wrapped = 0;
-  const guarded = perInstance(glue, `let ${trap};`)?.replace(
+  const guarded = perInstance(glue, `let ${trap}, ${inHost} = false;`)?.replace(
     TRAMPOLINE_BODIES,
     (_fn, indent: string, async: string | undefined, name: string, params: string, body: string) => {
       wrapped++;
       return [
         `${indent}${async ?? ''}function ${name}(${params}) {`,
         `${indent}  if (${trap} !== undefined) throw ${trap}.error;`,
+        `${indent}  if (${inHost}) { const error = new TypeError('${REENTERED}'); ${record} throw error; }`,
+        `${indent}  ${inHost} = true;`,
         `${indent}  try {`,
         body,
         `${indent}  } catch (error) {`,
-        `${indent}    if (${trap} === undefined) { ${trap} = { error }; imports['${TRAP_IMPORT}']?.trapped(error); }`,
+        `${indent}    ${record}`,
         `${indent}    throw error;`,
+        `${indent}  } finally {`,
+        `${indent}    ${inHost} = false;`,
         `${indent}  }`,
         `${indent}}`,
       ].join('\n');

@@ -2,7 +2,7 @@ import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
 import { boundImports, callState, type CallState } from './preview2.js';
-import { capComponentModules, definesMemoryOrTable, mayRunAtInstantiation } from './limits.js';
+import { capComponentModules, definesMemoryOrTable, mayRunAtInstantiation, WASM_PAGE_BYTES } from './limits.js';
 import type { OpenedCall } from './call.js';
 import { Runner, type Execution, type RunRequest, type RunnerOptions } from './runner.js';
 import { instantiate } from './preview1/loader.js';
@@ -309,7 +309,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
       if (pooled) pools.set(module, new MemoryPool(pooled));
     }),
   );
-  const instantiate = await prepareGlue(prepared.glue, toolName);
+  const instantiate = await prepareGlue(prepared.glue, toolName, maxPages * WASM_PAGE_BYTES);
   const dispose = () => {
     for (const pool of pools.values()) pool.dispose();
   };

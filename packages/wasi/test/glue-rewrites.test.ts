@@ -12,6 +12,7 @@ import {
   capHandleTables,
   checkExportNames,
   classify,
+  guardLiftedLists,
   lighterHostCalls,
   loadGlue,
   MAX_LIVE_HANDLES,
@@ -346,6 +347,21 @@ describe('refuseAsyncBuiltins', () => {
     expect(kept).not.toMatch(/const trampoline\d+ =/);
     expect(kept).toMatch(/function trampoline\d+\(rep\) \{\n\s*return rscTableCreateOwn\(handleTable\d+, rep\);\n\s*\}/);
     expect(trapsEndTheInstance(kept)).toMatch(/function trampoline\d+\(rep\) \{\n\s*if \(__corralTrap !== undefined\)/);
+  }, 60_000);
+});
+
+describe('guardLiftedLists', () => {
+  it("counts every string jco's glue decodes and every byte list it copies, and refuses a glue that does either another way", async () => {
+    const { glue } = await transpileComponent(readFileSync(GREP), 'grep');
+    const decodes = glue.match(/utf8Decoder\.decode\(/g)!.length;
+    const copies = glue.match(/memory\d+\.buffer\.slice\(/g)!.length;
+    const guarded = guardLiftedLists(glue, 1 << 20);
+    expect(guarded.match(/utf8Decoder\.decode\(__corralStrings\(new Uint8Array\(memory\d+\.buffer, ptr\d+, len\d+\)\)\)/g)).toHaveLength(
+      decodes,
+    );
+    expect(guarded.match(/\.buffer\.slice\(ptr\d+, ptr\d+ \+ __corralBytes\(len\d+ \* \d+\)\)/g)).toHaveLength(copies);
+    const odd = 'export function instantiate() {\n  return utf8Decoder.decode(bytes);\n}\n';
+    expect(() => guardLiftedLists(odd, 1 << 20, 'odd')).toThrow(expect.objectContaining({ details: { reason: 'unguarded_host_calls' } }));
   }, 60_000);
 });
 
