@@ -134,6 +134,8 @@ describe('bundled components, transpiled at build time', () => {
     // Each accepted by one decoder or another: Buffer skips what it cannot read, atob a space.
     for (const damaged of [
       `${base64.slice(0, 40)}*${base64.slice(41)}`,
+      `${base64.slice(0, 42)}==${base64.slice(44)}`,
+      `${base64.slice(0, 40)}\n${base64.slice(41)}`,
       `${base64} `,
       `${base64}===`,
       `${base64}a`,
