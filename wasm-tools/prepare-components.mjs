@@ -1,5 +1,5 @@
 // Run by `npm run build` after validate-specs.mjs: transpiles each bundled
-// component with jco once, here, and writes `<component>.prepared.json`
+// component with jco once, here (its glue rewritten, prepareComponent), and writes `<component>.prepared.json`
 // beside it (packages/wasi/src/prepared-file.ts). Hosts read it instead of
 // running jco at a tool's first call: Node from the installed @corral/tools
 // package, pages as a file the build copies (index.js, preparedUrl). A file
@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { detectWasmKind } from '@corral/core';
-import { decodePreparedFile, encodePreparedFile, transpileComponent } from '@corral/wasi';
+import { decodePreparedFile, encodePreparedFile, prepareComponent } from '@corral/wasi';
 
 const here = new URL('.', import.meta.url).pathname;
 for (const name of readdirSync(here).sort()) {
@@ -21,5 +21,5 @@ for (const name of readdirSync(here).sort()) {
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const out = wasmFile.replace(/\.wasm$/, '.prepared.json');
   if (existsSync(out) && decodePreparedFile(readFileSync(out, 'utf8'), sha256)) continue;
-  writeFileSync(out, encodePreparedFile(sha256, await transpileComponent(bytes, name)));
+  writeFileSync(out, encodePreparedFile(sha256, await prepareComponent(bytes, name)));
 }

@@ -4,6 +4,7 @@
  * there first), then loaded as a function.
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { GLUE_REWRITES } from './prepared-format.js';
 
 export type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
@@ -11,12 +12,38 @@ export type Instantiate = (
   instantiateCore: (module: WebAssembly.Module, imports?: WebAssembly.Imports) => Promise<WebAssembly.Instance>,
 ) => Promise<Record<string, unknown>>;
 
-/** The glue of a transpiled component, rewritten and loaded. */
-export function prepareGlue(glue: string, toolName: string, maxListBytes?: number): Promise<Instantiate> {
+/** The first line of a glue rewriteGlue made: glue rewritten by other code is refused, never run. */
+const REWRITTEN = `// rewritten by corral ${GLUE_REWRITES}\n`;
+const REWRITTEN_BY_OTHER = /^\/\/ rewritten by corral /;
+/** The name under which loadGlue gives the rewritten glue the byte bound guardLiftedLists checks. */
+const MAX_LIST_BYTES = '__corralMaxListBytes';
+
+/**
+ * jco's glue, checked and rewritten (everything here but the memory limit,
+ * which loadGlue is given). Done once per component when it is prepared
+ * (prepareComponent), so the first call in each worker does not spend
+ * ~15 ms on it; a glue already rewritten by this code is kept as it is.
+ * Throws E_REGISTRATION for a component whose glue Corral cannot guard.
+ */
+export function rewriteGlue(glue: string, toolName = 'component'): string {
+  if (glue.startsWith(REWRITTEN)) return glue;
+  if (REWRITTEN_BY_OTHER.test(glue)) {
+    throw new CorralError(
+      ErrorCodes.REGISTRATION,
+      `${toolName} was prepared by another version of Corral; prepare it again from its wasm.`,
+      {
+        reason: 'prepared_by_other_version',
+      },
+    );
+  }
   checkExportNames(glue, toolName);
   const guarded = trapsEndTheInstance(refuseAsyncBuiltins(allocateEmptyStrings(glue), toolName), toolName);
-  const rewritten = guardLiftedLists(guarded, maxListBytes, toolName);
-  return loadGlue(capHandleTables(lighterHostCalls(rewritten), toolName));
+  return REWRITTEN + capHandleTables(lighterHostCalls(guardLiftedLists(guarded, toolName)), toolName);
+}
+
+/** The glue of a component (jco's, or rewriteGlue's), rewritten and loaded for calls with this memory limit. */
+export function prepareGlue(glue: string, toolName: string, maxListBytes?: number): Promise<Instantiate> {
+  return loadGlue(rewriteGlue(glue, toolName), maxListBytes);
 }
 
 /** Every function the glue declares, jco's own and the wrappers of the component's exports. */
@@ -103,12 +130,13 @@ const MODULE_SYNTAX = /^\s*(?:import|export)\b/gm;
  * of the glue's top-level state, as each compile of the tool gets its own
  * modules. A glue of another shape, or a host that refuses eval (a page whose
  * CSP allows data: scripts only), imports it from a data: URL as before.
+ * `maxListBytes` bounds the byte lists one host call lifts (guardLiftedLists).
  */
-export async function loadGlue(source: string): Promise<Instantiate> {
+export async function loadGlue(source: string, maxListBytes = 2 ** 32): Promise<Instantiate> {
   if (GLUE_EXPORT.test(source) && source.match(MODULE_SYNTAX)?.length === 1) {
     const body = `'use strict';\n${source.replace(GLUE_EXPORT, 'function instantiate(').replace(MODULE_URL, 'undefined')}\nreturn instantiate;`;
     try {
-      return new Function(body)() as Instantiate;
+      return new Function(MAX_LIST_BYTES, body)(maxListBytes) as Instantiate;
     } catch (err) {
       // Eval refused, or a glue that only parses as a module (say, a top-level await).
       if (!(err instanceof EvalError || err instanceof SyntaxError)) throw err;
@@ -117,7 +145,8 @@ export async function loadGlue(source: string): Promise<Instantiate> {
   // The glue has no imports of its own, so it loads from a data: URL in any host.
   // Dots are escaped too: Bun reads the text after the URL's last '.' as a file
   // extension and then loads the glue as CommonJS, without its exports.
-  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(source).replaceAll('.', '%2E');
+  const module = `const ${MAX_LIST_BYTES} = ${maxListBytes};\n${source}`;
+  const url = 'data:text/javascript;charset=utf-8,' + encodeURIComponent(module).replaceAll('.', '%2E');
   return ((await import(/* @vite-ignore */ url)) as { instantiate: Instantiate }).instantiate;
 }
 
@@ -249,12 +278,12 @@ export const MAX_LIFTED_STRING_BYTES = 1 << 20;
  *     heap, and 65,536 strings may all name the same 400 MB (that aborted
  *     the host too), so strings are counted against MAX_LIFTED_STRING_BYTES;
  *     a list<u8> is a copy of guest memory outside the heap, counted against
- *     `maxListBytes` (the call's memory limit: one honest list is never
+ *     the `maxListBytes` loadGlue is given (the call's memory limit: one honest list is never
  *     larger; twelve aliased ones reached 3.5 GB of RSS).
  * Past a bound the call traps. Required: a glue that decodes strings or
  * copies lists in another shape is refused.
  */
-export function guardLiftedLists(glue: string, maxListBytes = 2 ** 32, toolName = 'component'): string {
+export function guardLiftedLists(glue: string, toolName = 'component'): string {
   const elements = '__corralLifted';
   const strings = '__corralStringBytes';
   const bytes = '__corralListBytes';
@@ -288,7 +317,7 @@ function __corralStrings(view) {
   return view;
 }
 function __corralBytes(n) {
-  if ((${bytes} += Math.max(0, n)) > ${maxListBytes}) throw new TypeError('list arguments of more than ${maxListBytes} bytes');
+  if ((${bytes} += Math.max(0, n)) > ${MAX_LIST_BYTES}) throw new TypeError('list arguments of more than ' + ${MAX_LIST_BYTES} + ' bytes');
   return n;
 }
 ${guarded}`;

@@ -18,4 +18,5 @@ export {
 export type { SandboxWorkerApi, RunJob } from './worker-api.js';
 export { CorralHost, checkHostOptions, openHostStore, type CorralHostParts, type HostExecutor, type HostOptionKind } from './host.js';
 export { decodePreparedFile } from './prepared-file.js';
-export { PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
+export { PREPARED_FORMAT } from './prepared-format.js';
+export type { PreparedComponent } from './transpile.js';

@@ -13,7 +13,7 @@ export { ComponentRunner, type ComponentRunnerOptions } from './run.js';
 export type { RunRequest, RunnerOptions } from './request.js';
 export { CodeCache, DEFAULT_CACHE_BYTES } from './code-cache.js';
 export { Preview1Runner, checkPreview1Module } from './preview1/index.js';
-export { transpileComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
+export { transpileComponent, prepareComponent, PREPARED_FORMAT, type PreparedComponent } from './transpile.js';
 export { encodePreparedFile, decodePreparedFile } from './prepared-file.js';
 export { declaredImports, checkComponentImports, PROVIDED_INTERFACES } from './component-imports.js';
 export { capModule, capComponentModules } from './limits.js';

@@ -21,6 +21,7 @@ export { sipHash24 } from './fs/metadata-hash.js';
 export {
   lighterHostCalls,
   loadGlue,
+  rewriteGlue,
   capHandleTables,
   checkExportNames,
   guardLiftedLists,

@@ -1,5 +1,7 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { checkComponentImports } from './component-imports.js';
+import { rewriteGlue } from './glue.js';
+export { PREPARED_FORMAT } from './prepared-format.js';
 
 /**
  * A component turned into something a JS engine can instantiate: jco's glue
@@ -19,14 +21,17 @@ export interface PreparedComponent {
 }
 
 /**
- * Names the transpiler and glue format, so caches drop entries made by
- * another jco or another layout. Must match the pinned @bytecodealliance/jco.
- * v2: `imports` holds the declared imports (from the binary), not jco's list
- * of used ones.
+ * A component made ready for workers: transpiled, and its glue checked and
+ * rewritten once (rewriteGlue), not in each worker at its first call. What
+ * hosts cache and the build writes for the bundled tools. Throws
+ * E_REGISTRATION as transpileComponent and rewriteGlue do.
  */
-export const PREPARED_FORMAT = 'jco-1.15.4/v2';
+export async function prepareComponent(bytes: Uint8Array, toolName = 'component'): Promise<PreparedComponent> {
+  const transpiled = await transpileComponent(bytes, toolName);
+  return { ...transpiled, glue: rewriteGlue(transpiled.glue, toolName) };
+}
 
-/** Transpile a component with jco (≈1 s the first time: callers cache the result). */
+/** Transpile a component with jco (≈1 s the first time: callers cache the result); the glue is jco's own. */
 export async function transpileComponent(bytes: Uint8Array, toolName = 'component'): Promise<PreparedComponent> {
   // Before jco: a refused component never reaches the transpiler, and jco's
   // own import list names only the imports a component uses.

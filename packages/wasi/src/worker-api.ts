@@ -12,7 +12,7 @@ import { ComponentRunner } from './run.js';
 import { NOT_LOADED } from './code-cache.js';
 import type { RunRequest, RunnerOptions } from './request.js';
 import { Preview1Runner } from './preview1/index.js';
-import { transpileComponent, type PreparedComponent } from './transpile.js';
+import { prepareComponent, type PreparedComponent } from './transpile.js';
 import { CodeCache } from './code-cache.js';
 import { cleanSpareMemories } from './memory-pool.js';
 
@@ -77,7 +77,7 @@ export function sandboxWorkerApi(options: SandboxWorkerOptions = {}, afterReply:
     job.kind === 'module' ? modules.run(job.key, job.bytes, job.request) : components.run(job.key, job.prepared, job.request);
   return {
     ping: () => true,
-    prepare: (wasm, toolName) => outcomeOf(() => transpileComponent(wasm, toolName)),
+    prepare: (wasm, toolName) => outcomeOf(() => prepareComponent(wasm, toolName)),
     preload: (job) =>
       outcomeOf(() =>
         job.kind === 'module'

@@ -3,10 +3,11 @@
  * pattern over the pinned jco's output: if a jco upgrade changes that
  * output, these fail first, instead of a rewrite silently doing nothing.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { componentEmbed, componentNew, parse } from '@bytecodealliance/jco';
-import { ComponentRunner, transpileComponent } from '@corral/wasi';
+import { ComponentRunner, PREPARED_FORMAT, prepareComponent, transpileComponent } from '@corral/wasi';
 import {
   CappedSink,
   capHandleTables,
@@ -17,9 +18,11 @@ import {
   loadGlue,
   MAX_LIVE_HANDLES,
   refuseAsyncBuiltins,
+  rewriteGlue,
   TRAP_IMPORT,
   trapsEndTheInstance,
 } from '@corral/wasi/internal';
+import { GLUE_REWRITES } from '../src/prepared-format.js';
 
 const GREP = new URL('../../../wasm-tools/grep/grep.wasm', import.meta.url);
 
@@ -355,14 +358,57 @@ describe('guardLiftedLists', () => {
     const { glue } = await transpileComponent(readFileSync(GREP), 'grep');
     const decodes = glue.match(/utf8Decoder\.decode\(/g)!.length;
     const copies = glue.match(/memory\d+\.buffer\.slice\(/g)!.length;
-    const guarded = guardLiftedLists(glue, 1 << 20);
+    const guarded = guardLiftedLists(glue);
     expect(guarded.match(/utf8Decoder\.decode\(__corralStrings\(new Uint8Array\(memory\d+\.buffer, ptr\d+, len\d+\)\)\)/g)).toHaveLength(
       decodes,
     );
     expect(guarded.match(/\.buffer\.slice\(ptr\d+, ptr\d+ \+ __corralBytes\(len\d+ \* \d+\)\)/g)).toHaveLength(copies);
     const odd = 'export function instantiate() {\n  return utf8Decoder.decode(bytes);\n}\n';
-    expect(() => guardLiftedLists(odd, 1 << 20, 'odd')).toThrow(expect.objectContaining({ details: { reason: 'unguarded_host_calls' } }));
+    expect(() => guardLiftedLists(odd, 'odd')).toThrow(expect.objectContaining({ details: { reason: 'unguarded_host_calls' } }));
   }, 60_000);
+});
+
+describe('rewriteGlue', () => {
+  it('is named by the SHA-256 of the rewrites, so caches of glue rewritten by other code are never used', () => {
+    const source = readFileSync(new URL('../src/glue.ts', import.meta.url));
+    const hash = createHash('sha256').update(source).digest('hex').slice(0, 12);
+    expect(GLUE_REWRITES, `glue.ts changed: set GLUE_REWRITES in prepared-format.ts to '${hash}'`).toBe(hash);
+    expect(PREPARED_FORMAT).toContain(GLUE_REWRITES);
+  });
+
+  it('rewrites a glue once, when the component is prepared, and refuses glue another version rewrote', async () => {
+    const wasm = readFileSync(GREP);
+    const [{ glue }, prepared] = await Promise.all([transpileComponent(wasm, 'grep'), prepareComponent(wasm, 'grep')]);
+    expect(prepared.glue).toBe(rewriteGlue(glue, 'grep'));
+    expect(prepared.glue.startsWith(`// rewritten by corral ${GLUE_REWRITES}\n`)).toBe(true);
+    expect(prepared.glue).toContain('__corralTrap');
+    // Rewritten by this code: kept as it is, not guarded twice.
+    expect(rewriteGlue(prepared.glue, 'grep')).toBe(prepared.glue);
+    const other = prepared.glue.replace(GLUE_REWRITES, '000000000000');
+    expect(() => rewriteGlue(other, 'grep')).toThrow(expect.objectContaining({ details: { reason: 'prepared_by_other_version' } }));
+  }, 60_000);
+
+  it("bounds a host call's byte lists by the memory limit the glue is loaded with", async () => {
+    // A host call copying a list of bytes out of guest memory, as jco lifts a list<u8>.
+    const glue = guardLiftedLists(
+      [
+        'const memory0 = { buffer: new ArrayBuffer(4096) };',
+        'function trampoline0(ptr0, len0) {',
+        '  return memory0.buffer.slice(ptr0, ptr0 + len0 * 1).byteLength;',
+        '}',
+        'export function instantiate() { return trampoline0; }',
+        '',
+      ].join('\n'),
+    );
+    for (const source of [glue, `await 0;\n${glue}`]) {
+      // The second only parses as a module, and is imported as one.
+      const lift = ((await loadGlue(source, 1500)) as unknown as () => (ptr: number, len: number) => number)();
+      expect(lift(0, 1500)).toBe(1500);
+      expect(() => lift(0, 1501)).toThrow('list arguments of more than 1500 bytes');
+      const roomy = ((await loadGlue(source, 4096)) as unknown as () => (ptr: number, len: number) => number)();
+      expect(roomy(0, 4096)).toBe(4096);
+    }
+  });
 });
 
 describe('loadGlue', () => {
