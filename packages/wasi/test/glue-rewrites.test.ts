@@ -71,8 +71,8 @@ describe('lighterHostCalls', () => {
 
 describe('checkExportNames', () => {
   /** A command component that also exports `names` (a function each) in an interface x:y/z and at its root. */
-  const exporting = async (names: string[], root: string[] = []) => {
-    const wat = `(component
+  const exportingComponent = (names: string[], root: string[] = []) =>
+    parse(`(component
       (core module $m (func (export "run") (result i32) i32.const 0) (func (export "f")))
       (core instance $i (instantiate $m))
       (func $run (result (result)) (canon lift (core func $i "run")))
@@ -81,9 +81,10 @@ describe('checkExportNames', () => {
       (export "wasi:cli/run@0.2.3" (instance $runi))
       (instance $x ${names.map((n) => `(export "${n}" (func $f))`).join(' ')})
       (export "x:y/z" (instance $x))
-      ${root.map((n) => `(export "${n}" (func $f))`).join(' ')})`;
-    return (await transpileComponent(await parse(wat), 'names')).glue;
-  };
+      ${root.map((n) => `(export "${n}" (func $f))`).join(' ')})`);
+  /** Its glue, as jco writes it. */
+  const exporting = async (names: string[], root: string[] = []) =>
+    (await transpileComponent(await exportingComponent(names, root), 'names')).glue;
 
   it("refuses exports that jco names like its glue's functions or values, and lets other names be", async () => {
     // jco calls the wrapper of `start-current-task` startCurrentTask: its own helper's name.
@@ -125,18 +126,7 @@ world w { import wasi:clocks/monotonic-clock@0.2.0; export wasi:cli/run@0.2.0; e
   }, 60_000);
 
   it('refuses such a tool before it runs: E_REGISTRATION naming the export', async () => {
-    const prepared = await transpileComponent(
-      await parse(`(component
-      (core module $m (func (export "run") (result i32) i32.const 0) (func (export "f")))
-      (core instance $i (instantiate $m))
-      (func $run (result (result)) (canon lift (core func $i "run")))
-      (func $f (canon lift (core func $i "f")))
-      (instance $runi (export "run" (func $run)))
-      (export "wasi:cli/run@0.2.3" (instance $runi))
-      (instance $x (export "start-current-task" (func $f)))
-      (export "x:y/z" (instance $x)))`),
-      'names',
-    );
+    const prepared = await transpileComponent(await exportingComponent(['start-current-task']), 'names');
     const run = new ComponentRunner().run('names', prepared, {
       toolName: 'names',
       stdin: new Uint8Array(),
