@@ -16,8 +16,9 @@
  *   leaving a bundle of older code beside newer modules. (@corral/node
  *   bundled the same way started no faster: its static graph is ~40 files,
  *   and the time goes to compiling their bytes, not to finding them.)
- * - The Node sandbox worker becomes `dist/worker.bundle.js`, one file
- *   instead of ~40 ES modules: each new worker thread loads its scripts
+ * - The Node sandbox worker becomes `dist/worker.bundle.cjs` (CommonJS,
+ *   for Node) and `dist/worker.bundle.js` (an ES module, for Bun and Deno),
+ *   one file instead of ~40 ES modules: each new worker thread loads its scripts
  *   again, so this is on the path of every cold start and every replacement
  *   after a kill. The pool uses the bundle only when it is newer than every
  *   package it holds (pool.ts), so a tree rebuilt with `tsc -b` alone runs the
@@ -125,11 +126,18 @@ for (const pkg of ['core', 'wasi', 'workflow']) {
 // transpile) stays external. It sits in dist/ beside worker.js, since code in
 // it finds files relative to itself (host-fs.js: the native file-times addon
 // at ../build/Release).
+// Twice: as CommonJS for Node (pool.ts) and as an ES module for Bun and Deno.
 const nodeDist = join(root, 'packages', 'node', 'dist');
-rmSync(join(nodeDist, 'worker.bundle.js'), { force: true });
-await bundle(join(nodeDist, 'worker.js'), nodeDist, {
-  platform: 'node',
-  external: (id) => id.startsWith('@bytecodealliance/'),
-  fileName: 'worker.bundle.js',
-});
-if (!existsSync(join(nodeDist, 'worker.bundle.js'))) throw new Error('bundle.mjs: the worker bundle was not written');
+for (const [fileName, format] of [
+  ['worker.bundle.js', 'esm'],
+  ['worker.bundle.cjs', 'cjs'],
+]) {
+  rmSync(join(nodeDist, fileName), { force: true });
+  await bundle(join(nodeDist, 'worker.js'), nodeDist, {
+    platform: 'node',
+    format,
+    external: (id) => id.startsWith('@bytecodealliance/'),
+    fileName,
+  });
+  if (!existsSync(join(nodeDist, fileName))) throw new Error(`bundle.mjs: the worker bundle ${fileName} was not written`);
+}

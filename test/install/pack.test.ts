@@ -243,7 +243,8 @@ describe('the packed packages, installed in an empty folder', () => {
         }
         // Built files with no source of their own (scripts/bundle.mjs): the sandbox worker bundled,
         // and the chunks a bundled package's entry points share.
-        if (manifest.name === '@corral/node') expect(has.has('dist/worker.bundle.js'), `${where}dist/worker.bundle.js`).toBe(true);
+        if (manifest.name === '@corral/node')
+          for (const bundle of ['dist/worker.bundle.js', 'dist/worker.bundle.cjs']) expect(has.has(bundle), `${where}${bundle}`).toBe(true);
         const bundled = (f: string) => f === 'dist/worker.bundle.js' || /^dist\/_chunk-[\w-]+\.js$/.test(f);
         for (const f of files.filter((f) => f.startsWith('dist/') && f.endsWith('.js') && !bundled(f))) {
           expect(has.has(f.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')), `${where}${f} has no source`).toBe(true);

@@ -6,28 +6,36 @@ import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
-import { warnUnenforcedLimits } from './runtime.js';
+import { hostRuntime, warnUnenforcedLimits } from './runtime.js';
 import { packagePath, packageUrl } from './package-files.js';
 
 export type { TaskOptions } from '@corral/wasi/host-kit';
 
 /**
- * The worker script: the one-file bundle `npm run build` makes
- * (scripts/bundle.mjs), from which a thread boots ~70 ms sooner than from
- * its ~40 modules. In a checkout where `tsc -b` rebuilt a package the bundle
- * holds after it was made, the modules themselves, so no stale code runs
- * (the build info files exist only in a checkout).
+ * Whether `file`, made by `npm run build` (scripts/bundle.mjs), holds the
+ * code the packages hold now: in a checkout where `tsc -b` rebuilt a
+ * package after it was made, it does not (the build info files exist only
+ * in a checkout), and the modules themselves run instead of stale code.
  */
-function workerUrl(): URL {
-  const modules = packageUrl('dist/worker.js');
-  const bundle = packageUrl('dist/worker.bundle.js');
-  const bundled = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs;
-  if (bundled === undefined) return modules;
+function freshBundle(file: string): boolean {
+  const bundled = statSync(packagePath(file), { throwIfNoEntry: false })?.mtimeMs;
+  if (bundled === undefined) return false;
   for (const pkg of ['../core/', '../wasi/', '']) {
     const rebuilt = statSync(packagePath(`${pkg}tsconfig.tsbuildinfo`), { throwIfNoEntry: false })?.mtimeMs;
-    if (rebuilt !== undefined && rebuilt > bundled) return modules;
+    if (rebuilt !== undefined && rebuilt > bundled) return false;
   }
-  return bundle;
+  return true;
+}
+
+/**
+ * The worker script: the one-file bundle `npm run build` makes, from which a
+ * thread boots ~70 ms sooner than from its ~40 modules. In Node, its
+ * CommonJS form: an ES module first starts the thread's module loader, ~7 ms
+ * of every cold start's first call. Bun and Deno take the ES module.
+ */
+function workerUrl(): URL {
+  if (hostRuntime().name === 'node' && freshBundle('dist/worker.bundle.cjs')) return packageUrl('dist/worker.bundle.cjs');
+  return packageUrl(freshBundle('dist/worker.bundle.js') ? 'dist/worker.bundle.js' : 'dist/worker.js');
 }
 let defaultWorkerUrl: URL | undefined;
 
@@ -112,7 +120,7 @@ export class SandboxWorker implements PoolWorker {
       // Not the parent's flags: from `node --input-type=module -e …` they made
       // every worker fail to start, and --import/--loader/--inspect would run
       // the host's own hooks or debugger inside the sandbox. The worker is
-      // plain compiled ESM and needs no flag.
+      // plain compiled JS and needs no flag.
       execArgv: [],
       workerData: { toolCacheBytes: options.toolCacheBytes },
       // A tool never sees the host's environment, and the worker needs none of it.
