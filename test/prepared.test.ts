@@ -92,6 +92,34 @@ describe('bundled components, transpiled at build time', () => {
     );
   }, 60_000);
 
+  it('a cache entry whose glue another version of Corral rewrote is prepared again, and the new one kept', async () => {
+    // A cache of one's own that does not key its entries by PREPARED_FORMAT.
+    const folder = join(scratch, 'stale', 'diff-summary');
+    mkdirSync(folder, { recursive: true });
+    for (const file of ['tool-spec.json', 'diff-summary.wasm']) copyFileSync(join(TOOLS, 'diff-summary', file), join(folder, file));
+    const sha256 = createHash('sha256')
+      .update(readFileSync(join(folder, 'diff-summary.wasm')))
+      .digest('hex');
+    const real = decodePreparedFile(readFileSync(join(TOOLS, 'diff-summary', 'diff-summary.prepared.json'), 'utf8'), sha256)!;
+    const stale = { ...real, glue: real.glue.replace(/^\/\/ rewritten by corral \w+/, '// rewritten by corral 000000000000') };
+    expect(stale.glue).not.toBe(real.glue);
+    const kept: string[] = [];
+    const cache = { get: async () => stale, set: async (_key: string, prepared: { glue: string }) => void kept.push(prepared.glue) };
+    const { corral, transpiles } = await fresh({
+      bundled: false,
+      toolDirs: [join(scratch, 'stale')],
+      cache: cache as unknown as ComponentCache,
+    });
+    try {
+      const r = await corral.invoke('diff-summary', DIFF);
+      expect(r.error).toBeNull();
+      expect(transpiles.map((e) => e.name)).toEqual(['diff-summary']);
+      expect(kept).toEqual([real.glue]);
+    } finally {
+      await corral.close();
+    }
+  }, 60_000);
+
   it('a prepared form that never arrives (a stalled fetch) is given up on after the prepare time limit', async () => {
     const { corral } = await fresh({ prepareTimeoutMs: 300 });
     try {

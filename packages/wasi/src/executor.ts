@@ -15,6 +15,7 @@ import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
 import { NOT_LOADED } from './code-cache.js';
+import { rewrittenByOtherVersion } from './prepared-format.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
 import type { PreloadJob, RunJob, SandboxWorkerApi } from './worker-api.js';
 
@@ -98,7 +99,11 @@ async function runOn(
   return outcome.value;
 }
 
-/** Where a host keeps transpiled components between runs (disk in Node, IndexedDB in browsers). */
+/**
+ * Where a host keeps transpiled components between runs (disk in Node,
+ * IndexedDB in browsers). An entry another version of Corral made is
+ * prepared again: key entries by PREPARED_FORMAT to keep versions apart.
+ */
 export interface PreparedComponentStore {
   get(sha256: string): Promise<PreparedComponent | undefined>;
   set(sha256: string, prepared: PreparedComponent): Promise<void>;
@@ -344,7 +349,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const prebuilt = await this.#loadPrebuilt(key);
     if (prebuilt) return prebuilt;
     const cached = await this.#options.cache?.get(key);
-    if (cached) return cached;
+    if (cached && !rewrittenByOtherVersion(cached.glue)) return cached;
     onTranspile?.();
     let finish = () => {};
     const finished = new Promise<void>((resolve) => (finish = resolve));

@@ -4,7 +4,7 @@
  * there first), then loaded as a function.
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
-import { GLUE_REWRITES } from './prepared-format.js';
+import { GLUE_REWRITES, REWRITTEN_MARK, rewrittenByOtherVersion } from './prepared-format.js';
 
 export type Instantiate = (
   getCoreModule: (name: string) => WebAssembly.Module,
@@ -13,8 +13,7 @@ export type Instantiate = (
 ) => Promise<Record<string, unknown>>;
 
 /** The first line of a glue rewriteGlue made: glue rewritten by other code is refused, never run. */
-const REWRITTEN = `// rewritten by corral ${GLUE_REWRITES}\n`;
-const REWRITTEN_BY_OTHER = /^\/\/ rewritten by corral /;
+const REWRITTEN = `${REWRITTEN_MARK}${GLUE_REWRITES}\n`;
 /** The name under which loadGlue gives the rewritten glue the byte bound guardLiftedLists checks. */
 const MAX_LIST_BYTES = '__corralMaxListBytes';
 
@@ -27,7 +26,7 @@ const MAX_LIST_BYTES = '__corralMaxListBytes';
  */
 export function rewriteGlue(glue: string, toolName = 'component'): string {
   if (glue.startsWith(REWRITTEN)) return glue;
-  if (REWRITTEN_BY_OTHER.test(glue)) {
+  if (rewrittenByOtherVersion(glue)) {
     throw new CorralError(
       ErrorCodes.REGISTRATION,
       `${toolName} was prepared by another version of Corral; prepare it again from its wasm.`,

@@ -3,7 +3,7 @@
  * first 12 hex digits of that file's SHA-256 (glue-rewrites.test.ts checks
  * it, so a change to the rewrites cannot keep the old name).
  */
-export const GLUE_REWRITES = 'c2dd1e5520f1';
+export const GLUE_REWRITES = '32febdf79c54';
 
 /**
  * Names the transpiler and glue format, so caches drop entries made by
@@ -14,3 +14,15 @@ export const GLUE_REWRITES = 'c2dd1e5520f1';
  * the transpiler or the rewrites.
  */
 export const PREPARED_FORMAT = `jco-1.15.4/v3/${GLUE_REWRITES}`;
+
+/** How a glue Corral rewrote begins (glue.ts): this, then the GLUE_REWRITES that did it. */
+export const REWRITTEN_MARK = '// rewritten by corral ';
+
+/**
+ * Whether a glue was rewritten by other rewrites than these: a stale entry
+ * of a cache not keyed by PREPARED_FORMAT, which a host prepares again
+ * (glue.ts refuses to run it).
+ */
+export function rewrittenByOtherVersion(glue: string): boolean {
+  return glue.startsWith(REWRITTEN_MARK) && !glue.startsWith(`${REWRITTEN_MARK}${GLUE_REWRITES}\n`);
+}
