@@ -45,6 +45,53 @@ describe('the worker pool', () => {
     expect(corral.executor.pool.queued).toBe(0);
   }, 180_000);
 
+  // Inputs are encoded into buffers that go to the worker and come back for later calls
+  // (input-buffers.ts), and a large input's memory starts with room for it (memory-pool.ts).
+  it('4 callers with large inputs of shrinking sizes: each call sees its own input, whole and alone', async () => {
+    const KiB = 1024;
+    const sizes = [900 * KiB, 800 * KiB, 700 * KiB, 600 * KiB, 500 * KiB];
+    const caller = async (c: number) => {
+      for (let round = 0; round < sizes.length; round++) {
+        const text = `${c}:${round}:`.padEnd(sizes[(c + round) % sizes.length]!, String.fromCharCode(97 + c));
+        const r = await corral.invoke('echo', { text });
+        expect(r.error).toBeNull();
+        const echoed = (r.output as { text: string }).text;
+        expect(echoed.length).toBe(text.length);
+        expect(echoed === text).toBe(true);
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(caller));
+  }, 60_000);
+
+  it('hands a moved input back to the caller that gave it up, and leaves one it kept alone', async () => {
+    const tool = corral.registry.resolve('echo');
+    const request = (stdin: Uint8Array) => ({
+      tool,
+      stdin,
+      args: ['echo'],
+      env: {},
+      mounts: [],
+      timeoutMs: 5_000,
+      outputLimitBytes: 2 ** 20,
+      memoryLimitBytes: 64 * 2 ** 20,
+      diskLimitBytes: 0,
+    });
+    const input = new TextEncoder().encode(JSON.stringify({ text: 'x'.repeat(100_000) }));
+    const given = input.slice();
+    const returned: Uint8Array[] = [];
+    const moved = await corral.executor.execute({ ...request(given), stdinTransferable: true, returnStdin: (b) => returned.push(b) });
+    expect(moved.exitCode).toBe(0);
+    expect(given.byteLength).toBe(0); // moved to the worker
+    expect(returned).toHaveLength(1);
+    expect(returned[0]).toEqual(input);
+
+    const kept = input.slice();
+    const copied = await corral.executor.execute({ ...request(kept), returnStdin: (b) => returned.push(b) });
+    expect(copied.exitCode).toBe(0);
+    expect(kept).toEqual(input);
+    expect(returned).toHaveLength(1);
+  });
+
   it('refuses a call when its queue is full, with E_RESOURCE_EXHAUSTED (queue)', async () => {
     const pool = new WorkerPool({ size: 1, maxQueue: 2 });
     try {

@@ -83,11 +83,17 @@ export interface ExecutionRequest {
   /** Cancels the call; the executor stops the tool. */
   signal?: AbortSignal;
   /**
-   * The executor may take `stdin`'s buffer (move it to a worker instead of
-   * copying it), leaving it detached once the call starts. The invoke
-   * pipeline sets it for the bytes it encoded itself.
+   * The executor may take `stdin`'s buffer, all of it (move it to a worker
+   * instead of copying it), leaving it detached once the call starts. The
+   * invoke pipeline sets it for the bytes it encoded itself.
    */
   stdinTransferable?: boolean;
+  /**
+   * Where an executor that took `stdin`'s buffer may hand it back once the
+   * call is over, for a later call's input to be encoded into: memory the
+   * process has written before costs no page faults.
+   */
+  returnStdin?: (stdin: Uint8Array) => void;
 }
 
 /** What an executor reports back. It never throws for tool failures. */

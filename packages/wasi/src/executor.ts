@@ -70,30 +70,34 @@ function runJob(worker: ExecutorWorker, key: string, program: Program, request: 
   return worker.loaded.has(key) ? { kind: program.kind, key, request } : { ...program, key, request };
 }
 
+/** Send a job, with its input's buffer moved rather than copied when the caller gave it up. */
+function send(worker: ExecutorWorker, job: RunJob, moveStdin: boolean) {
+  return worker.api.run(moveStdin ? transfer(job, [job.request.stdin.buffer as ArrayBuffer]) : job);
+}
+
 /**
  * Run a job on a worker and keep `worker.loaded` true to what it holds: a
  * worker evicts code over its byte budget (code-cache.ts), and answers a key it
  * no longer holds with NOT_LOADED before running anything; the program is
  * then sent again. A job that carries its program is never refused so.
+ * The worker gives the input back with every answer (worker-api.ts): a
+ * moved input goes back to the caller through `returnStdin`.
  */
 async function runOn(
   worker: ExecutorWorker,
   key: string,
   program: Program,
   request: RunRequest,
-  stdinTransferable = false,
+  given: Pick<ExecutionRequest, 'stdinTransferable' | 'returnStdin'> = {},
 ): Promise<ExecutionResult> {
-  // The input moves to the worker rather than being copied, when the caller gave its buffer up.
-  const { stdin } = request;
-  const movable = stdinTransferable && stdin.buffer instanceof ArrayBuffer && stdin.byteLength === stdin.buffer.byteLength;
-  const job = runJob(worker, key, program, request);
-  let outcome = await worker.api.run(movable ? transfer(job, [stdin.buffer as ArrayBuffer]) : job);
+  const moveStdin = given.stdinTransferable === true && request.stdin.buffer instanceof ArrayBuffer;
+  let outcome = await send(worker, runJob(worker, key, program, request), moveStdin);
   if (!outcome.ok && outcome.error.details?.reason === NOT_LOADED) {
     worker.loaded.delete(key);
-    // A moved input comes back with the refusal (worker-api.ts).
-    const again = { ...request, stdin: outcome.stdin ?? stdin };
-    outcome = await worker.api.run(runJob(worker, key, program, again));
+    const again = { ...request, stdin: outcome.stdin ?? request.stdin };
+    outcome = await send(worker, runJob(worker, key, program, again), moveStdin && outcome.stdin !== undefined);
   }
+  if (moveStdin && outcome.stdin) given.returnStdin?.(outcome.stdin);
   if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
   worker.loaded.add(key);
   return outcome.value;
@@ -192,7 +196,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
       diskLimitBytes: request.diskLimitBytes,
     };
     this.#remember(key, program, runRequest);
-    return this.pool.run((worker) => runOn(worker, key, program, runRequest, request.stdinTransferable === true), {
+    return this.pool.run((worker) => runOn(worker, key, program, runRequest, request), {
       timeoutMs: request.timeoutMs,
       ...(request.signal ? { signal: request.signal } : {}),
       onTimeout: () =>

@@ -5,11 +5,10 @@
  * what it does around a call). Hosts drive it through comlink
  * (`PoolExecutor`).
  */
-import { expose, type Endpoint } from 'comlink';
+import { expose, transfer, type Endpoint } from 'comlink';
 import { outcomeOf, type Outcome } from './worker-outcome.js';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner } from './run.js';
-import { NOT_LOADED } from './code-cache.js';
 import type { RunRequest, RunnerOptions } from './request.js';
 import { Preview1Runner } from './preview1/index.js';
 import { prepareComponent, type PreparedComponent } from './transpile.js';
@@ -39,7 +38,7 @@ export interface SandboxWorkerApi {
   ping(): true;
   /** Transpile a component (the host caches the result by content hash). */
   prepare(wasm: Uint8Array, toolName: string): Promise<Outcome<PreparedComponent>>;
-  /** Run one call in a fresh instance. A call refused as not_loaded gives its input back (`stdin`), since the host may have moved it here. */
+  /** Run one call in a fresh instance. Every answer gives the input back (`stdin`, moved): the host may have moved it here, and reuses it. */
   run(job: RunJob): Promise<Outcome<ExecutionResult> & { stdin?: Uint8Array }>;
   /** Compile code ahead of its first call (no guest code runs). */
   preload(job: PreloadJob): Promise<Outcome<void>>;
@@ -92,9 +91,19 @@ export function sandboxWorkerApi(options: SandboxWorkerOptions = {}, afterReply:
         if (job.kind === 'component') components.prepareNext();
         cleanSpareMemories();
       });
-      return !outcome.ok && outcome.error.details?.reason === NOT_LOADED ? { ...outcome, stdin: job.request.stdin } : outcome;
+      return withInput(outcome, job.request.stdin);
     },
   };
+}
+
+/**
+ * A run's answer with its input, moved back: nothing in the worker reads
+ * it once the run is over. A buffer already gone (length 0, or shared
+ * memory, which cannot move) stays behind.
+ */
+function withInput<T extends object>(answer: T, stdin: Uint8Array): T & { stdin?: Uint8Array } {
+  const { buffer } = stdin;
+  return buffer instanceof ArrayBuffer && buffer.byteLength > 0 ? transfer({ ...answer, stdin }, [buffer]) : answer;
 }
 
 /**
