@@ -40,5 +40,7 @@ export {
   MAX_POOLED_PAGES,
   MAX_REUSES,
   MAX_SPARES,
+  MAX_SPARE_BYTES,
+  MAX_SPARES_BYTES,
 } from './memory-pool.js';
 export { readIndirection, newIndirection, standIns, type Shim, type Fixup } from './indirection.js';

@@ -6,14 +6,15 @@
  * guarded address range (mmap, munmap, TLB shootdowns), not the module. So a
  * module that defines exactly one small memory is rewritten to import it
  * instead (`importOwnMemory`, applied after the caps of limits.ts), and each
- * call is handed a memory from its module's `MemoryPool`: a new one, or the
- * previous call's, zeroed.
+ * call is handed a memory from its module's `MemoryPool`: a new one, or an
+ * earlier call's, zeroed.
  *
  * What a call sees stays independent of earlier calls:
- *   - every call starts with the same number of pages (`MemoryPool.pages`:
- *     the declared minimum, raised to POOLED_PAGES when the cap allows), new
- *     memory or reused; a memory that grew past that size is not reused, so
- *     its size tells the next call nothing;
+ *   - every call starts with a number of pages set by its own input's size
+ *     (`MemoryPool.pagesFor`: the declared minimum, raised to POOLED_PAGES
+ *     when the cap allows, and to room for a large input), new memory or
+ *     reused; a memory that grew past its start is not reused, so its size
+ *     tells the next call nothing;
  *   - a reused memory is zeroed before any guest code sees it, and active data
  *     segments are written again by instantiation, as for a new memory;
  *   - the maximum is the module's capped maximum, unchanged.
@@ -62,8 +63,8 @@ export const MAX_POOLED_PAGES = 32;
 
 /**
  * Spare memories one worker keeps, across all its pools (the least recently
- * released dropped first): at most 64 × 2 MiB resident, and as many address
- * ranges reserved. A pool lives as long as its compiled code (code-cache.ts
+ * released dropped first): at most MAX_SPARES_BYTES resident, and as many
+ * address ranges reserved. A pool lives as long as its compiled code (code-cache.ts
  * bounds code bytes, not memories), so without this bound every small tool,
  * and every memory cap a call asked for, kept a spare: 512 KiB resident
  * apiece, and at ~13,000 memories V8 refuses any new one in the process.
@@ -290,12 +291,18 @@ function importEntries(body: Uint8Array): { count: number; entriesStart: number 
  * module its memory, `release` gives them all back once the call is over.
  */
 export class MemoryLeases {
+  readonly #inputBytes: number;
   readonly #taken: Array<[MemoryPool, WebAssembly.Memory]> = [];
+
+  /** `inputBytes`: the size of the call's input, which sets where its memories start (MemoryPool.pagesFor). */
+  constructor(inputBytes = 0) {
+    this.#inputBytes = inputBytes;
+  }
 
   /** The imports for `module`, with its pooled memory added when it has a pool. */
   imports(pool: MemoryPool | undefined, imports: WebAssembly.Imports | undefined): WebAssembly.Imports {
     if (!pool) return imports ?? {};
-    const memory = pool.acquire();
+    const memory = pool.acquire(pool.pagesFor(this.#inputBytes));
     this.#taken.push([pool, memory]);
     return { ...imports, [POOL_IMPORT_MODULE]: { [POOL_IMPORT_NAME]: memory } };
   }
@@ -305,8 +312,35 @@ export class MemoryLeases {
   }
 }
 
-/** The pools of this worker that hold a spare, the least recently released first (a Set keeps insertion order). */
-const withSpare = new Set<MemoryPool>();
+/**
+ * Room a call's memory starts with for its input: reading it whole into a
+ * buffer that doubles as it fills, then parsing it, took a Rust tool 4.05×
+ * its input (diff-summary on 1 MB) past what it uses anyway (the first 256 KiB).
+ */
+const INPUT_ROOM = 4;
+const ROOM_BEYOND_INPUT = 256 * 1024;
+
+/**
+ * The largest memory kept as a spare (16 MiB), and all of a worker's spares
+ * together (64 MiB): a spare stays resident, where a new memory's pages cost
+ * nothing until the guest writes them.
+ */
+export const MAX_SPARE_BYTES = 16 * 2 ** 20;
+export const MAX_SPARES_BYTES = 64 * 2 ** 20;
+
+/** A memory kept for the next call of its pool that starts with `pages`. */
+interface Spare {
+  /** Its pool's spares, by the pages they start with. */
+  home: Map<number, Spare>;
+  memory: WebAssembly.Memory;
+  pages: number;
+  /** It still holds the last call's data. */
+  dirty: boolean;
+}
+
+/** This worker's spares, the least recently released first (a Set keeps insertion order), and their bytes. */
+const spares = new Set<Spare>();
+let sparesBytes = 0;
 
 /**
  * Zero every spare memory still holding its last call's data: a worker does
@@ -316,24 +350,36 @@ const withSpare = new Set<MemoryPool>();
  * reaches its timers late, and the next call then zeroed its memory itself.
  */
 export function cleanSpareMemories(): void {
-  for (const pool of withSpare) pool.cleanSpare();
+  for (const spare of spares) if (spare.dirty) clean(spare);
+}
+
+function clean(spare: Spare): void {
+  new Uint8Array(spare.memory.buffer).fill(0);
+  spare.dirty = false;
+}
+
+function dropSpare(spare: Spare): void {
+  if (!spares.delete(spare)) return;
+  sparesBytes -= spare.pages * WASM_PAGE_BYTES;
+  if (spare.home.get(spare.pages) === spare) spare.home.delete(spare.pages);
 }
 
 /**
- * The memory of one pooled module, kept between its calls in one worker.
- * One call at a time uses it (a worker runs one call at a time, and a
+ * The memories of one pooled module, kept between its calls in one worker.
+ * One call at a time uses a memory (a worker runs one call at a time, and a
  * module is instantiated once per call): `acquire` before instantiating,
- * `release` once the call is over.
+ * `release` once the call is over. A call starts with `pagesFor` its input,
+ * and is given a spare of that size when there is one: what a call sees
+ * depends on its own input only.
  */
 export class MemoryPool {
-  /** Pages every call's memory starts with. */
+  /** Pages a call with a small input starts with. */
   readonly pages: number;
   readonly maxPages: number;
-  #spare: WebAssembly.Memory | undefined;
-  /** The spare still holds the last call's data. */
-  #dirty = false;
-  /** Calls the spare has served. */
-  #uses = 0;
+  /** Spares by the pages they start with. */
+  readonly #spares = new Map<number, Spare>();
+  /** Each memory out on a call: the pages it started with, and the calls it has served. */
+  readonly #out = new WeakMap<WebAssembly.Memory, { pages: number; uses: number }>();
   /** Its code was dropped from the worker's code cache: nothing is kept for a next call. */
   #disposed = false;
 
@@ -342,54 +388,65 @@ export class MemoryPool {
     this.pages = Math.max(module.minPages, Math.min(POOLED_PAGES, module.maxPages));
   }
 
-  acquire(): WebAssembly.Memory {
-    const spare = this.#spare;
-    this.#spare = undefined;
-    withSpare.delete(this);
+  /**
+   * Pages a call with `inputBytes` of input starts with: `pages`, or room
+   * for reading and parsing that input (INPUT_ROOM), whichever is more, up
+   * to the cap. Rounded up to an eighth of a power of two, so calls of
+   * similar sizes share spares. A call that grows its memory is not given it
+   * again, and pays a page fault (~10 µs here) for every 4 KiB it touches
+   * past its start: ~7 ms of a 1 MB diff-summary call before this room.
+   */
+  pagesFor(inputBytes: number): number {
+    const wanted = Math.ceil((INPUT_ROOM * inputBytes + ROOM_BEYOND_INPUT) / WASM_PAGE_BYTES);
+    if (wanted <= this.pages) return this.pages;
+    const step = 2 ** Math.max(0, Math.floor(Math.log2(wanted)) - 3);
+    return Math.min(Math.ceil(wanted / step) * step, this.maxPages);
+  }
+
+  acquire(pages: number = this.pages): WebAssembly.Memory {
+    const spare = this.#spares.get(pages);
     if (!spare) {
-      this.#uses = 1;
-      return new WebAssembly.Memory({ initial: this.pages, maximum: this.maxPages });
+      const memory = new WebAssembly.Memory({ initial: pages, maximum: this.maxPages });
+      this.#out.set(memory, { pages, uses: 1 });
+      return memory;
     }
-    this.#uses++;
-    if (this.#dirty) this.#clean(spare);
-    return spare;
+    dropSpare(spare);
+    if (spare.dirty) clean(spare);
+    const served = this.#out.get(spare.memory)!;
+    served.uses++;
+    return spare.memory;
   }
 
   /**
-   * Keep the memory for the next call if it did not grow and has not served
-   * MAX_REUSES calls; it is zeroed after the current task, or at the next acquire.
+   * Keep the memory for the next call that starts with its size, if it did
+   * not grow (its size then tells that call nothing), has not served
+   * MAX_REUSES calls and is not over MAX_SPARE_BYTES. It is zeroed after
+   * the current task, or at the next acquire.
    */
   release(memory: WebAssembly.Memory): void {
-    if (this.#disposed || memory.buffer.byteLength !== this.pages * WASM_PAGE_BYTES || this.#uses >= MAX_REUSES) return;
-    this.#spare = memory;
-    this.#dirty = true;
-    withSpare.delete(this);
-    withSpare.add(this);
-    for (const pool of withSpare) {
-      if (withSpare.size <= MAX_SPARES) break;
-      pool.#spare = undefined;
-      withSpare.delete(pool);
+    const served = this.#out.get(memory);
+    if (!served || this.#disposed || served.uses >= MAX_REUSES) return;
+    const bytes = served.pages * WASM_PAGE_BYTES;
+    if (memory.buffer.byteLength !== bytes || bytes > MAX_SPARE_BYTES) return;
+    const old = this.#spares.get(served.pages);
+    if (old) dropSpare(old);
+    const spare: Spare = { home: this.#spares, memory, pages: served.pages, dirty: true };
+    this.#spares.set(served.pages, spare);
+    spares.add(spare);
+    sparesBytes += bytes;
+    for (const oldest of spares) {
+      if (spares.size <= MAX_SPARES && sparesBytes <= MAX_SPARES_BYTES) break;
+      dropSpare(oldest);
     }
     setTimeout(() => {
-      if (this.#spare === memory && this.#dirty) this.#clean(memory);
+      if (spare.dirty && spares.has(spare)) clean(spare);
     }, 0);
   }
 
-  /** Drop the spare and keep none from now on (the module's code was evicted; a call still running gives its memory back to no one). */
+  /** Drop the spares and keep none from now on (the module's code was evicted; a call still running gives its memory back to no one). */
   dispose(): void {
     this.#disposed = true;
-    this.#spare = undefined;
-    withSpare.delete(this);
-  }
-
-  /** Zero the spare now, if it holds the last call's data. */
-  cleanSpare(): void {
-    if (this.#spare && this.#dirty) this.#clean(this.#spare);
-  }
-
-  #clean(memory: WebAssembly.Memory): void {
-    new Uint8Array(memory.buffer).fill(0);
-    this.#dirty = false;
+    for (const spare of [...this.#spares.values()]) dropSpare(spare);
   }
 }
 

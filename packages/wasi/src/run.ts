@@ -71,8 +71,11 @@ interface Instance {
   trap(): { error: unknown } | undefined;
 }
 
-/** `toolName`: the tool of the call it is for, named in its errors (tools with the same wasm share compiled code). */
-function newInstance(component: LoadedComponent, toolName: string): Instance {
+/**
+ * `toolName`: the tool of the call it is for, named in its errors (tools with the same wasm share compiled code).
+ * `inputBytes`: the size of that call's input, which sets where its memories start (made ahead: unknown, 0).
+ */
+function newInstance(component: LoadedComponent, toolName: string, inputBytes = 0): Instance {
   let state: CallState | undefined;
   const imports = boundImports(() => {
     // An instance made ahead runs no guest code (startless) until its call binds it.
@@ -92,7 +95,7 @@ function newInstance(component: LoadedComponent, toolName: string): Instance {
   // Keep every memory the component's core instances export, to report the
   // peak and to recognise a tool that failed because it hit its memory cap.
   const memories: WebAssembly.Memory[] = [];
-  const leases = new MemoryLeases();
+  const leases = new MemoryLeases(inputBytes);
   // Caps are rewritten per core module, so a second instance of a module
   // with a memory or table would have a second cap: a component may
   // instantiate a module as often as it likes, and 16 copies filled 16x
@@ -197,12 +200,15 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
 
   protected start(component: LoadedComponent, call: OpenedCall, request: RunRequest): Execution {
     const state = callState({ ...call.guest, memoryLimitBytes: request.memoryLimitBytes });
+    const inputBytes = request.stdin.length;
     const fresh = () => {
-      const made = newInstance(component, request.toolName);
+      const made = newInstance(component, request.toolName, inputBytes);
       made.bind(state);
       return made;
     };
-    const ahead = this.#takeAhead(component);
+    // An instance made ahead has the memories of a small input; a larger one needs room from the start.
+    const roomy = [...component.pools.values()].some((pool) => pool.pagesFor(inputBytes) !== pool.pages);
+    const ahead = this.#takeAhead(roomy ? undefined : component);
     ahead?.bind(state);
     let instance = ahead ?? fresh();
     return {

@@ -15,6 +15,8 @@ import {
   MAX_POOLED_PAGES,
   MAX_REUSES,
   MAX_SPARES,
+  MAX_SPARE_BYTES,
+  MAX_SPARES_BYTES,
   MemoryLeases,
   MemoryPool,
   POOL_IMPORT_MODULE,
@@ -226,6 +228,66 @@ describe('importOwnMemory and large memories', () => {
   it(`pools a memory that starts with at most ${MAX_POOLED_PAGES} pages, and leaves a larger one its own (zeroing would make it resident)`, async () => {
     expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES}))`))).not.toBeNull();
     expect(importOwnMemory(await wat(`(module (memory ${MAX_POOLED_PAGES + 1}))`))).toBeNull();
+  });
+});
+
+describe('a call with a large input', () => {
+  /** Reports its memory's size, and what a past call may have left at byte 70,000 before leaving 5 there itself. */
+  const SIZED = `(module
+    (memory (export "memory") 1)
+    (func (export "size") (result i32) (memory.size))
+    (func (export "leave") (result i32)
+      (i32.load (i32.const 70000))
+      (i32.store (i32.const 70000) (i32.const 5))))`;
+  const call = (module: WebAssembly.Module, pool: MemoryPool, inputBytes: number) => {
+    const leases = new MemoryLeases(inputBytes);
+    const exports = new WebAssembly.Instance(module, leases.imports(pool, {})).exports as {
+      memory: WebAssembly.Memory;
+      size(): number;
+      leave(): number;
+    };
+    const seen = { size: exports.size(), found: exports.leave(), memory: exports.memory };
+    leases.release();
+    return seen;
+  };
+
+  // A memory that grows is not given again, and its new pages cost ~10 µs each at first touch:
+  // a 1 MB diff-summary call spent ~7 ms so before its memory started with room for its input.
+  it('starts with room for that input, set by its own input alone, and finds it zeroed when reused', async () => {
+    const pooled = importOwnMemory(await wat(SIZED))!;
+    const module = new WebAssembly.Module(pooled.bytes);
+    const pool = new MemoryPool(pooled);
+    const small = call(module, pool, 100);
+    expect(small.size).toBe(POOLED_PAGES);
+    // 256 KiB of input: four times that, past the first 256 KiB, is 20 pages.
+    const large = call(module, pool, 256 * 1024);
+    expect(large.size).toBe(20);
+    // Each size has its spare: a small call after a large one starts small, in the small call's memory, zeroed.
+    expect(call(module, pool, 100)).toMatchObject({ size: POOLED_PAGES, memory: small.memory, found: 0 });
+    // An input of about the same size starts the same, in the large call's memory, zeroed.
+    expect(call(module, pool, 250 * 1024)).toMatchObject({ size: 20, memory: large.memory, found: 0 });
+    // Never past the cap (64 pages here).
+    expect(pool.pagesFor(100 * 2 ** 20)).toBe(pool.maxPages);
+  });
+
+  it(`keeps no spare over ${MAX_SPARE_BYTES / 2 ** 20} MiB, and at most ${MAX_SPARES_BYTES / 2 ** 20} MiB of spares in a worker`, async () => {
+    const pooled = importOwnMemory(capModule(await parse('(module (memory (export "memory") 1))'), 4096, 'test'))!;
+    const pool = new MemoryPool(pooled);
+    const overSize = pool.pagesFor(8 * 2 ** 20);
+    expect(overSize * WASM_PAGE_BYTES).toBeGreaterThan(MAX_SPARE_BYTES);
+    const big = pool.acquire(overSize);
+    pool.release(big);
+    expect(pool.acquire(overSize)).not.toBe(big);
+
+    const pages = MAX_SPARE_BYTES / WASM_PAGE_BYTES;
+    const pools = Array.from({ length: MAX_SPARES_BYTES / MAX_SPARE_BYTES + 2 }, () => new MemoryPool(pooled));
+    const released = pools.map((p) => {
+      const memory = p.acquire(pages);
+      p.release(memory);
+      return memory;
+    });
+    const reused = pools.map((p, i) => p.acquire(pages) === released[i]);
+    expect(reused).toEqual([false, false, ...Array(pools.length - 2).fill(true)]);
   });
 });
 

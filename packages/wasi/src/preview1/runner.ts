@@ -21,7 +21,7 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
 
   protected start(compiled: LoadedModule, call: OpenedCall, request: RunRequest): Execution {
     const host = new Preview1Host(call.guest);
-    const leases = new MemoryLeases();
+    const leases = new MemoryLeases(request.stdin.length);
     let memory: WebAssembly.Memory | undefined;
     return {
       async run() {
