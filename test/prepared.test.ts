@@ -13,6 +13,7 @@ import { BUNDLED_TOOLS_DIR, ComponentCache, Corral, type PrepareEvent } from '@c
 import { PREPARED_FORMAT, decodePreparedFile, encodePreparedFile } from '@corral/wasi';
 
 const TOOLS = new URL('../wasm-tools/', import.meta.url).pathname;
+const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
 const DIFF = { diff: 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n' };
 const scratch = mkdtempSync(join(tmpdir(), 'corral-prepared-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -119,6 +120,69 @@ describe('bundled components, transpiled at build time', () => {
       await corral.close();
     }
   }, 60_000);
+
+  it("a cache of one's own that fails, or hands back what is not a prepared component, is a miss; a failed write fails no call", async () => {
+    const answers: Array<() => unknown> = [
+      () => ({}),
+      () => ({ glue: 42, modules: {}, imports: [] }),
+      () => ({ glue: '', modules: { 'echo.core.wasm': 'not bytes' }, imports: [] }),
+      () => ({ glue: '', modules: {}, imports: 'wasi:cli/run' }),
+      () => {
+        throw new Error('disk gone');
+      },
+    ];
+    for (const answer of answers) {
+      const cache = {
+        get: async () => answer(),
+        set: async () => {
+          throw new Error('read-only');
+        },
+      };
+      const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [FIXTURES], cache: cache as unknown as ComponentCache });
+      try {
+        const r = await corral.invoke('echo', { n: 1 });
+        expect(r.error, String(answer)).toBeNull();
+        expect(transpiles.map((e) => e.name)).toEqual(['echo']);
+      } finally {
+        await corral.close();
+      }
+    }
+  }, 120_000);
+
+  it('an entry of the disk cache with a damaged file is a miss, and is replaced by the component prepared again', async () => {
+    const damages: Record<string, (entry: string) => void> = {
+      'truncated glue': (entry) => writeFileSync(join(entry, 'glue.js'), readFileSync(join(entry, 'glue.js'), 'utf8').slice(0, 5000)),
+      'a module overwritten': (entry) => {
+        const [module] = JSON.parse(readFileSync(join(entry, 'meta.json'), 'utf8')).modules as string[];
+        writeFileSync(join(entry, module!), 'garbage');
+      },
+      'meta.json of another shape': (entry) => writeFileSync(join(entry, 'meta.json'), '{"imports":"x","modules":[]}'),
+      'meta.json without hashes (an older Corral)': (entry) => {
+        const { sha256: _hashes, ...older } = JSON.parse(readFileSync(join(entry, 'meta.json'), 'utf8'));
+        writeFileSync(join(entry, 'meta.json'), JSON.stringify(older));
+      },
+    };
+    for (const [damage, apply] of Object.entries(damages)) {
+      const dir = mkdtempSync(join(scratch, 'disk-cache-'));
+      const transpiled = async () => {
+        const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [FIXTURES], cache: new ComponentCache(dir) });
+        try {
+          const r = await corral.invoke('echo', { damage });
+          expect(r.error, damage).toBeNull();
+          expect(r.output).toEqual({ damage });
+          return transpiles.length;
+        } finally {
+          await corral.close();
+        }
+      };
+      expect(await transpiled()).toBe(1);
+      const [entry] = readdirSync(dir);
+      apply(join(dir, entry!));
+      expect(await transpiled(), damage).toBe(1);
+      expect(await transpiled(), `${damage}, replaced`).toBe(0);
+      expect(readdirSync(dir)).toEqual([entry]);
+    }
+  }, 180_000);
 
   it('a prepared form that never arrives (a stalled fetch) is given up on after the prepare time limit', async () => {
     const { corral } = await fresh({ prepareTimeoutMs: 300 });

@@ -1,4 +1,5 @@
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { PREPARED_FORMAT, type PreparedComponent } from '@corral/wasi/host-kit';
@@ -12,10 +13,22 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'corral');
 }
 
+/** What meta.json holds: the component's imports, its module names, and each file's SHA-256. */
+interface Meta {
+  imports: string[];
+  modules: string[];
+  sha256: Record<string, string>;
+}
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
 /**
  * Transpiled components on disk, keyed by the component's SHA-256, so the
  * ~1 s jco transpile happens once per component per machine, not per process.
- * A damaged entry is treated as a miss; a failed write only costs speed.
+ * An entry is written whole or not at all (a folder renamed into place), and
+ * read only when every file has the SHA-256 its meta.json records: a
+ * damaged, incomplete or foreign entry is a miss, and is replaced by the
+ * next `set`. A failed write only costs speed.
  */
 export class ComponentCache {
   readonly dir: string;
@@ -28,31 +41,51 @@ export class ComponentCache {
     return join(this.dir, `${sha256}-${FORMAT}`);
   }
 
-  async get(sha256: string): Promise<PreparedComponent | undefined> {
-    const dir = this.#entry(sha256);
+  async get(key: string): Promise<PreparedComponent | undefined> {
+    const dir = this.#entry(key);
     try {
-      const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as { imports: string[]; modules: string[] };
-      const glue = await readFile(join(dir, 'glue.js'), 'utf8');
+      const meta: unknown = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8'));
+      if (!isMeta(meta)) return undefined;
+      const read = async (file: string) => {
+        const bytes = new Uint8Array(await readFile(join(dir, safeName(file))));
+        if (sha256(bytes) !== meta.sha256[file]) throw new Error(`${file} is damaged`);
+        return bytes;
+      };
+      const glue = new TextDecoder('utf-8', { fatal: true }).decode(await read('glue.js'));
       const modules: Record<string, Uint8Array> = {};
-      for (const name of meta.modules) modules[name] = new Uint8Array(await readFile(join(dir, safeName(name))));
+      for (const name of meta.modules) modules[name] = await read(name);
       return { glue, modules, imports: meta.imports };
     } catch {
       return undefined;
     }
   }
 
-  async set(sha256: string, prepared: PreparedComponent): Promise<void> {
-    const final = this.#entry(sha256);
+  async set(key: string, prepared: PreparedComponent): Promise<void> {
+    const final = this.#entry(key);
     const temp = `${final}.tmp-${process.pid}-${Date.now()}`;
+    const stale = `${final}.old-${process.pid}-${Date.now()}`;
     try {
       await mkdir(temp, { recursive: true });
-      await writeFile(join(temp, 'glue.js'), prepared.glue);
-      for (const [name, bytes] of Object.entries(prepared.modules)) await writeFile(join(temp, safeName(name)), bytes);
+      const files: Record<string, Uint8Array> = { 'glue.js': new TextEncoder().encode(prepared.glue), ...prepared.modules };
+      const meta: Meta = { imports: prepared.imports, modules: Object.keys(prepared.modules), sha256: {} };
+      for (const [name, bytes] of Object.entries(files)) {
+        await writeFile(join(temp, safeName(name)), bytes);
+        meta.sha256[name] = sha256(bytes);
+      }
       // meta.json last: an entry without it is incomplete and ignored.
-      await writeFile(join(temp, 'meta.json'), JSON.stringify({ imports: prepared.imports, modules: Object.keys(prepared.modules) }));
-      await rename(temp, final);
+      await writeFile(join(temp, 'meta.json'), JSON.stringify(meta));
+      try {
+        await rename(temp, final);
+      } catch {
+        // An entry is there (set is called only when it could not be read): moved aside, then replaced.
+        await rename(final, stale);
+        await rename(temp, final);
+      }
     } catch {
+      // Another process may have put its own entry in place meanwhile: that one stays.
+    } finally {
       await rm(temp, { recursive: true, force: true }).catch(() => {});
+      await rm(stale, { recursive: true, force: true }).catch(() => {});
     }
   }
 
@@ -62,6 +95,13 @@ export class ComponentCache {
     await Promise.all(names.map((n) => rm(join(this.dir, n), { recursive: true, force: true })));
     return names.length;
   }
+}
+
+function isMeta(value: unknown): value is Meta {
+  if (typeof value !== 'object' || value === null) return false;
+  const { imports, modules, sha256: hashes } = value as Record<string, unknown>;
+  const strings = (list: unknown) => Array.isArray(list) && list.every((item) => typeof item === 'string');
+  return strings(imports) && strings(modules) && typeof hashes === 'object' && hashes !== null;
 }
 
 /** Module names come from jco (`tool.core.wasm`); never let one name a path. */

@@ -15,7 +15,7 @@ import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
 import { NOT_LOADED } from './code-cache.js';
-import { rewrittenByOtherVersion } from './prepared-format.js';
+import { usablePrepared } from './prepared-format.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
 import type { PreloadJob, RunJob, SandboxWorkerApi } from './worker-api.js';
 
@@ -107,6 +107,8 @@ async function runOn(
  * Where a host keeps transpiled components between runs (disk in Node,
  * IndexedDB in browsers). An entry another version of Corral made is
  * prepared again: key entries by PREPARED_FORMAT to keep versions apart.
+ * A `get` that fails or returns something else than a PreparedComponent is
+ * a miss, and a `set` that fails costs only speed.
  */
 export interface PreparedComponentStore {
   get(sha256: string): Promise<PreparedComponent | undefined>;
@@ -352,8 +354,13 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   async #prepareUncached(key: string, wasm: Uint8Array, name: string, onTranspile?: () => void): Promise<PreparedComponent> {
     const prebuilt = await this.#loadPrebuilt(key);
     if (prebuilt) return prebuilt;
-    const cached = await this.#options.cache?.get(key);
-    if (cached && !rewrittenByOtherVersion(cached.glue)) return cached;
+    let cached: PreparedComponent | undefined;
+    try {
+      cached = await this.#options.cache?.get(key);
+    } catch {
+      // A cache that fails is a miss, as is one that hands back what cannot be used.
+    }
+    if (cached && usablePrepared(cached)) return cached;
     onTranspile?.();
     let finish = () => {};
     const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -382,7 +389,11 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
         },
       )
       .finally(finish);
-    await this.#options.cache?.set(key, prepared);
+    try {
+      await this.#options.cache?.set(key, prepared);
+    } catch {
+      // A failed write costs the next process a transpile, not this call its result.
+    }
     return prepared;
   }
 

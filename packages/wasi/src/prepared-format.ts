@@ -26,3 +26,22 @@ export const REWRITTEN_MARK = '// rewritten by corral ';
 export function rewrittenByOtherVersion(glue: string): boolean {
   return glue.startsWith(REWRITTEN_MARK) && !glue.startsWith(`${REWRITTEN_MARK}${GLUE_REWRITES}\n`);
 }
+
+/**
+ * Whether a prepared component from a cache can be used: the shape of a
+ * PreparedComponent (a cache of one's own may hand back anything), and glue
+ * not rewritten by another version. Anything else is prepared again.
+ */
+export function usablePrepared(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { glue, modules, imports } = value as Record<string, unknown>;
+  return (
+    typeof glue === 'string' &&
+    !rewrittenByOtherVersion(glue) &&
+    typeof modules === 'object' &&
+    modules !== null &&
+    Object.values(modules).every((bytes) => bytes instanceof Uint8Array) &&
+    Array.isArray(imports) &&
+    imports.every((name) => typeof name === 'string')
+  );
+}
