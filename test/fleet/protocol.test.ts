@@ -54,6 +54,22 @@ describe('the call encoding', () => {
     expect(back).toEqual({ ...c, mounts: [{ ...c.mounts[0], tree: { ...c.mounts[0]!.tree, 's.txt': enc.encode('héllo') } }] });
   });
 
+  // A call's stdin is moved to a sandbox worker, buffer and all. Read from a Buffer holding other
+  // messages too (one socket read), a view into it took them along: the next call decoded from it
+  // found it empty, and one already decoded was never delivered.
+  it('gives each byte string a buffer of its own, even when the message is a view into a larger one', () => {
+    const message = encodeCall(call());
+    const socketRead = Buffer.concat([Buffer.from('other message before'), message, Buffer.from('and after')]);
+    const view = socketRead.subarray(20, 20 + message.length);
+    const back = decodeCall(view);
+    expect(back.stdin).toEqual(call().stdin);
+    expect(back.stdin.byteOffset).toBe(0);
+    expect(back.stdin.buffer.byteLength).toBe(back.stdin.byteLength);
+    structuredClone(back.stdin.buffer, { transfer: [back.stdin.buffer] });
+    expect(socketRead.byteLength).toBeGreaterThan(message.length);
+    expect(decodeCall(view).stdin).toEqual(call().stdin);
+  });
+
   it('keeps a file named __proto__ a file', () => {
     const back = decodeCall(encodeCall(call({ mounts: [{ guest: '/w', access: 'read', tree: JSON.parse('{"__proto__": {"x": "y"}}') }] })));
     expect(Object.keys(back.mounts[0]!.tree)).toEqual(['__proto__']);

@@ -145,7 +145,9 @@ function unframe(magic: number[], bytes: Uint8Array, what: string): { meta: Reco
   let at = 8 + metaLength;
   for (const n of lengths as number[]) {
     if (at + n > bytes.length) throw new MalformedMessage(`${what}'s byte strings run past its end`);
-    blobs.push(bytes.slice(at, at + n));
+    // A copy with a buffer of its own: `bytes` may be a Buffer, whose slice is a view into a socket read
+    // holding other messages, and a call's stdin is moved to a sandbox worker whole (stdinTransferable).
+    blobs.push(new Uint8Array(bytes.subarray(at, at + n)));
     at += n;
   }
   if (at !== bytes.length) throw new MalformedMessage(`${what} has ${bytes.length - at} bytes after its last byte string`);

@@ -90,7 +90,9 @@ async function runOn(
   request: RunRequest,
   given: Pick<ExecutionRequest, 'stdinTransferable' | 'returnStdin'> = {},
 ): Promise<ExecutionResult> {
-  const moveStdin = given.stdinTransferable === true && request.stdin.buffer instanceof ArrayBuffer;
+  const { buffer } = request.stdin;
+  // Moving a detached buffer would make Node drop the message silently: such a job is copied, and fails clearly.
+  const moveStdin = given.stdinTransferable === true && buffer instanceof ArrayBuffer && buffer.byteLength > 0;
   let outcome = await send(worker, runJob(worker, key, program, request), moveStdin);
   if (!outcome.ok && outcome.error.details?.reason === NOT_LOADED) {
     worker.loaded.delete(key);
