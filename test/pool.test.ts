@@ -63,6 +63,13 @@ describe('the worker pool', () => {
     await Promise.all([0, 1, 2, 3].map(caller));
   }, 60_000);
 
+  // A large input's memory starts with room for it; started near the cap, any failure looked like running out of memory.
+  it('a tool that fails on a large input under a small memory cap is reported as failing, not as out of memory', async () => {
+    const r = await corral.invoke('exit-fail', { pad: 'x'.repeat(3.5 * 2 ** 20) }, { memoryMb: 16 });
+    expect(r.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(r.exit_code).not.toBe(0);
+  });
+
   it('hands a moved input back to the caller that gave it up, and leaves one it kept alone', async () => {
     const tool = corral.registry.resolve('echo');
     const request = (stdin: Uint8Array) => ({

@@ -391,16 +391,22 @@ export class MemoryPool {
   /**
    * Pages a call with `inputBytes` of input starts with: `pages`, or room
    * for reading and parsing that input (INPUT_ROOM), whichever is more, up
-   * to the cap. Rounded up to an eighth of a power of two, so calls of
-   * similar sizes share spares. A call that grows its memory is not given it
-   * again, and pays a page fault (~10 µs here) for every 4 KiB it touches
-   * past its start: ~7 ms of a 1 MB diff-summary call before this room.
+   * to a quarter of the cap. Rounded up to an eighth of a power of two, so
+   * calls of similar sizes share spares. A call that grows its memory is not
+   * given it again, and pays a page fault (~10 µs here) for every 4 KiB it
+   * touches past its start: ~7 ms of a 1 MB diff-summary call before this room.
+   *
+   * Why a quarter: an allocator that only takes memory by growing it (Zig's,
+   * Rust's dlmalloc outside WASI) leaves the start unused, so the room comes
+   * off what it may grow into; and a memory that starts near the cap would
+   * make any failure look like running out of memory (outcome.ts counts one
+   * that ends within an eighth of the cap as that).
    */
   pagesFor(inputBytes: number): number {
     const wanted = Math.ceil((INPUT_ROOM * inputBytes + ROOM_BEYOND_INPUT) / WASM_PAGE_BYTES);
     if (wanted <= this.pages) return this.pages;
     const step = 2 ** Math.max(0, Math.floor(Math.log2(wanted)) - 3);
-    return Math.min(Math.ceil(wanted / step) * step, this.maxPages);
+    return Math.min(Math.ceil(wanted / step) * step, Math.max(this.pages, Math.floor(this.maxPages / 4)));
   }
 
   acquire(pages: number = this.pages): WebAssembly.Memory {
