@@ -237,6 +237,16 @@ describe('hostile tools', () => {
     expect((await corral.invoke('echo', { ok: 1 })).output).toEqual({ ok: 1 });
   });
 
+  // A module built with wasm exception handling can catch the exception that unwinds proc_exit:
+  // it printed and ended with exit code 0 after calling proc_exit(3).
+  it('a preview1 module that catches its own proc_exit still exits with that code, and its host calls after it do nothing', async () => {
+    const r = await corral.invoke('p1-catches-exit', {});
+    expect(r.exit_code).toBe(3);
+    expect(r.stdout_head).toBe('');
+    expect(r.error?.code).toBe('E_UNEXPECTED_EXIT');
+    expect(r.error?.message).toMatch(/exited with code 3/);
+  });
+
   it('output nested 500,000 deep is E_UNEXPECTED_EXIT (output_too_deep), and the envelope still serializes', async () => {
     const result = await corral.invoke('deep-output', {});
     expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { reason: 'output_too_deep' } });

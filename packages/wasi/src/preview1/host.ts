@@ -123,6 +123,13 @@ export class Preview1Host {
   readonly imports: Record<Preview1Function, (...args: never[]) => unknown>;
   /** The socket calls that move data (accept, recv, send) the guest made, each named once. */
   readonly networkCalls: string[] = [];
+  /**
+   * The code of the guest's first proc_exit. Exit is final: a module that
+   * catches the exception that unwinds it (wasm exception handling) gets
+   * the same exception from any host call after, and its run still ends
+   * with this code (Preview1Runner).
+   */
+  exitCode: number | undefined;
 
   readonly #args: Uint8Array[];
   readonly #env: Uint8Array[];
@@ -171,6 +178,7 @@ export class Preview1Host {
     for (const name of PREVIEW1_FUNCTIONS) {
       const call = this[name] as (...args: unknown[]) => number | void;
       imports[name] = (...args: unknown[]) => {
+        if (this.exitCode !== undefined) throw new ProcExit(this.exitCode);
         this.#mem.refresh(name);
         try {
           return call.apply(this, args);
@@ -830,7 +838,8 @@ export class Preview1Host {
   }
 
   proc_exit(code: number): never {
-    throw new ProcExit(code >>> 0);
+    this.exitCode = code >>> 0;
+    throw new ProcExit(this.exitCode);
   }
 
   /** Signals are not part of this sandbox. */

@@ -1,7 +1,7 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import type { OpenedCall } from '../call.js';
 import { Runner, type Execution, type RunRequest } from '../runner.js';
-import type { RunEnd } from '../outcome.js';
+import { ProcExit, type RunEnd } from '../outcome.js';
 import { Preview1Host } from './host.js';
 import { compilePreview1, instantiate, type LoadedModule } from './loader.js';
 import { MemoryLeases } from '../memory-pool.js';
@@ -31,7 +31,13 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
         );
         memory = instance.exports.memory as WebAssembly.Memory;
         host.bind(memory);
-        (instance.exports._start as () => void)();
+        try {
+          (instance.exports._start as () => void)();
+        } catch (err) {
+          if (host.exitCode === undefined) throw err;
+        }
+        // A module that caught its own exit and went on (returned, or trapped later) still exited.
+        if (host.exitCode !== undefined) throw new ProcExit(host.exitCode);
       },
       // A guest that reached for the network ends E_NETWORK_BLOCKED, unless it was stopped at a limit.
       settle(end: RunEnd): RunEnd {
