@@ -7,11 +7,11 @@
  * exactly, with the details a program would read.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Corral, ComponentCache, CorralError, Registry, SandboxWorker, type Tool } from '@corral/node';
-import type { RunRequest } from '@corral/wasi';
+import type { PreparedComponent, RunRequest } from '@corral/wasi';
 
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
 const PREVIEW1 = new URL('./fixtures/preview1/', import.meta.url).pathname;
@@ -173,19 +173,22 @@ describe('inside the sandbox worker', () => {
   });
 });
 
-describe('a damaged transpile cache is E_REGISTRATION that says to clear it', () => {
-  /** Run echo once so its transpiled component is cached, then let `damage` change the entry. */
-  async function withDamagedCache(damage: (entry: string) => void) {
-    const dir = scratch();
-    const first = await Corral.create({ toolDirs: [FIXTURES], size: 1, store: false, cache: new ComponentCache(dir) });
+// The disk cache checks its entries' hashes, and reads a damaged one as a miss (prepared.test.ts);
+// a cache of one's own is not checked that way, and what it hands back is checked before it runs.
+describe("a damaged prepared component from a cache of one's own is E_REGISTRATION that says to clear it", () => {
+  /** Run echo once so its transpiled component is kept, then run it again from a cache that hands back `damage` of it. */
+  async function withDamagedCache(damage: (prepared: PreparedComponent) => PreparedComponent) {
+    let kept: PreparedComponent | undefined;
+    const keeping = { get: async () => undefined, set: async (_key: string, prepared: PreparedComponent) => void (kept = prepared) };
+    const first = await Corral.create({ toolDirs: [FIXTURES], size: 1, store: false, cache: keeping as unknown as ComponentCache });
     try {
       expect((await first.invoke('echo', { n: 1 })).ok).toBe(true);
     } finally {
       await first.close();
     }
-    const [entry] = readdirSync(dir);
-    damage(join(dir, entry!));
-    const second = await Corral.create({ toolDirs: [FIXTURES], size: 1, store: false, cache: new ComponentCache(dir) });
+    const damaged = damage(kept!);
+    const handing = { get: async () => damaged, set: async () => {} };
+    const second = await Corral.create({ toolDirs: [FIXTURES], size: 1, store: false, cache: handing as unknown as ComponentCache });
     try {
       return await second.invoke('echo', { n: 2 });
     } finally {
@@ -195,10 +198,10 @@ describe('a damaged transpile cache is E_REGISTRATION that says to clear it', ()
 
   it('glue that asks for a core module the entry lost', async () => {
     // Before: E_UNEXPECTED_EXIT "echo failed: glue asked for unknown core module …".
-    const result = await withDamagedCache((entry) => {
-      const meta = JSON.parse(readFileSync(join(entry, 'meta.json'), 'utf8')) as { modules: string[] };
-      meta.modules = meta.modules.slice(1);
-      writeFileSync(join(entry, 'meta.json'), JSON.stringify(meta));
+    const result = await withDamagedCache((prepared) => {
+      const [lost] = Object.keys(prepared.modules);
+      const { [lost!]: _lost, ...modules } = prepared.modules;
+      return { ...prepared, modules };
     });
     expect(result.error).toMatchObject({ code: 'E_REGISTRATION', message: /prepared component is damaged.*clear the cache/ });
   }, 60_000);
@@ -206,13 +209,13 @@ describe('a damaged transpile cache is E_REGISTRATION that says to clear it', ()
   it('a core module whose code is not valid WebAssembly', async () => {
     // Before: E_UNEXPECTED_EXIT "sandbox worker failed: WebAssembly.compile(): …" (jco checks structure, not code).
     let damaged = '';
-    const result = await withDamagedCache((entry) => {
-      const meta = JSON.parse(readFileSync(join(entry, 'meta.json'), 'utf8')) as { modules: string[] };
-      const sizes = meta.modules.map((name) => readFileSync(join(entry, name)).length);
-      damaged = meta.modules[sizes.indexOf(Math.max(...sizes))]!;
-      const bytes = readFileSync(join(entry, damaged));
+    const result = await withDamagedCache((prepared) => {
+      const names = Object.keys(prepared.modules);
+      const sizes = names.map((name) => prepared.modules[name]!.length);
+      damaged = names[sizes.indexOf(Math.max(...sizes))]!;
+      const bytes = prepared.modules[damaged]!.slice();
       bytes[codeSectionEnd(bytes) - 1] = 0xff; // the last function body's `end` becomes an opcode that does not exist
-      writeFileSync(join(entry, damaged), bytes);
+      return { ...prepared, modules: { ...prepared.modules, [damaged]: bytes } };
     });
     expect(result.error).toMatchObject({ code: 'E_REGISTRATION', details: { module: damaged } });
     expect(result.error?.message).toMatch(/not valid WebAssembly/);

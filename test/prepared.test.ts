@@ -157,6 +157,10 @@ describe('bundled components, transpiled at build time', () => {
         writeFileSync(join(entry, module!), 'garbage');
       },
       'meta.json of another shape': (entry) => writeFileSync(join(entry, 'meta.json'), '{"imports":"x","modules":[]}'),
+      'a module dropped from meta.json': (entry) => {
+        const meta = JSON.parse(readFileSync(join(entry, 'meta.json'), 'utf8'));
+        writeFileSync(join(entry, 'meta.json'), JSON.stringify({ ...meta, modules: meta.modules.slice(1) }));
+      },
       'meta.json without hashes (an older Corral)': (entry) => {
         const { sha256: _hashes, ...older } = JSON.parse(readFileSync(join(entry, 'meta.json'), 'utf8'));
         writeFileSync(join(entry, 'meta.json'), JSON.stringify(older));

@@ -45,7 +45,8 @@ export class ComponentCache {
     const dir = this.#entry(key);
     try {
       const meta: unknown = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8'));
-      if (!isMeta(meta)) return undefined;
+      // Every file hashed is read and no other: a meta.json that lost a module from its list is damaged too.
+      if (!isMeta(meta) || !sameNames(Object.keys(meta.sha256), ['glue.js', ...meta.modules])) return undefined;
       const read = async (file: string) => {
         const bytes = new Uint8Array(await readFile(join(dir, safeName(file))));
         if (sha256(bytes) !== meta.sha256[file]) throw new Error(`${file} is damaged`);
@@ -95,6 +96,10 @@ export class ComponentCache {
     await Promise.all(names.map((n) => rm(join(this.dir, n), { recursive: true, force: true })));
     return names.length;
   }
+}
+
+function sameNames(a: string[], b: string[]): boolean {
+  return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
 
 function isMeta(value: unknown): value is Meta {
