@@ -131,6 +131,12 @@ describe.each([
     expect(run.code).toBe(name === 'shell.wasm' ? 42 : 1);
   });
 
+  // The status keeps 8 bits: the program's exit(256) read as success.
+  it('exits 1 when the program exits with a code a process status cannot carry', async () => {
+    const run = await exec([file, '--', 'exit', '256']);
+    expect(run.code).toBe(1);
+  });
+
   it('exits 134 on a trap, with the reason on stderr', async () => {
     const run = await exec([file, '--', 'trap']);
     expect(run.code).toBe(134);

@@ -37,7 +37,7 @@ no network.
 Example:
   corral exec fmt.wasm --dir ./src::src --env LANG=C -- src/a.c
 
-Exit status: the program's own; 134 when it trapped; 125 when Corral could
+Exit status: the program's own (1 for a code over 255); 134 when it trapped; 125 when Corral could
 not run it or stopped it at a limit; 141 when the reader of its output went
 away; 2 when this command was misused.`;
 
@@ -148,7 +148,8 @@ export async function command(args: string[], { io, fail }: Cli): Promise<number
       wasm,
     );
     if (result.error) fail(`${result.error.message} (${result.error.code})`);
-    if (result.exited) return result.exitCode;
+    // A process status keeps 8 bits: exit(256) would read as success. A code it cannot carry is 1.
+    if (result.exited) return result.exitCode <= 255 ? result.exitCode : 1;
     return result.error?.details?.trap === true ? EXIT_TRAP : EXIT_STOPPED;
   } catch (err) {
     if (stopped.signal.aborted) return EXIT_BROKEN_PIPE;
