@@ -247,6 +247,13 @@ describe('hostile tools', () => {
     expect(r.error?.message).toMatch(/exited with code 3/);
   });
 
+  it("and so does one that catches it in its start function, before its memory is the host's", async () => {
+    const r = await corral.invoke('p1-start-exit', {});
+    expect(r.exit_code).toBe(3);
+    expect(r.stdout_head).toBe('');
+    expect(r.error?.code).toBe('E_UNEXPECTED_EXIT');
+  });
+
   it('output nested 500,000 deep is E_UNEXPECTED_EXIT (output_too_deep), and the envelope still serializes', async () => {
     const result = await corral.invoke('deep-output', {});
     expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { reason: 'output_too_deep' } });

@@ -179,6 +179,8 @@ export class Preview1Host {
       const call = this[name] as (...args: unknown[]) => number | void;
       imports[name] = (...args: unknown[]) => {
         if (this.exitCode !== undefined) throw new ProcExit(this.exitCode);
+        // proc_exit needs no memory: from a start function, before `bind`, it still ends the run.
+        if (name === 'proc_exit') this.proc_exit(args[0] as number);
         this.#mem.refresh(name);
         try {
           return call.apply(this, args);
