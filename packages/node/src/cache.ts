@@ -37,7 +37,9 @@ export class ComponentCache {
     this.dir = dir;
   }
 
+  /** The entry's folder; a key is a SHA-256 in hex, never a path. */
   #entry(sha256: string): string {
+    if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error('a cache key is a SHA-256 in hex');
     return join(this.dir, `${sha256}-${FORMAT}`);
   }
 
@@ -53,7 +55,7 @@ export class ComponentCache {
         return bytes;
       };
       const glue = new TextDecoder('utf-8', { fatal: true }).decode(await read('glue.js'));
-      const modules: Record<string, Uint8Array> = {};
+      const modules: Record<string, Uint8Array> = Object.create(null);
       for (const name of meta.modules) modules[name] = await read(name);
       return { glue, modules, imports: meta.imports };
     } catch {
