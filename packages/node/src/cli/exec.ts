@@ -37,9 +37,9 @@ no network.
 Example:
   corral exec fmt.wasm --dir ./src::src --env LANG=C -- src/a.c
 
-Exit status: the program's own (1 for a code over 255); 134 when it trapped; 125 when Corral could
-not run it or stopped it at a limit; 141 when the reader of its output went
-away; 2 when this command was misused.`;
+Exit status: the program's own (1 for a code over 255); 134 when it
+trapped; 125 when Corral could not run it or stopped it at a limit; 141
+when the reader of its output went away; 2 when this command was misused.`;
 
 export const EXIT_TRAP = 134;
 export const EXIT_STOPPED = 125;
