@@ -1,8 +1,9 @@
 import { statSync } from 'node:fs';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
-import { wrap, releaseProxy, type Remote } from 'comlink';
-import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
+import { wrap, releaseProxy } from 'comlink/dist/esm/comlink.mjs';
+import type { Remote } from 'comlink';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from '@corral/wasi/host-kit';

@@ -7,8 +7,8 @@
  * heap, ends this thread, never the CLI: the host stops it at the time limit.
  */
 import { parentPort } from 'node:worker_threads';
-import { expose } from 'comlink';
-import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
+import { expose } from 'comlink/dist/esm/comlink.mjs';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner, Preview1Runner } from '@corral/wasi';
 import { MemoryLeases, Preview1Host } from '@corral/wasi/internal';

@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Endpoint } from 'comlink';
-import nodeEndpoint from 'comlink/dist/umd/node-adapter.js';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { exposeSandboxWorker } from '@corral/wasi/worker';
 import { hostMountOpeners } from './mounts.js';
 

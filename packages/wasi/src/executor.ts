@@ -5,7 +5,8 @@
  * time limit. Hosts differ only in their pool, their cache and which mount
  * sources they can open.
  */
-import { transfer, type Remote } from 'comlink';
+import { transfer } from 'comlink/dist/esm/comlink.mjs';
+import type { Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 // Subpaths, not the index: sandbox workers load this package, and the index pulls in ajv (~80 ms).
 import { detectWasmKind, sha256Hex } from '@corral/core/wasm';

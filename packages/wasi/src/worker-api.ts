@@ -5,7 +5,8 @@
  * what it does around a call). Hosts drive it through comlink
  * (`PoolExecutor`).
  */
-import { expose, transfer, type Endpoint } from 'comlink';
+import { expose, transfer } from 'comlink/dist/esm/comlink.mjs';
+import type { Endpoint } from 'comlink';
 import { outcomeOf, type Outcome } from './worker-outcome.js';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner } from './run.js';
