@@ -181,6 +181,19 @@ const ROWS: Row[] = [
     says: /The input from --input is not valid JSON: .*\(E_INPUT_VALIDATION\)/,
   },
   {
+    // Corral starts while the input is read; a bad input still reports first, and nothing it started is left running.
+    case: 'malformed --input JSON and a --store that is a folder: the input is what is reported',
+    args: () => ['run', 'diff-summary', '--store', home, '--input', '{not json'],
+    code: 1,
+    says: /^corral: The input from --input is not valid JSON: [^\n]*\(E_INPUT_VALIDATION\)\n$/,
+  },
+  {
+    case: 'a --store that is a folder: the store is refused (E_STORE)',
+    args: () => ['run', 'diff-summary', '--store', home, '--input', '{}'],
+    code: 1,
+    says: /is a directory, not a file.*\(E_STORE\)/,
+  },
+  {
     case: 'malformed --input JSON, with --json',
     args: () => ['run', 'diff-summary', '--input', '{not json', '--json'],
     code: 1,

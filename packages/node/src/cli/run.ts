@@ -98,7 +98,12 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   if (values.help) return (print(help), EXIT_OK);
   if (values.store !== undefined && values['no-store']) throw new UsageError('give --store PATH or --no-store, not both.');
   if (values['store-max-mb'] !== undefined && values['no-store']) throw new UsageError('--store-max-mb caps a store; --no-store has none.');
-  const { storeCapOptions } = await import('./store.js');
+  // Most of a cold start is loading the pipeline: what the command needs loads at once, not one part after another.
+  const [{ storeCapOptions }, { parseMountFlag }, { Corral }] = await Promise.all([
+    import('./store.js'),
+    import('../mounts.js'),
+    import('../corral.js'),
+  ]);
   const storeCap = storeCapOptions(values['store-max-mb']);
   const direct = values.wasm !== undefined || values.spec !== undefined;
   if (direct && (values.wasm === undefined || values.spec === undefined)) throw new UsageError('--wasm and --spec go together.');
@@ -108,7 +113,6 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   if (values.input !== undefined && values['input-file'] !== undefined) throw new UsageError('give --input or --input-file, not both.');
   if (direct) for (const flag of ['spec', 'wasm'] as const) fileFlag(`--${flag}`, values[flag]!);
 
-  const { parseMountFlag } = await import('../mounts.js');
   const mounts: MountBinding[] = (values.mount ?? []).map((flag) => flagValue(() => parseMountFlag(flag)));
   const env = parseEnvFlags(values.env);
   let timeoutMs: number | undefined;
@@ -125,12 +129,12 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       `no input for ${direct ? 'the tool' : name}, and stdin is a terminal: give --input JSON (--input '{}' for none) or --input-file FILE, or pipe it in (… | corral run ${name}).`,
     );
   }
-  // Every flag is checked before the input is read: stdin may never end.
-  const input = await readInput(values.input, values['input-file'], io.stdin);
+  // Every flag is checked before the input is read: stdin may never end. Corral
+  // starts meanwhile (its worker boots, its tools load); an input that fails
+  // still reports first, as if Corral had not been started.
   const store = values['no-store'] ? false : values.store;
-  const { Corral } = await import('../corral.js');
   const toolDirs = toolDirsFlag(values.tools);
-  const corral = await Corral.create({
+  const creating = Corral.create({
     toolDirs,
     bundled: !direct,
     size: 1,
@@ -139,6 +143,16 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     ...(values['no-record-input'] ? { recordInputs: false } : {}),
     ...storeCap,
   });
+  // Its failure is reported below, once the input is read; not as an unhandled rejection before.
+  creating.catch(() => undefined);
+  let input: unknown;
+  try {
+    input = await readInput(values.input, values['input-file'], io.stdin);
+  } catch (err) {
+    await creating.then((corral) => corral.close()).catch(() => undefined);
+    throw err;
+  }
+  const corral = await creating;
   try {
     const options = { mounts, env, ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
     let result: InvokeResult;
