@@ -23,6 +23,8 @@ interface Kept {
 
 export class InputBuffers {
   readonly #kept: Kept[] = [];
+  /** The kept buffers' bytes together. */
+  #keptBytes = 0;
 
   /**
    * A view of `length` zero or soon-overwritten bytes at the start of a
@@ -39,6 +41,7 @@ export class InputBuffers {
     }
     if (best < 0) return new Uint8Array(new ArrayBuffer(roomFor(length)), 0, length);
     const [{ buffer, written }] = this.#kept.splice(best, 1) as [Kept];
+    this.#keptBytes -= buffer.byteLength;
     if (written > length) new Uint8Array(buffer, length, written - length).fill(0);
     return new Uint8Array(buffer, 0, length);
   }
@@ -47,10 +50,10 @@ export class InputBuffers {
   give(bytes: Uint8Array): void {
     const { buffer } = bytes;
     if (!(buffer instanceof ArrayBuffer) || buffer.byteLength < MIN_KEPT_BYTES || buffer.byteLength > MAX_KEPT_BYTES) return;
-    const total = this.#kept.reduce((sum, k) => sum + k.buffer.byteLength, 0);
-    if (this.#kept.length >= MAX_KEPT || total + buffer.byteLength > MAX_KEPT_TOTAL) return;
+    if (this.#kept.length >= MAX_KEPT || this.#keptBytes + buffer.byteLength > MAX_KEPT_TOTAL) return;
     if (this.#kept.some((k) => k.buffer === buffer)) return;
     this.#kept.push({ buffer, written: bytes.byteOffset + bytes.byteLength });
+    this.#keptBytes += buffer.byteLength;
   }
 }
 

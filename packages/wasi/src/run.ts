@@ -71,6 +71,12 @@ interface Instance {
   trap(): { error: unknown } | undefined;
 }
 
+/** Whether a call with this much input starts with more memory than a pooled instance has (MemoryPool.pagesFor). */
+function needsRoom(component: LoadedComponent, inputBytes: number): boolean {
+  for (const pool of component.pools.values()) if (pool.pagesFor(inputBytes) !== pool.pages) return true;
+  return false;
+}
+
 /**
  * `toolName`: the tool of the call it is for, named in its errors (tools with the same wasm share compiled code).
  * `inputBytes`: the size of that call's input, which sets where its memories start (made ahead: unknown, 0).
@@ -207,8 +213,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
       return made;
     };
     // An instance made ahead has the memories of a small input; a larger one needs room from the start.
-    const roomy = [...component.pools.values()].some((pool) => pool.pagesFor(inputBytes) !== pool.pages);
-    const ahead = this.#takeAhead(roomy ? undefined : component);
+    const ahead = this.#takeAhead(needsRoom(component, inputBytes) ? undefined : component);
     ahead?.bind(state);
     let instance = ahead ?? fresh();
     return {
