@@ -113,7 +113,7 @@ import {
   type WorkflowRunRecord,
   type WorkflowRunStatus,
 } from '@corral/core';
-import { CHECK_FAILED, commitBatch, type Row, type WriteOp, type WriteResult } from './store-commit.js';
+import { CHECK_FAILED, batchCommitter, type BatchCommitter, type Row, type WriteOp, type WriteResult } from './store-commit.js';
 import type { CommitReply, WriterConfig } from './store-writer.js';
 import { packageUrl } from './package-files.js';
 
@@ -347,7 +347,8 @@ export class SqliteStore implements Store {
   #commits = 0;
   #closed = false;
   readonly #statements = new Map<string, Database.Statement>();
-  readonly #writeStatements = new Map<string, Database.Statement>();
+  /** Commits on this connection; made at its first commit. */
+  #commit: BatchCommitter | undefined;
   readonly #maxBytes: number | undefined;
   readonly #onProgress: ((message: string) => void) | undefined;
   /** Calls begun through this store and not finished: the size cap never removes them. */
@@ -1019,13 +1020,13 @@ export class SqliteStore implements Store {
     // each alone) never need it, and its ~40 ms boot competed with a fresh process's first call.
     if (this.#threaded && this.#writer === undefined && !this.#writerFailed && writes > 1) this.#startWriter();
     if (!this.#threaded || this.#writerFailed) {
-      this.#commitHere(batch, BUSY_TIMEOUT_MS);
+      this.#commitHere(batch, { wait: true });
       return;
     }
     // A lone write commits here (with nothing queued to gather, the thread would add only its two
     // hops, ~0.1 ms each way, twice a call for one caller), as do writes while the thread boots;
     // but the event loop never waits for another process's write lock: the thread does.
-    if ((writes === 1 || !this.#writer?.ready) && this.#commitHere(batch, 0)) return;
+    if ((writes === 1 || !this.#writer?.ready) && this.#commitHere(batch, { wait: false })) return;
     if (this.#writer?.ready) {
       this.#committing = batch;
       this.#writer.worker.ref(); // a pending commit keeps the process alive, as a pending setImmediate did
@@ -1038,22 +1039,24 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Commit `batch` on this thread, waiting at most `busyMs` for another
-   * process's write lock. False when that lock was held (nothing written,
-   * the batch untouched); otherwise its writers are told.
+   * Commit `batch` on this thread, waiting for another process's write lock
+   * (at most BUSY_TIMEOUT_MS) or not. False when that lock was held and not
+   * waited for (nothing written, the batch untouched); otherwise its writers are told.
    */
-  #commitHere(batch: PendingWrite[], busyMs: number): boolean {
+  #commitHere(batch: PendingWrite[], { wait }: { wait: boolean }): boolean {
     const ops = batch.map((w) => w.ops);
     let outcome: { results: WriteResult[] } | { error: CorralError };
-    if (busyMs !== BUSY_TIMEOUT_MS) this.#db.pragma(`busy_timeout = ${busyMs}`);
+    // Set, not prepared once: SQLite applies a busy_timeout pragma when it is prepared, not when run.
+    if (!wait) this.#db.pragma('busy_timeout = 0');
     try {
-      outcome = { results: commitBatch(this.#db, ops, this.#writeStatements) };
+      this.#commit ??= batchCommitter(this.#db);
+      outcome = { results: this.#commit(ops) };
     } catch (err) {
       // BEGIN IMMEDIATE takes the lock first: refused there, nothing was written.
-      if (codeOf(err) === 'SQLITE_BUSY' && busyMs !== BUSY_TIMEOUT_MS && !this.#db.inTransaction) return false;
+      if (codeOf(err) === 'SQLITE_BUSY' && !wait && !this.#db.inTransaction) return false;
       outcome = { error: this.#error(err) };
     } finally {
-      if (busyMs !== BUSY_TIMEOUT_MS) this.#db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      if (!wait) this.#db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }
     this.#settle(batch, outcome);
     return true;

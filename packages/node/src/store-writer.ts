@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { commitBatch, type WriteOp, type WriteResult } from './store-commit.js';
+import { batchCommitter, type BatchCommitter, type WriteOp, type WriteResult } from './store-commit.js';
 
 export interface WriterConfig {
   location: string;
@@ -24,13 +24,14 @@ export type CommitReply = { results: WriteResult[] } | { error: { code?: string;
 
 const port = parentPort!;
 const config = workerData as WriterConfig;
-const statements = new Map<string, Database.Statement>();
 let db: Database.Database;
+let commit: BatchCommitter;
 try {
   db = new Database(config.location, { fileMustExist: true });
   // Per connection, like the store's own: every commit is fsynced before its reply.
   db.pragma(`synchronous = ${config.synchronous}`);
   db.pragma(`journal_size_limit = ${config.walSizeLimit}`);
+  commit = batchCommitter(db);
   port.postMessage('ready');
 } catch (err) {
   // The store keeps committing on its own connection.
@@ -46,7 +47,7 @@ port.on('message', (message: CommitRequest | 'close') => {
   }
   let reply: CommitReply;
   try {
-    reply = { results: commitBatch(db, message.writes, statements) };
+    reply = { results: commit(message.writes) };
   } catch (err) {
     const e = err as { code?: unknown; message?: unknown };
     reply = { error: { ...(typeof e?.code === 'string' ? { code: e.code } : {}), message: String(e?.message ?? err) } };
