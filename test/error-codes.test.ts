@@ -101,6 +101,24 @@ describe('a caller’s mistake is E_INPUT_VALIDATION in the envelope, not a Type
   });
 });
 
+describe('a tool under a small memory cap fails with the code for how it failed', () => {
+  // Before: under a cap of 2 MiB or less every failure was E_RESOURCE_EXHAUSTED (memory), the margin for
+  // "near the cap" (2 MiB) being all of it: a caller told to raise memory_mb for a plain exit 1 or a trap.
+  for (const memoryMb of [1, 2]) {
+    it(`memory_mb ${memoryMb}: a non-zero exit and a trap are E_UNEXPECTED_EXIT, a memory bomb E_RESOURCE_EXHAUSTED`, async () => {
+      const exited = await corral.invoke('exit-fail', {}, { memoryMb });
+      expect(exited).toMatchObject({ ok: false, exit_code: 1, error: { code: 'E_UNEXPECTED_EXIT' } });
+      expect(exited.stderr_tail).toContain('refusing on purpose');
+      const trapped = await corral.invoke('trap', {}, { memoryMb });
+      expect(trapped).toMatchObject({ ok: false, error: { code: 'E_UNEXPECTED_EXIT', details: { trap: true } } });
+      if (memoryMb === 2) {
+        const bomb = await corral.invoke('memory-bomb', {}, { memoryMb });
+        expect(bomb.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'memory' } });
+      }
+    });
+  }
+});
+
 describe('a closed runtime is E_CLOSED, whenever the call was', () => {
   it('a call running when close() comes gets E_CLOSED (running: true), not a worker crash or a hang', async () => {
     // Before: the terminated worker read as a crash in Node (E_UNEXPECTED_EXIT, exit code 1) and,

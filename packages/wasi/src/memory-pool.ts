@@ -398,9 +398,9 @@ export class MemoryPool {
    *
    * Why a quarter: an allocator that only takes memory by growing it (Zig's,
    * Rust's dlmalloc outside WASI) leaves the start unused, so the room comes
-   * off what it may grow into; and a memory that starts near the cap would
-   * make any failure look like running out of memory (outcome.ts counts one
-   * that ends within an eighth of the cap as that).
+   * off what it may grow into; and a memory that starts near the cap has
+   * little room left to grow, where outcome.ts tells running out of memory
+   * by a memory that grew to near the cap.
    */
   pagesFor(inputBytes: number): number {
     const wanted = Math.ceil((INPUT_ROOM * inputBytes + ROOM_BEYOND_INPUT) / WASM_PAGE_BYTES);

@@ -66,6 +66,8 @@ interface Instance {
   /** Instantiate (once): the component's core instances and its exports. */
   exports(): Promise<Record<string, unknown>>;
   memories: WebAssembly.Memory[];
+  /** Whether one of `memories` grew past the size it had when its core instance was made. */
+  memoryGrew(): boolean;
   leases: MemoryLeases;
   /** The first error that left a call into the host, if one has (glue.ts, trapsEndTheInstance). */
   trap(): { error: unknown } | undefined;
@@ -101,6 +103,8 @@ function newInstance(component: LoadedComponent, toolName: string, inputBytes = 
   // Keep every memory the component's core instances export, to report the
   // peak and to recognise a tool that failed because it hit its memory cap.
   const memories: WebAssembly.Memory[] = [];
+  /** The size each memory had when its core instance was made, to tell whether the call grew it. */
+  const startBytes = new Map<WebAssembly.Memory, number>();
   const leases = new MemoryLeases(inputBytes);
   // Caps are rewritten per core module, so a second instance of a module
   // with a memory or table would have a second cap: a component may
@@ -124,7 +128,11 @@ function newInstance(component: LoadedComponent, toolName: string, inputBytes = 
     if (standIn?.kind === 'shim') return { exports: indirection!.shimExports(standIn) } as WebAssembly.Instance;
     if (standIn?.kind === 'fixup' && indirection!.fill(standIn, coreImports)) return { exports: {} } as WebAssembly.Instance;
     const instance = await instantiate(module, leases.imports(component.pools.get(module), coreImports));
-    for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value);
+    for (const value of Object.values(instance.exports)) {
+      if (!(value instanceof WebAssembly.Memory) || startBytes.has(value)) continue;
+      memories.push(value);
+      startBytes.set(value, value.buffer.byteLength);
+    }
     return instance;
   };
   const getCoreModule = (name: string) => {
@@ -157,6 +165,7 @@ function newInstance(component: LoadedComponent, toolName: string, inputBytes = 
       return exports;
     },
     memories,
+    memoryGrew: () => memories.some((memory) => memory.buffer.byteLength > startBytes.get(memory)!),
     leases,
     trap: () => trap,
   };
@@ -243,6 +252,7 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
         if (trap) throw trap.error;
       },
       peakMemoryBytes: () => Math.max(0, ...instance.memories.map((m) => m.buffer.byteLength)),
+      memoryGrew: () => instance.memoryGrew(),
       release: () => {
         instance.leases.release();
         this.#last = { component, toolName: request.toolName };

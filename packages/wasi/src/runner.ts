@@ -23,6 +23,8 @@ export interface Execution {
   settle?(end: RunEnd): RunEnd;
   /** The largest size the instance's memories reached. */
   peakMemoryBytes(): number;
+  /** Whether one of its memories grew during the run, past the size it was instantiated with (left out: cannot tell). */
+  memoryGrew?(): boolean;
   /** Give back what the run borrowed (pooled memories), once it is over and measured. */
   release?(): void;
 }
@@ -117,6 +119,7 @@ export abstract class Runner<Source, Compiled> {
     }
     if (execution.settle) end = execution.settle(end);
     const peakMemoryBytes = execution.peakMemoryBytes();
+    const memoryGrew = execution.memoryGrew?.();
     execution.release?.();
     return finishRun(end, {
       request,
@@ -124,6 +127,7 @@ export abstract class Runner<Source, Compiled> {
       stdout,
       stderr,
       peakMemoryBytes,
+      memoryGrew,
       maxPages,
       quota: call.quota,
     });

@@ -526,6 +526,24 @@ describe('Preview1Runner in-process', () => {
     expect(larger.peakMemoryBytes).toBeLessThanOrEqual(40 * 2 ** 20);
   });
 
+  // Before: a failure was memory when the peak was within max(2 MiB, cap/8) of the cap, all of a cap of
+  // 2 MiB or less: a module that exited 3, or trapped, with its memory at the 512 KiB it started with was
+  // reported E_RESOURCE_EXHAUSTED (memory) under a 1 or 2 MiB cap.
+  it('a failure under a 1 or 2 MiB memory cap is reported as how the tool failed, not as running out of memory', async () => {
+    const runner = new Preview1Runner();
+    for (const mb of [1, 2]) {
+      const memoryLimitBytes = mb * 2 ** 20;
+      const exited = await runner.run('exit-fail', fixture('exit-fail'), request({ memoryLimitBytes }));
+      expect(exited.exitCode, `${mb} MiB`).toBe(3);
+      expect(exited.error, `${mb} MiB`).toBeUndefined();
+      const trapped = await runner.run('trap', fixture('trap'), request({ memoryLimitBytes }));
+      expect(trapped.error, `${mb} MiB`).toMatchObject({ code: 'E_UNEXPECTED_EXIT', details: { trap: true } });
+    }
+    // A tool that grows its memory to near a small cap and then fails still ran out of it.
+    const bomb = await runner.run('bomb', fixture('memory-bomb'), request({ memoryLimitBytes: 2 * 2 ** 20 }));
+    expect(bomb.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'memory' } });
+  });
+
   it('reports socket calls as E_NETWORK_BLOCKED even when the tool exits 0', async () => {
     const result = await new Preview1Runner().run('x', fixture('socket'), request());
     // fd 3 is the call's own /tmp, a folder: ENOTSOCK, and still an attempt to use a network.

@@ -23,6 +23,7 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
     const host = new Preview1Host(call.guest);
     const leases = new MemoryLeases(request.stdin.length);
     let memory: WebAssembly.Memory | undefined;
+    let startBytes = 0;
     return {
       async run() {
         const instance = await instantiate(
@@ -30,6 +31,7 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
           leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports }),
         );
         memory = instance.exports.memory as WebAssembly.Memory;
+        startBytes = memory.buffer.byteLength;
         host.bind(memory);
         try {
           (instance.exports._start as () => void)();
@@ -53,6 +55,7 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
         };
       },
       peakMemoryBytes: () => memory?.buffer.byteLength ?? 0,
+      memoryGrew: () => memory !== undefined && memory.buffer.byteLength > startBytes,
       release: () => leases.release(),
     };
   }
