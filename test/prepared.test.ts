@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BUNDLED_TOOLS_DIR, ComponentCache, Corral, type PrepareEvent } from '@corral/node';
-import { PREPARED_FORMAT, decodePreparedFile, encodePreparedFile } from '@corral/wasi';
+import { PREPARED_FORMAT, decodePreparedFile, encodePreparedFile, type PreparedComponent } from '@corral/wasi';
 
 const TOOLS = new URL('../wasm-tools/', import.meta.url).pathname;
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
@@ -143,6 +143,103 @@ describe('bundled components, transpiled at build time', () => {
         const r = await corral.invoke('echo', { n: 1 });
         expect(r.error, String(answer)).toBeNull();
         expect(transpiles.map((e) => e.name)).toEqual(['echo']);
+      } finally {
+        await corral.close();
+      }
+    }
+  }, 120_000);
+
+  // Before: the entry was checked, then read again when the call posted it to a worker (or could not be
+  // posted at all, a Proxy): every call of the tool in that process failed with an internal error,
+  // "#<Object> could not be cloned", "glue.startsWith is not a function", "source is not iterable".
+  it("what a cache of one's own hands back is read once and copied: a Proxy, or getters that answer otherwise later, fail no call", async () => {
+    let kept: PreparedComponent | undefined;
+    const keeping = { get: async () => undefined, set: async (_key: string, prepared: PreparedComponent) => void (kept = prepared) };
+    const first = await fresh({ bundled: false, toolDirs: [FIXTURES], cache: keeping as unknown as ComponentCache });
+    try {
+      expect((await first.corral.invoke('echo', { n: 0 })).error).toBeNull();
+    } finally {
+      await first.corral.close();
+    }
+    const real = kept!;
+    /** `valid` at the first read, `garbage` at every later one. */
+    const flips = (valid: unknown, garbage: unknown) => {
+      let reads = 0;
+      return () => (reads++ === 0 ? valid : garbage);
+    };
+    const revocable = Proxy.revocable(real, {});
+    revocable.revoke();
+    // Each entry, and how many transpiles it costs: 0 when its copy is the component, 1 when it is a miss.
+    const entries: Array<[string, () => unknown, number]> = [
+      ['the entry a Proxy', () => new Proxy(real, {}), 0],
+      ['its modules a Proxy', () => ({ ...real, modules: new Proxy(real.modules, {}) }), 0],
+      [
+        'a Proxy that answers each field once, then with nothing',
+        () => {
+          const read = new Set<string | symbol>();
+          return new Proxy(real, {
+            get: (target, key) => (read.has(key) ? undefined : (read.add(key), target[key as keyof PreparedComponent])),
+          });
+        },
+        0,
+      ],
+      [
+        'glue a getter: valid, then a number',
+        () => {
+          const glue = flips(real.glue, 42);
+          return {
+            ...real,
+            get glue() {
+              return glue();
+            },
+          };
+        },
+        0,
+      ],
+      [
+        'modules a getter: valid, then strings',
+        () => {
+          const modules = flips(real.modules, { 'echo.core.wasm': 'garbage' });
+          return {
+            ...real,
+            get modules() {
+              return modules();
+            },
+          };
+        },
+        0,
+      ],
+      [
+        'imports a getter: valid, then a number',
+        () => {
+          const imports = flips(real.imports, 7);
+          return {
+            ...real,
+            get imports() {
+              return imports();
+            },
+          };
+        },
+        0,
+      ],
+      [
+        'each core module a Proxy of its bytes',
+        () => ({ ...real, modules: Object.fromEntries(Object.entries(real.modules).map(([name, bytes]) => [name, new Proxy(bytes, {})])) }),
+        1,
+      ],
+      ['a revoked Proxy', () => revocable.proxy, 1],
+    ];
+    for (const [what, entry, transpileCount] of entries) {
+      const handed = entry();
+      const cache = { get: async () => handed, set: async () => {} };
+      const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [FIXTURES], cache: cache as unknown as ComponentCache });
+      try {
+        for (const n of [1, 2]) {
+          const r = await corral.invoke('echo', { n });
+          expect(r.error, what).toBeNull();
+          expect(r.output, what).toEqual({ n });
+        }
+        expect(transpiles.length, what).toBe(transpileCount);
       } finally {
         await corral.close();
       }

@@ -16,7 +16,7 @@ import type { SandboxPool, PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
 import { NOT_LOADED } from './code-cache.js';
-import { usablePrepared } from './prepared-format.js';
+import { copyPrepared } from './prepared-format.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
 import type { PreloadJob, RunJob, SandboxWorkerApi } from './worker-api.js';
 
@@ -111,7 +111,8 @@ async function runOn(
  * IndexedDB in browsers). An entry another version of Corral made is
  * prepared again: key entries by PREPARED_FORMAT to keep versions apart.
  * A `get` that fails or returns something else than a PreparedComponent is
- * a miss, and a `set` that fails costs only speed.
+ * a miss, and a `set` that fails costs only speed. What `get` returns is
+ * read once and copied (copyPrepared): the host keeps none of it.
  */
 export interface PreparedComponentStore {
   get(sha256: string): Promise<PreparedComponent | undefined>;
@@ -359,11 +360,12 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     if (prebuilt) return prebuilt;
     let cached: PreparedComponent | undefined;
     try {
-      cached = await this.#options.cache?.get(key);
+      // Only a plain copy, checked, is used: what a cache hands back may change between reads.
+      cached = copyPrepared(await this.#options.cache?.get(key));
     } catch {
       // A cache that fails is a miss, as is one that hands back what cannot be used.
     }
-    if (cached && usablePrepared(cached)) return cached;
+    if (cached) return cached;
     onTranspile?.();
     let finish = () => {};
     const finished = new Promise<void>((resolve) => (finish = resolve));

@@ -1,3 +1,5 @@
+import type { PreparedComponent } from './transpile.js';
+
 /**
  * Names the version of glue.ts's rewrites that prepared glue carries: the
  * first 12 hex digits of that file's SHA-256 (glue-rewrites.test.ts checks
@@ -28,20 +30,48 @@ export function rewrittenByOtherVersion(glue: string): boolean {
 }
 
 /**
- * Whether a prepared component from a cache can be used: the shape of a
- * PreparedComponent (a cache of one's own may hand back anything), and glue
- * not rewritten by another version. Anything else is prepared again.
+ * %TypedArray%.prototype[Symbol.toStringTag]: the name a typed array was
+ * made with, read from the array itself ("Uint8Array"), and undefined for
+ * anything else, a Proxy of a typed array and a lookalike object included.
  */
-export function usablePrepared(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const { glue, modules, imports } = value as Record<string, unknown>;
-  return (
-    typeof glue === 'string' &&
-    !rewrittenByOtherVersion(glue) &&
-    typeof modules === 'object' &&
-    modules !== null &&
-    Object.values(modules).every((bytes) => bytes instanceof Uint8Array) &&
-    Array.isArray(imports) &&
-    imports.every((name) => typeof name === 'string')
-  );
+const typedArrayName = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype) as object, Symbol.toStringTag)!.get as (
+  this: unknown,
+) => string | undefined;
+
+/**
+ * A prepared component from a cache, copied into a plain object of its own
+ * when it is one that can be used, else undefined (the host prepares it
+ * again). A cache of one's own may hand back anything: not the shape of a
+ * PreparedComponent, glue another version rewrote, or a Proxy or getters
+ * that answer one way when checked and another when the call posts the
+ * component to a worker (every call of the tool then failed with an
+ * internal error). So each field is read once, whatever reading it throws
+ * is a miss, and only the checked copy is used: strings as they are, a new
+ * array of imports, and each core module's bytes copied out of a real
+ * Uint8Array.
+ */
+export function copyPrepared(value: unknown): PreparedComponent | undefined {
+  try {
+    if (typeof value !== 'object' || value === null) return undefined;
+    const { glue, modules, imports } = value as Record<string, unknown>;
+    if (typeof glue !== 'string' || rewrittenByOtherVersion(glue)) return undefined;
+    if (typeof modules !== 'object' || modules === null || !Array.isArray(imports)) return undefined;
+    const copied: Array<[string, Uint8Array]> = [];
+    for (const [name, bytes] of Object.entries(modules)) {
+      if (typedArrayName.call(bytes) !== 'Uint8Array') return undefined;
+      copied.push([name, new Uint8Array(bytes as Uint8Array)]);
+    }
+    const length: unknown = imports.length;
+    if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) return undefined;
+    const names: string[] = [];
+    for (let i = 0; i < length; i++) {
+      const name: unknown = imports[i];
+      if (typeof name !== 'string') return undefined;
+      names.push(name);
+    }
+    // fromEntries: a module named __proto__ stays a module, not the object's prototype.
+    return { glue, modules: Object.fromEntries(copied), imports: names };
+  } catch {
+    return undefined;
+  }
 }
