@@ -3,7 +3,8 @@ import { semver } from './deps.js';
 import { CorralError, ErrorCodes } from './errors.js';
 import { parseSpec, type ParseSpecOptions } from './spec.js';
 import type { Tool } from './types.js';
-import { detectWasmKind, sha256Hex } from './wasm.js';
+import { detectWasmKind } from './wasm.js';
+import { sha256HexFast } from './sha256.js';
 
 /** Split 'name@range' (names cannot contain '@'); a bare name means "any version". */
 export function parseToolRef(ref: string): { name: string; range: string | null } {
@@ -77,7 +78,10 @@ export class Registry {
       );
     }
     spec.kind = kind;
-    const wasmSha256 = await sha256Hex(wasm);
+    // Once per tool, so with the host's native hash where it has one, at any size: a process's
+    // first crypto.subtle.digest loads its WebCrypto modules (~5 ms of a cold start), and each
+    // digest waits for a hop to another thread (8 bundled tools: 7-15 ms against ~2 ms).
+    const wasmSha256 = await sha256HexFast(wasm, Number.POSITIVE_INFINITY);
 
     const versions = this.#tools.get(spec.name) ?? new Map<string, Tool>();
     const existing = versions.get(spec.version);
