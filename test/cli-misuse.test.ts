@@ -9,6 +9,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const CLI = join(ROOT, 'packages/node/bin/corral.js');
@@ -427,4 +428,35 @@ describe('corral misused: exit status and message, row by row', () => {
     const piped = await corral(['run', 'echo', '--tools', FIXTURES, '--no-store'], '{"a": 1}');
     expect(JSON.parse(piped.stdout)).toEqual({ a: 1 });
   });
+});
+
+describe('corral run with a store that does not answer', () => {
+  // A PostgreSQL "server" that accepts connections and never replies: opening the store waits out its connect timeouts (~30 s).
+  it('reports a bad --input or --input-file at once, without waiting for the store to open', async () => {
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('data', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const store = `postgres://corral@127.0.0.1:${(server.address() as AddressInfo).port}/corral`;
+    const badFile = join(home, 'bad-input.json');
+    await writeFile(badFile, '{not json');
+    try {
+      for (const flags of [
+        ['--input', '{not json'],
+        ['--input-file', badFile],
+      ]) {
+        const started = Date.now();
+        const r = await corral(['run', 'diff-summary', '--store', store, ...flags]);
+        expect(r.code, r.stderr).toBe(1);
+        expect(r.stderr).toMatch(/^corral: The input from [^\n]* is not valid JSON: [^\n]*\(E_INPUT_VALIDATION\)\n$/);
+        // Before, the process first waited for the store (~30 s), then reported the input.
+        expect(Date.now() - started, flags[0]).toBeLessThan(8_000);
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 90_000);
 });

@@ -129,9 +129,16 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       `no input for ${direct ? 'the tool' : name}, and stdin is a terminal: give --input JSON (--input '{}' for none) or --input-file FILE, or pipe it in (… | corral run ${name}).`,
     );
   }
-  // Every flag is checked before the input is read: stdin may never end. Corral
-  // starts meanwhile (its worker boots, its tools load); an input that fails
-  // still reports first, as if Corral had not been started.
+  // Every flag is checked before the input is read: stdin may never end. An input
+  // already in hand (--input, --input-file) is read first: there is nothing to
+  // overlap, and a bad one then reports at once, even when the store is slow to
+  // open (a PostgreSQL server that does not answer waits out its connect timeouts).
+  const fromStdin = values.input === undefined && values['input-file'] === undefined;
+  let input: unknown;
+  if (!fromStdin) input = await readInput(values.input, values['input-file'], io.stdin);
+  // Piped input may still be being produced: Corral starts meanwhile (its worker
+  // boots, its tools load); an input that fails still reports first, as if
+  // Corral had not been started.
   const store = values['no-store'] ? false : values.store;
   const toolDirs = toolDirsFlag(values.tools);
   const creating = Corral.create({
@@ -145,9 +152,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   });
   // Its failure is reported below, once the input is read; not as an unhandled rejection before.
   creating.catch(() => undefined);
-  let input: unknown;
   try {
-    input = await readInput(values.input, values['input-file'], io.stdin);
+    if (fromStdin) input = await readInput(undefined, undefined, io.stdin);
   } catch (err) {
     await creating.then((corral) => corral.close()).catch(() => undefined);
     throw err;
