@@ -70,7 +70,17 @@ export default defineConfig({
           // comlink and jco are imported by @corral/browser's sandbox worker, which vite
           // only sees once the worker starts: listed here so that never reloads a test.
           // yaml comes with @corral/workflow, which only the workflow test imports.
-          include: ['idb', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', 'semver', 'comlink', '@bytecodealliance/jco/component', 'yaml'],
+          include: [
+            'idb',
+            'ajv',
+            'ajv/dist/2020.js',
+            'ajv-formats',
+            'semver',
+            'comlink',
+            'comlink/dist/esm/comlink.mjs',
+            '@bytecodealliance/jco/component',
+            'yaml',
+          ],
         },
         test: {
           name: 'browser',

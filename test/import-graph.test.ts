@@ -63,3 +63,41 @@ describe('@corral/node at startup', () => {
     expect(loaded).toBe(true);
   });
 });
+
+describe('comlink, one module per thread', () => {
+  // transfer() marks a value in a table of the comlink module it comes from, which only that module's
+  // wrap()/expose() read: a thread that loads comlink twice silently copies what it meant to move.
+  it("every package's source imports comlink's functions from its ES module file, the one @corral/wasi uses", async () => {
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const offenders: string[] = [];
+    for (const pkg of readdirSync(join(ROOT, 'packages'))) {
+      const src = join(ROOT, 'packages', pkg, 'src');
+      let files: string[];
+      try {
+        files = readdirSync(src, { recursive: true }) as string[];
+      } catch {
+        continue;
+      }
+      for (const file of files.filter((f) => /\.m?ts$/.test(f))) {
+        const text = readFileSync(join(src, file), 'utf8');
+        for (const m of text.matchAll(/^import\s+(type\s+)?[^;]*?from\s+'(comlink[^']*)'/gm))
+          if (!m[1] && !/^comlink\/dist\/esm\/(comlink|node-adapter)\.mjs$/.test(m[2]!))
+            offenders.push(`packages/${pkg}/src/${file}: ${m[2]}`);
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+
+  it('a Node host running a tool loads no CommonJS (UMD) comlink beside the ES module one', async () => {
+    const script = `import { createRequire } from 'node:module';
+      import { Corral } from '@corral/node';
+      const corral = await Corral.create({ size: 1, store: false });
+      const r = await corral.invoke('diff-summary', { diff: ${JSON.stringify(DIFF)} });
+      await corral.close();
+      if (!r.ok) throw new Error(JSON.stringify(r.error));
+      console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes('comlink'))));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual([]);
+  });
+});

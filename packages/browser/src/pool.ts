@@ -3,7 +3,11 @@
  * through comlink, in @corral/wasi's SandboxPool (the same queue, time
  * limits, cancellation and replacement as Node's worker_threads pool).
  */
-import { releaseProxy, wrap, type Remote } from 'comlink';
+// The file @corral/wasi imports transfer() from (types/comlink-esm.d.ts): a runtime that resolves bare
+// 'comlink' to its UMD main (Node, Deno, Bun; a CDN's import map) would load a second comlink, whose
+// wrap() never sees those transfers, so a call's input was copied to its worker instead of moved.
+import { releaseProxy, wrap } from 'comlink/dist/esm/comlink.mjs';
+import type { Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core';
 import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
