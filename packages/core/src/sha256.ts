@@ -5,6 +5,7 @@
  * in hashing; larger data still goes to crypto.subtle. Small data is hashed
  * by the host's native hash where it has one (node:crypto, through
  * process.getBuiltinModule: Node ≥ 20.16, Deno, Bun), else in plain JS here.
+ * The registry hashes a tool's code once, natively at any size (`nativeUpTo`).
  */
 import { sha256Hex } from './wasm.js';
 
