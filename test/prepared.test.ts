@@ -167,6 +167,11 @@ describe('bundled components, transpiled at build time', () => {
       let reads = 0;
       return () => (reads++ === 0 ? valid : garbage);
     };
+    /** The entry with `field` a getter that answers the real value at its first read, `garbage` after. */
+    const flipping = (field: 'glue' | 'modules' | 'imports', garbage: unknown) => () => {
+      const value = flips(real[field], garbage);
+      return Object.defineProperty({ ...real }, field, { get: value, enumerable: true });
+    };
     const revocable = Proxy.revocable(real, {});
     revocable.revoke();
     // Each entry, and how many transpiles it costs: 0 when its copy is the component, 1 when it is a miss.
@@ -183,45 +188,9 @@ describe('bundled components, transpiled at build time', () => {
         },
         0,
       ],
-      [
-        'glue a getter: valid, then a number',
-        () => {
-          const glue = flips(real.glue, 42);
-          return {
-            ...real,
-            get glue() {
-              return glue();
-            },
-          };
-        },
-        0,
-      ],
-      [
-        'modules a getter: valid, then strings',
-        () => {
-          const modules = flips(real.modules, { 'echo.core.wasm': 'garbage' });
-          return {
-            ...real,
-            get modules() {
-              return modules();
-            },
-          };
-        },
-        0,
-      ],
-      [
-        'imports a getter: valid, then a number',
-        () => {
-          const imports = flips(real.imports, 7);
-          return {
-            ...real,
-            get imports() {
-              return imports();
-            },
-          };
-        },
-        0,
-      ],
+      ['glue a getter: valid, then a number', flipping('glue', 42), 0],
+      ['modules a getter: valid, then strings', flipping('modules', { 'echo.core.wasm': 'garbage' }), 0],
+      ['imports a getter: valid, then a number', flipping('imports', 7), 0],
       [
         'each core module a Proxy of its bytes',
         () => ({ ...real, modules: Object.fromEntries(Object.entries(real.modules).map(([name, bytes]) => [name, new Proxy(bytes, {})])) }),
