@@ -119,6 +119,10 @@ declare namespace WebAssembly {
     grow(delta: number): number;
   }
   var Memory: { prototype: Memory; new (descriptor: { initial: number; maximum?: number; shared?: boolean }): Memory };
+  interface Global {
+    value: unknown;
+  }
+  var Global: { prototype: Global; new (descriptor: { value: string; mutable?: boolean }, value?: unknown): Global };
   type ExportValue = Function | Memory | object;
   type Exports = Record<string, ExportValue>;
   type ImportValue = Function | Memory | number | bigint | object;

@@ -11,7 +11,7 @@ import { expose } from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner, Preview1Runner } from '@corral/wasi';
-import { MemoryLeases, Preview1Host } from '@corral/wasi/internal';
+import { MemoryLeases, MemoryWatch, Preview1Host } from '@corral/wasi/internal';
 import { outcomeOf, sandboxWorkerApi, type SandboxWorkerApi } from '@corral/wasi/worker';
 
 /**
@@ -62,7 +62,7 @@ class Preview1Probe extends Preview1Runner {
         const instance = await wasmApi.instantiate(compiled.module, imports);
         host.bind(instance.exports.memory as Parameters<Preview1Host['bind']>[0]);
       },
-      peakMemoryBytes: () => 0,
+      memory: new MemoryWatch(),
       release: () => leases.release(),
     };
   }

@@ -43,4 +43,6 @@ export {
   MAX_SPARE_BYTES,
   MAX_SPARES_BYTES,
 } from './memory-pool.js';
+export { MemoryWatch, type MemoryLimits } from './memory-watch.js';
+export { watchGrowth, GROW_FAILED_EXPORT, type WatchedGrowth } from './grow-watch.js';
 export { readIndirection, newIndirection, standIns, type Shim, type Fixup } from './indirection.js';

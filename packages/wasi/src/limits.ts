@@ -141,6 +141,37 @@ function definedSections(module: Uint8Array): { memory: boolean; table: boolean;
 }
 
 /**
+ * The limits of the memories a capped module defines (capModule gave each a
+ * maximum), in pages, in index order after any it imports; [] when it
+ * defines none or cannot be read.
+ */
+export function definedMemories(module: Uint8Array): Array<{ minPages: number; maxPages: number }> {
+  try {
+    let pos = 8;
+    while (pos < module.length) {
+      const id = module[pos]!;
+      const [size, sizeLen] = readU32(module, pos + 1);
+      const bodyStart = pos + 1 + sizeLen;
+      if (id === SECTION_MEMORY) {
+        const r = new Reader(module.subarray(bodyStart, bodyStart + size));
+        const memories: Array<{ minPages: number; maxPages: number }> = [];
+        for (let count = r.u32(); count > 0; count--) {
+          const flags = r.byte();
+          const minPages = r.u32();
+          if (!(flags & 0x01)) return [];
+          memories.push({ minPages, maxPages: r.u32() });
+        }
+        return memories;
+      }
+      pos = bodyStart + size;
+    }
+  } catch {
+    // Not readable: capModule would have refused it.
+  }
+  return [];
+}
+
+/**
  * Return a copy of `module` whose defined memories and tables have maxima
  * within the caps for `maxPages` pages of memory (see the file comment), or
  * within `share` of them.

@@ -23,6 +23,7 @@
  * minimum), and wasi-libc's allocator takes the extra pages as heap.
  */
 import { WASM_PAGE_BYTES, readU32, writeU32 } from './limits.js';
+import type { MemoryWatch } from './memory-watch.js';
 
 /** The module and field name a rewritten module imports its memory by. */
 export const POOL_IMPORT_MODULE = 'corral:memory-pool';
@@ -292,17 +293,24 @@ function importEntries(body: Uint8Array): { count: number; entriesStart: number 
  */
 export class MemoryLeases {
   readonly #inputBytes: number;
+  readonly #watch: MemoryWatch | undefined;
   readonly #taken: Array<[MemoryPool, WebAssembly.Memory]> = [];
 
-  /** `inputBytes`: the size of the call's input, which sets where its memories start (MemoryPool.pagesFor). */
-  constructor(inputBytes = 0) {
+  /**
+   * `inputBytes`: the size of the call's input, which sets where its memories start (MemoryPool.pagesFor).
+   * `watch`: where the call's memories are watched; each leased one is added, whether its module exports it or not.
+   */
+  constructor(inputBytes = 0, watch?: MemoryWatch) {
     this.#inputBytes = inputBytes;
+    this.#watch = watch;
   }
 
   /** The imports for `module`, with its pooled memory added when it has a pool. */
   imports(pool: MemoryPool | undefined, imports: WebAssembly.Imports | undefined): WebAssembly.Imports {
     if (!pool) return imports ?? {};
-    const memory = pool.acquire(pool.pagesFor(this.#inputBytes));
+    const startPages = pool.pagesFor(this.#inputBytes);
+    const memory = pool.acquire(startPages);
+    this.#watch?.watch(memory, { startPages, maxPages: pool.maxPages });
     this.#taken.push([pool, memory]);
     return { ...imports, [POOL_IMPORT_MODULE]: { [POOL_IMPORT_NAME]: memory } };
   }

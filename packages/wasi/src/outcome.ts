@@ -89,11 +89,8 @@ export interface RunFacts {
   stderr: CappedSink;
   /** Largest size the tool's memories reached. */
   peakMemoryBytes: number;
-  /**
-   * Whether one of the tool's memories grew during the run, past the size
-   * it had when instantiated; undefined when the runner cannot tell.
-   */
-  memoryGrew?: boolean | undefined;
+  /** Whether it ran out of memory: a memory.grow failed (MemoryWatch.ranOut). */
+  ranOutOfMemory: boolean;
   /** The memory cap the module was compiled with, in pages. */
   maxPages: number;
   /** The call's disk quota, when it had a filesystem. */
@@ -109,7 +106,7 @@ const HOST_CONTAINER_FULL = /Map maximum size exceeded|Set maximum size exceeded
  * failure with memory grown to near the cap is E_RESOURCE_EXHAUSTED (memory).
  */
 export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
-  const { request, stdout, stderr, peakMemoryBytes, memoryGrew, maxPages, quota } = facts;
+  const { request, stdout, stderr, peakMemoryBytes, ranOutOfMemory, maxPages, quota } = facts;
   let { exitCode, error } = end;
   const exited = end.exited === true;
   if (quota?.exceeded) {
@@ -126,21 +123,10 @@ export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
     ).toJSON();
     if (exitCode === 0) exitCode = 1;
   }
-  // A tool that fails with its memory near the cap most likely ran out of
-  // memory, whatever it did next (a NULL from malloc surfaces as a trap or
-  // an exit code). "Near" allows for the block the allocator could not get:
-  // 2 MiB or an eighth of the cap, but at most half of it (2 MiB was all of
-  // a 2 MiB cap, and every failure under one was reported as out of memory).
-  // And the memory must have grown during the call: one may start near a
-  // small cap (a pooled memory starts with 512 KiB, half of a 1 MiB cap; a
-  // module may declare more), and a tool that fails without growing its
-  // memory failed for another reason as far as the host can tell. A
-  // memory.grow that fails is not seen: a tool whose first request is
-  // larger than all the room left is reported by how it failed.
+  // A tool that fails after a memory.grow failed ran out of memory, whatever
+  // it did next (a NULL from malloc surfaces as a trap or an exit code).
   const capBytes = maxPages * WASM_PAGE_BYTES;
-  const slackBytes = Math.min(Math.max(2 * 2 ** 20, capBytes / 8), capBytes / 2);
-  const nearCap = peakMemoryBytes >= capBytes - slackBytes && memoryGrew !== false;
-  if ((exitCode !== 0 || error) && nearCap && error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
+  if ((exitCode !== 0 || error) && ranOutOfMemory && error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
     error = new CorralError(
       ErrorCodes.RESOURCE_EXHAUSTED,
       `${request.toolName} ran out of memory: it reached its ${Math.round(request.memoryLimitBytes / 2 ** 20)} MB limit (resources.memory_mb).`,

@@ -12,10 +12,11 @@ export const GLUE_REWRITES = '32febdf79c54';
  * another jco or another layout. Must match the pinned @bytecodealliance/jco.
  * v2: `imports` holds the declared imports (from the binary), not jco's list
  * of used ones. v3: the glue is rewritten (glue.ts), by the rewrites
- * GLUE_REWRITES names. A module of its own: hosts read it without loading
- * the transpiler or the rewrites.
+ * GLUE_REWRITES names. v4: each core module's memory.grows are watched
+ * (grow-watch.ts). A module of its own: hosts read it without loading the
+ * transpiler or the rewrites.
  */
-export const PREPARED_FORMAT = `jco-1.15.4/v3/${GLUE_REWRITES}`;
+export const PREPARED_FORMAT = `jco-1.15.4/v4/${GLUE_REWRITES}`;
 
 /** How a glue Corral rewrote begins (glue.ts): this, then the GLUE_REWRITES that did it. */
 export const REWRITTEN_MARK = '// rewritten by corral ';
@@ -48,7 +49,9 @@ const typedArrayName = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uin
  * internal error). So each field is read once, whatever reading it throws
  * is a miss, and only the checked copy is used: strings as they are, a new
  * array of imports, and each core module's bytes copied out of a real
- * Uint8Array.
+ * Uint8Array. Its core modules must be the ones its glue asks for: one the
+ * glue never asks for would still take a share of the memory cap
+ * (capComponentModules), and one it asks for but lacks fails every call.
  */
 export function copyPrepared(value: unknown): PreparedComponent | undefined {
   try {
@@ -56,13 +59,15 @@ export function copyPrepared(value: unknown): PreparedComponent | undefined {
     const { glue, modules, imports } = value as Record<string, unknown>;
     if (typeof glue !== 'string' || rewrittenByOtherVersion(glue)) return undefined;
     if (typeof modules !== 'object' || modules === null || !Array.isArray(imports)) return undefined;
+    const asked = modulesAskedFor(glue);
     const copied: Array<[string, Uint8Array]> = [];
     for (const [name, bytes] of Object.entries(modules)) {
-      if (typedArrayName.call(bytes) !== 'Uint8Array') return undefined;
+      if (typedArrayName.call(bytes) !== 'Uint8Array' || !asked.has(name)) return undefined;
       copied.push([name, new Uint8Array(bytes as Uint8Array)]);
     }
+    if (copied.length !== asked.size) return undefined;
     const length: unknown = imports.length;
-    if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) return undefined;
+    if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0 || length > MAX_IMPORTS) return undefined;
     const names: string[] = [];
     for (let i = 0; i < length; i++) {
       const name: unknown = imports[i];
@@ -74,4 +79,15 @@ export function copyPrepared(value: unknown): PreparedComponent | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * More imports than any component declares (WASI 0.2 has about 30
+ * interfaces): a cache's Proxy claiming billions would keep the loop reading them busy.
+ */
+const MAX_IMPORTS = 10_000;
+
+/** The core modules a glue asks for by name: jco writes each as getCoreModule('name'). */
+function modulesAskedFor(glue: string): Set<string> {
+  return new Set(Array.from(glue.matchAll(/\bgetCoreModule\('([^'\\\n]+)'\)/g), (m) => m[1]!));
 }

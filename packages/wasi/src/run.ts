@@ -3,6 +3,8 @@ import type { PreparedComponent } from './transpile.js';
 import { checkComponentImports } from './component-imports.js';
 import { boundImports, callState, type CallState } from './preview2.js';
 import { capComponentModules, definesMemoryOrTable, mayRunAtInstantiation, WASM_PAGE_BYTES } from './limits.js';
+import { MemoryWatch, exportedMemoryLimits, type MemoryLimits } from './memory-watch.js';
+import { watchGrowth } from './grow-watch.js';
 import type { OpenedCall } from './call.js';
 import { Runner, type Execution, type RunRequest, type RunnerOptions } from './runner.js';
 import { instantiate } from './preview1/loader.js';
@@ -17,6 +19,10 @@ interface LoadedComponent {
   capped: Map<WebAssembly.Module, string>;
   /** The modules whose memory comes from a pool (memory-pool.ts). */
   pools: Map<WebAssembly.Module, MemoryPool>;
+  /** Where the memories each other module exports start and how far they may grow. */
+  memoryLimits: Map<WebAssembly.Module, MemoryLimits>;
+  /** The modules whose memory.grows were rewritten so that a failed one is seen (grow-watch.ts). */
+  growWatched: Set<WebAssembly.Module>;
   /** The adapter's shim and fixup modules, run as JS instead (indirection.ts). */
   standIns: Map<WebAssembly.Module, Shim | Fixup>;
   /** No core module has a start function: instantiating runs none of the tool's code. */
@@ -65,9 +71,8 @@ interface Instance {
   bind(state: CallState): void;
   /** Instantiate (once): the component's core instances and its exports. */
   exports(): Promise<Record<string, unknown>>;
-  memories: WebAssembly.Memory[];
-  /** Whether one of `memories` grew past the size it had when its core instance was made. */
-  memoryGrew(): boolean;
+  /** Every memory its core instances lease or export. */
+  memories: MemoryWatch;
   leases: MemoryLeases;
   /** The first error that left a call into the host, if one has (glue.ts, trapsEndTheInstance). */
   trap(): { error: unknown } | undefined;
@@ -100,12 +105,10 @@ function newInstance(component: LoadedComponent, toolName: string, inputBytes = 
       trap ??= { error };
     },
   };
-  // Keep every memory the component's core instances export, to report the
-  // peak and to recognise a tool that failed because it hit its memory cap.
-  const memories: WebAssembly.Memory[] = [];
-  /** The size each memory had when its core instance was made, to tell whether the call grew it. */
-  const startBytes = new Map<WebAssembly.Memory, number>();
-  const leases = new MemoryLeases(inputBytes);
+  // Watch every memory the component's core instances lease or export, to
+  // report the peak and to recognise a tool that failed because it hit a cap.
+  const memories = new MemoryWatch();
+  const leases = new MemoryLeases(inputBytes, memories);
   // Caps are rewritten per core module, so a second instance of a module
   // with a memory or table would have a second cap: a component may
   // instantiate a module as often as it likes, and 16 copies filled 16x
@@ -128,11 +131,9 @@ function newInstance(component: LoadedComponent, toolName: string, inputBytes = 
     if (standIn?.kind === 'shim') return { exports: indirection!.shimExports(standIn) } as WebAssembly.Instance;
     if (standIn?.kind === 'fixup' && indirection!.fill(standIn, coreImports)) return { exports: {} } as WebAssembly.Instance;
     const instance = await instantiate(module, leases.imports(component.pools.get(module), coreImports));
-    for (const value of Object.values(instance.exports)) {
-      if (!(value instanceof WebAssembly.Memory) || startBytes.has(value)) continue;
-      memories.push(value);
-      startBytes.set(value, value.buffer.byteLength);
-    }
+    memories.instance(instance, component.growWatched.has(module));
+    const limits = component.memoryLimits.get(module);
+    if (limits) for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.watch(value, limits);
     return instance;
   };
   const getCoreModule = (name: string) => {
@@ -165,7 +166,6 @@ function newInstance(component: LoadedComponent, toolName: string, inputBytes = 
       return exports;
     },
     memories,
-    memoryGrew: () => memories.some((memory) => memory.buffer.byteLength > startBytes.get(memory)!),
     leases,
     trap: () => trap,
   };
@@ -251,8 +251,9 @@ export class ComponentRunner extends Runner<PreparedComponent, LoadedComponent> 
         const trap = instance.trap();
         if (trap) throw trap.error;
       },
-      peakMemoryBytes: () => Math.max(0, ...instance.memories.map((m) => m.buffer.byteLength)),
-      memoryGrew: () => instance.memoryGrew(),
+      get memory() {
+        return instance.memories;
+      },
       release: () => {
         instance.leases.release();
         this.#last = { component, toolName: request.toolName };
@@ -307,14 +308,17 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   const bytesOf = new Map<WebAssembly.Module, Uint8Array>();
   const withCaps = new Map<WebAssembly.Module, string>();
   const pools = new Map<WebAssembly.Module, MemoryPool>();
+  const memoryLimits = new Map<WebAssembly.Module, MemoryLimits>();
+  const growWatched = new Set<WebAssembly.Module>();
   const capped = capComponentModules(prepared.modules, maxPages, toolName);
   let startless = true;
   await Promise.all(
     Object.entries(capped).map(async ([name, bytes]) => {
-      const pooled = importOwnMemory(bytes);
+      const watched = watchGrowth(bytes);
+      const pooled = importOwnMemory(watched?.bytes ?? bytes);
       let module: WebAssembly.Module;
       try {
-        module = await WebAssembly.compile((pooled?.bytes ?? bytes) as BufferSource);
+        module = await WebAssembly.compile((pooled?.bytes ?? watched?.bytes ?? bytes) as BufferSource);
       } catch (err) {
         // jco parses a component's structure, not the code of its core modules.
         const reason = err instanceof Error ? err.message : String(err);
@@ -327,14 +331,16 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
       bytesOf.set(module, bytes);
       if (definesMemoryOrTable(bytes)) withCaps.set(module, name);
       if (mayRunAtInstantiation(bytes)) startless = false;
+      if (watched) growWatched.add(module);
       if (pooled) pools.set(module, new MemoryPool(pooled));
+      else memoryLimits.set(module, exportedMemoryLimits(bytes, importsMemory(module), maxPages));
     }),
   );
   const instantiate = await prepareGlue(prepared.glue, toolName, maxPages * WASM_PAGE_BYTES);
   const dispose = () => {
     for (const pool of pools.values()) pool.dispose();
   };
-  return { instantiate, modules, capped: withCaps, pools, standIns: standIns(bytesOf), startless, dispose };
+  return { instantiate, modules, capped: withCaps, pools, memoryLimits, growWatched, standIns: standIns(bytesOf), startless, dispose };
 }
 
 /** The wasi:cli/run export, whatever version suffix the component used. */
@@ -347,4 +353,8 @@ function findRun(exports: Record<string, unknown>, toolName: string): { run(): v
     `${toolName} does not export wasi:cli/run; Corral tools must be wasi:cli command components.`,
     { reason: 'not_a_command', exports: Object.keys(exports) },
   );
+}
+
+function importsMemory(module: WebAssembly.Module): boolean {
+  return WebAssembly.Module.imports(module).some((i) => i.kind === 'memory');
 }

@@ -12,6 +12,7 @@ import { WASM_PAGE_BYTES } from './limits.js';
 import { classify, finishRun, type RunEnd } from './outcome.js';
 import { openCall, type OpenedCall } from './call.js';
 import { CodeCache, NOT_LOADED, type CodeEntry } from './code-cache.js';
+import type { MemoryWatch } from './memory-watch.js';
 
 export type { RunRequest, RunnerOptions } from './request.js';
 
@@ -21,10 +22,8 @@ export interface Execution {
   run(): Promise<void>;
   /** A runner's own verdict on how the run ended, after the call is closed. */
   settle?(end: RunEnd): RunEnd;
-  /** The largest size the instance's memories reached. */
-  peakMemoryBytes(): number;
-  /** Whether one of its memories grew during the run, past the size it was instantiated with (left out: cannot tell). */
-  memoryGrew?(): boolean;
+  /** The instance's memories, as it makes them: the run's peak, and whether it ran out. */
+  memory: MemoryWatch;
   /** Give back what the run borrowed (pooled memories), once it is over and measured. */
   release?(): void;
 }
@@ -118,8 +117,8 @@ export abstract class Runner<Source, Compiled> {
       call.close();
     }
     if (execution.settle) end = execution.settle(end);
-    const peakMemoryBytes = execution.peakMemoryBytes();
-    const memoryGrew = execution.memoryGrew?.();
+    const peakMemoryBytes = execution.memory.peakBytes();
+    const ranOutOfMemory = execution.memory.ranOut();
     execution.release?.();
     return finishRun(end, {
       request,
@@ -127,7 +126,7 @@ export abstract class Runner<Source, Compiled> {
       stdout,
       stderr,
       peakMemoryBytes,
-      memoryGrew,
+      ranOutOfMemory,
       maxPages,
       quota: call.quota,
     });

@@ -1,6 +1,7 @@
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { checkComponentImports } from './component-imports.js';
 import { rewriteGlue } from './glue.js';
+import { watchGrowth } from './grow-watch.js';
 export { PREPARED_FORMAT } from './prepared-format.js';
 
 /**
@@ -77,7 +78,8 @@ export async function transpileComponent(bytes: Uint8Array, toolName = 'componen
   const modules: Record<string, Uint8Array> = {};
   let glue = '';
   for (const [name, source] of result.files) {
-    if (name.endsWith('.wasm')) modules[name] = source;
+    // Watched here, once, rather than at every worker's compile (grow-watch.ts).
+    if (name.endsWith('.wasm')) modules[name] = watchGrowth(new Uint8Array(source))?.bytes ?? source;
     else if (name.endsWith('.js')) glue = new TextDecoder().decode(source);
   }
   if (!glue.includes('export function instantiate')) {

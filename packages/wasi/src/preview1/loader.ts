@@ -4,6 +4,8 @@
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { capModule } from '../limits.js';
+import { exportedMemoryLimits, type MemoryLimits } from '../memory-watch.js';
+import { watchGrowth } from '../grow-watch.js';
 import { PREVIEW1_FUNCTIONS } from './abi.js';
 import { MemoryPool, POOL_IMPORT_MODULE, importOwnMemory } from '../memory-pool.js';
 
@@ -61,6 +63,10 @@ export function checkPreview1Module(module: WebAssembly.Module, toolName: string
 export interface LoadedModule {
   module: WebAssembly.Module;
   memory: MemoryPool | null;
+  /** Where the memory it exports starts and how far it may grow, when it keeps its own (memory null). */
+  memoryLimits: MemoryLimits;
+  /** Whether its memory.grows were rewritten so that a failed one is seen (grow-watch.ts). */
+  growWatched: boolean;
   /** Called when the code cache drops this module: its pooled memory goes too. */
   dispose(): void;
 }
@@ -68,18 +74,26 @@ export interface LoadedModule {
 /** Compile a module with its memory capped (and pooled), and check it is something this host runs. */
 export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<LoadedModule> {
   const capped = capModule(bytes, maxPages, toolName);
+  const watched = watchGrowth(capped);
   // Checked on the module as its author built it, so the import Corral adds is never the author's.
-  const pooled = importOwnMemory(capped);
+  const pooled = importOwnMemory(watched?.bytes ?? capped);
   let module: WebAssembly.Module;
   try {
-    module = await WebAssembly.compile((pooled?.bytes ?? capped) as BufferSource);
+    module = await WebAssembly.compile((pooled?.bytes ?? watched?.bytes ?? capped) as BufferSource);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${reason}`, { reason });
   }
   checkPreview1Module(module, toolName, pooled !== null);
   const memory = pooled ? new MemoryPool(pooled) : null;
-  return { module, memory, dispose: () => memory?.dispose() };
+  return {
+    module,
+    memory,
+    // A preview1 module imports no memory (checkPreview1Module).
+    memoryLimits: exportedMemoryLimits(capped, false, maxPages),
+    growWatched: watched !== null,
+    dispose: () => memory?.dispose(),
+  };
 }
 
 /**

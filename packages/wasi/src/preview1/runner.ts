@@ -5,6 +5,7 @@ import { ProcExit, type RunEnd } from '../outcome.js';
 import { Preview1Host } from './host.js';
 import { compilePreview1, instantiate, type LoadedModule } from './loader.js';
 import { MemoryLeases } from '../memory-pool.js';
+import { MemoryWatch } from '../memory-watch.js';
 
 /**
  * Runs preview1 command modules the way ComponentRunner runs components:
@@ -21,17 +22,17 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
 
   protected start(compiled: LoadedModule, call: OpenedCall, request: RunRequest): Execution {
     const host = new Preview1Host(call.guest);
-    const leases = new MemoryLeases(request.stdin.length);
-    let memory: WebAssembly.Memory | undefined;
-    let startBytes = 0;
+    const memories = new MemoryWatch();
+    const leases = new MemoryLeases(request.stdin.length, memories);
     return {
       async run() {
         const instance = await instantiate(
           compiled.module,
           leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports }),
         );
-        memory = instance.exports.memory as WebAssembly.Memory;
-        startBytes = memory.buffer.byteLength;
+        const memory = instance.exports.memory as WebAssembly.Memory;
+        memories.watch(memory, compiled.memoryLimits);
+        memories.instance(instance, compiled.growWatched);
         host.bind(memory);
         try {
           (instance.exports._start as () => void)();
@@ -54,8 +55,7 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
           ).toJSON(),
         };
       },
-      peakMemoryBytes: () => memory?.buffer.byteLength ?? 0,
-      memoryGrew: () => memory !== undefined && memory.buffer.byteLength > startBytes,
+      memory: memories,
       release: () => leases.release(),
     };
   }
