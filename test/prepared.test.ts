@@ -197,6 +197,14 @@ describe('bundled components, transpiled at build time', () => {
         1,
       ],
       ['a revoked Proxy', () => revocable.proxy, 1],
+      // Before: passed the checks, then every call ended E_REGISTRATION ("asks for a core module … it does not have").
+      ['no core modules at all', () => ({ ...real, modules: {} }), 1],
+      // Before: the copy read 2^40 entries, one by one, and the call never came.
+      [
+        'imports a Proxy claiming 2^40 entries',
+        () => ({ ...real, imports: new Proxy([], { get: (t, k) => (k === 'length' ? 2 ** 40 : Reflect.get(t, k)) }) }),
+        1,
+      ],
     ];
     for (const [what, entry, transpileCount] of entries) {
       const handed = entry();
