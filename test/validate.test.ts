@@ -229,6 +229,18 @@ describe('registration refuses a preview1-adapted component without cabi_realloc
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/does not export cabi_realloc.*\(E_REGISTRATION\)/);
   });
+
+  it("is checked for a copy of a bundled tool's spec beside other bytes: the build vouched only for the bundled wasm", async () => {
+    // The build records the SHA-256 of each bundled component it checked, so a host skips reading it again;
+    // the same spec beside any other wasm is checked as usual.
+    const root = mkdtempSync(join(tmpdir(), 'corral-validate-copy-'));
+    mkdirSync(join(root, 'read'));
+    const bundled = readFileSync(join(ROOT, 'wasm-tools/read/tool-spec.json'), 'utf8');
+    writeFileSync(join(root, 'read/tool-spec.json'), bundled);
+    copyFileSync(join(FIXTURES, 'validate/no-realloc.wasm'), join(root, 'read', JSON.parse(bundled).component));
+    const tools = await corral(['tools', '--tools', root]);
+    expect(tools.stderr).toMatch(/does not export cabi_realloc.*\(E_REGISTRATION\)/);
+  });
 });
 
 describe('the bundled specs, validated when Corral is built (npm run build: wasm-tools/validate-specs.mjs)', () => {

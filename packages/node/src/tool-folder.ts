@@ -67,7 +67,9 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
     throw registrationError(`${specPath}: the wasm file ${wasmFile} ${why}`, { source: specPath, path: wasmFile });
   }
   // So a bad file is named by its own path.
-  if (detectWasmKind(wasm, wasmFile) === 'component') {
+  // Checked when Corral was built, for these very bytes (a bundled tool): not read again at every start.
+  const checked = built?.checkedWasm !== undefined && createHash('sha256').update(wasm).digest('hex') === built.checkedWasm;
+  if (!checked && detectWasmKind(wasm, wasmFile) === 'component') {
     // Refused, not warned about: such a tool passes its small tests and then
     // reads a large input short or traps in the adapter, a latent failure
     // that no call-time error explains. (Imports Corral does not provide stay
@@ -78,29 +80,39 @@ export async function loadToolFiles(registry: Registry, specPath: string, wasmPa
       throw registrationError(`${specPath}: ${problem.message}. To fix it, ${problem.hint}`, { source: specPath, path: wasmFile });
   }
   // Validated above (or at build time): the registry need not validate it a second time.
-  return registry.register(raw, wasm, specPath, { validated: true, ...(built ? { validators: built } : {}) });
+  return registry.register(raw, wasm, specPath, { validated: true, ...(built ? { validators: built.validators } : {}) });
 }
 
-let validatedSpecs: Map<string, PrebuiltValidators> | undefined;
+/** A bundled tool's spec as Corral's build checked it: its validators' code, and the SHA-256 of the wasm whose cabi_realloc it checked. */
+interface BuiltSpec {
+  validators: PrebuiltValidators;
+  checkedWasm?: string;
+}
+
+let validatedSpecs: Map<string, BuiltSpec> | undefined;
 /**
  * The bundled tools' specs that validateSpec accepted when Corral was built
  * (wasm-tools/validate-specs.mjs), by SHA-256 of JSON.stringify of the
  * parsed spec, with their validators' code: the same spec is not validated
- * again, nor its schemas compiled, in every process. Read only from the
+ * again, nor its schemas compiled, nor its component's core modules read
+ * for the cabi_realloc check (when its bytes are the ones checked), in every process. Read only from the
  * installed @corral/tools package (the code runs as host code), never from a
  * tool folder. Empty when the file is missing or unreadable, so every spec
  * is validated and compiled as usual.
  */
-function builtSpecs(): Map<string, PrebuiltValidators> {
+function builtSpecs(): Map<string, BuiltSpec> {
   if (!validatedSpecs) {
     validatedSpecs = new Map();
     try {
       const file = packageRequire.resolve('@corral/tools/validated-specs.json');
       const { format, specs } = JSON.parse(readFileSync(file, 'utf8')) as { format: unknown; specs: unknown };
       if (typeof format !== 'string' || typeof specs !== 'object' || specs === null) return validatedSpecs;
-      for (const [sha256, code] of Object.entries(specs as Record<string, { input?: unknown; output?: unknown }>)) {
+      for (const [sha256, code] of Object.entries(specs as Record<string, { input?: unknown; output?: unknown; checkedWasm?: unknown }>)) {
         if (typeof code?.input !== 'string' || !(code.output === undefined || typeof code.output === 'string')) continue;
-        validatedSpecs.set(sha256, { format, input: code.input, ...(code.output === undefined ? {} : { output: code.output }) });
+        validatedSpecs.set(sha256, {
+          validators: { format, input: code.input, ...(code.output === undefined ? {} : { output: code.output }) },
+          ...(typeof code.checkedWasm === 'string' ? { checkedWasm: code.checkedWasm } : {}),
+        });
       }
     } catch {
       // Missing or unreadable: nothing is taken as validated.
