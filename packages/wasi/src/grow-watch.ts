@@ -15,10 +15,12 @@
  * same amount, returns the same result, and sets an exported global
  * (GROW_FAILED_EXPORT) to 1 when the result is -1. Indices of what exists
  * do not move: the function, its type and the global are appended to their
- * index spaces. Instructions are decoded one by one (the core spec's binary
- * format, with the SIMD, atomics, bulk memory, reference types, tail call
- * and exception handling proposals); a module with an instruction this
- * decoder does not know, or anything it cannot read, is left as it is, and
+ * index spaces. The function bodies that may hold one (with one memory:
+ * those with the bytes of `memory.grow 0`) are decoded instruction by
+ * instruction (the core spec's binary format, with the SIMD, atomics, bulk
+ * memory, reference types, tail call and exception handling proposals); a
+ * module with an instruction this decoder does not know there, or anything
+ * it cannot read, is left as it is, and
  * the host falls back on where the memory ended (memory-watch.ts). Only
  * custom sections that name code offsets (DWARF) go stale, as they do
  * under any rewrite.
@@ -89,7 +91,8 @@ function rewrite(module: Uint8Array<ArrayBuffer>): WatchedGrowth {
   if (exportNames(find(SECTION_EXPORT)?.body).has(GROW_FAILED_EXPORT)) return { bytes: module, grows: 0 };
   // Without a memory, nothing to watch (an adapter's shim and fixup modules, which indirection.ts recognises by their shape).
   const imported = importedCounts(find(SECTION_IMPORT)?.body);
-  if (imported.memories === 0 && countOf(find(SECTION_MEMORY)?.body) === 0) return { bytes: module, grows: 0 };
+  const memoryCount = imported.memories + countOf(find(SECTION_MEMORY)?.body);
+  if (memoryCount === 0) return { bytes: module, grows: 0 };
 
   // The function bodies that have memory.grows, where they are in the code section, and where those are.
   const code = find(SECTION_CODE);
@@ -101,7 +104,9 @@ function rewrite(module: Uint8Array<ArrayBuffer>): WatchedGrowth {
     const start = r.pos;
     const size = r.u32();
     if (size > r.end - r.pos) throw new Unreadable();
-    const sites = growSites(r.bytes, r.pos, r.pos + size);
+    // With one memory, a body without the bytes of `memory.grow 0` is not decoded: most are not.
+    const sites =
+      memoryCount > 1 || mayGrowMemory0(r.bytes.subarray(r.pos, r.pos + size)) ? growSites(r.bytes, r.pos, r.pos + size) : undefined;
     r.pos += size;
     if (sites) changed.push({ start, end: r.pos, sites });
   }
@@ -205,6 +210,21 @@ function growFunctionBody(memory: number, global: number): number[] {
   ];
 }
 
+/**
+ * Whether a function body may hold a `memory.grow` of memory 0: its opcode
+ * 0x40 followed by 0x00, or by 0x80 (a longer encoding of 0). A native
+ * search, where decoding runs the interpreter over every instruction: a
+ * 48 KB module's code took ~10 ms to decode in a fresh worker, and one body
+ * of its 65 has those bytes.
+ */
+function mayGrowMemory0(body: Uint8Array): boolean {
+  for (let at = body.indexOf(0x40); at !== -1; at = body.indexOf(0x40, at + 1)) {
+    const next = body[at + 1];
+    if (next === 0x00 || next === 0x80) return true;
+  }
+  return false;
+}
+
 /** A function body (its locals and code, without its size) with each memory.grow made a call to `growFunction` of its memory. */
 function replaceGrows(
   code: Uint8Array,
@@ -255,8 +275,7 @@ const IMMEDIATES = (() => {
  * instructions) and return where its memory.grows are, or undefined when
  * it has none. The hot loop steps over LEB128 numbers without reading them
  * (a byte past the end reads as undefined, which ends a number; the end is
- * checked once, after the loop): it runs over every instruction of every
- * function at each compile.
+ * checked once, after the loop).
  */
 function growSites(code: Uint8Array, start: number, end: number): GrowSite[] | undefined {
   const r = new Reader(code, start, end);
@@ -286,6 +305,8 @@ function growSites(code: Uint8Array, start: number, end: number): GrowSite[] | u
     r.pos = pos;
     if (op === 0x40) {
       const memory = r.u32();
+      // A longer encoding of the index is refused by engines without multi-memory; made a call, it would pass.
+      if (r.pos !== pos + 1) throw new Unreadable();
       (sites ??= []).push({ at: pos - 1, end: r.pos, memory });
     } else {
       skipOther(r, op);

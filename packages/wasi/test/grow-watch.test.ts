@@ -83,26 +83,38 @@ describe('watchGrowth', () => {
     expect(twice.grows).toBe(0);
   });
 
+  /** A module with one memory and one function () -> () whose body is `body` (locals included). */
+  const withBody = (body: number[]) =>
+    Uint8Array.from([
+      0,
+      0x61,
+      0x73,
+      0x6d,
+      1,
+      0,
+      0,
+      0,
+      ...section(1, vec([[0x60, 0, 0]])),
+      ...section(3, vec([[0]])),
+      ...section(5, vec([[0x00, 1]])),
+      ...section(10, vec([[...u32(body.length), ...body]])),
+    ]);
+  const GROW = [0x41, 0x01, 0x40, 0x00, 0x1a]; // (drop (memory.grow (i32.const 1)))
+
   it('leaves a module with an instruction it does not know, or a body it cannot read, to the fallback (null)', () => {
-    const module = (body: number[]) =>
-      Uint8Array.from([
-        0,
-        0x61,
-        0x73,
-        0x6d,
-        1,
-        0,
-        0,
-        0,
-        ...section(1, vec([[0x60, 0, 0]])),
-        ...section(3, vec([[0]])),
-        ...section(5, vec([[0x00, 1]])),
-        ...section(10, vec([[...u32(body.length), ...body]])),
-      ]);
-    expect(watchGrowth(module([0, 0x0b]))).not.toBeNull();
-    expect(watchGrowth(module([0, 0xfb, 0x00, 0x0b]))).toBeNull(); // a GC instruction
-    expect(watchGrowth(module([0, 0x41]))).toBeNull(); // i32.const without its value or end
-    expect(watchGrowth(module([0, 0x41, 0x80, 0x80]))).toBeNull(); // a number that runs past the body
+    expect(watchGrowth(withBody([0, ...GROW, 0x0b]))?.grows).toBe(1);
+    expect(watchGrowth(withBody([0, 0xfb, 0x00, ...GROW, 0x0b]))).toBeNull(); // a GC instruction
+    expect(watchGrowth(withBody([0, ...GROW, 0x41]))).toBeNull(); // i32.const without its value or end
+    expect(watchGrowth(withBody([0, ...GROW, 0x41, 0x80, 0x80]))).toBeNull(); // a number that runs past the body
+  });
+
+  it('a module the engine refuses stays refused; a body without the bytes of memory.grow is not decoded', () => {
+    // memory.grow's index in more bytes than one: Node 20 refuses it, and a call in its place would pass.
+    const overlong = withBody([0, 0x41, 0x01, 0x40, 0x80, 0x00, 0x1a, 0x0b]);
+    expect(WebAssembly.validate(overlong)).toBe(false);
+    expect(watchGrowth(overlong)).toBeNull();
+    // No memory.grow bytes: the body is the engine's to refuse, not read here.
+    expect(watchGrowth(withBody([0, 0xfb, 0x00, 0x0b]))?.grows).toBe(0);
   });
 
   it('every committed fixture and bundled tool: the watched module is valid and its memory.grows are all calls now', async () => {
