@@ -45,9 +45,18 @@ export class MemoryWatch {
     if (failed instanceof WebAssembly.Global) this.#growFailed.push(failed);
   }
 
-  /** Whether the call ran out of memory (see the file comment). */
+  /**
+   * Whether the call ran out of memory (see the file comment): once a grow
+   * failed, whatever the tool did next, a refusal it handled included.
+   */
   ranOut(): boolean {
-    for (const failed of this.#growFailed) if (failed.value !== 0) return true;
+    for (const failed of this.#growFailed) {
+      try {
+        if (failed.value === 1) return true;
+      } catch {
+        // Not an i32 (a v128 cannot be read from JS): not Corral's global, but a damaged cache's.
+      }
+    }
     return this.#blind && this.nearCap();
   }
 

@@ -129,7 +129,7 @@ export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
   if ((exitCode !== 0 || error) && ranOutOfMemory && error?.code !== ErrorCodes.RESOURCE_EXHAUSTED) {
     error = new CorralError(
       ErrorCodes.RESOURCE_EXHAUSTED,
-      `${request.toolName} ran out of memory: it reached its ${Math.round(request.memoryLimitBytes / 2 ** 20)} MB limit (resources.memory_mb).`,
+      `${request.toolName} ran out of memory: it asked for more than its ${Math.round(request.memoryLimitBytes / 2 ** 20)} MB limit allows (resources.memory_mb).`,
       { resource: 'memory', limit_bytes: capBytes, peak_bytes: peakMemoryBytes, cause: error?.message ?? `exit code ${exitCode}` },
     ).toJSON();
     if (exitCode === 0) exitCode = 1;

@@ -314,7 +314,8 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
   let startless = true;
   await Promise.all(
     Object.entries(capped).map(async ([name, bytes]) => {
-      const watched = watchGrowth(bytes);
+      // Prepared by Corral (prepareComponent): its own export marks a module watched already.
+      const watched = watchGrowth(bytes, { prepared: true, toolName });
       const pooled = importOwnMemory(watched?.bytes ?? bytes);
       let module: WebAssembly.Module;
       try {

@@ -116,10 +116,16 @@ export abstract class Runner<Source, Compiled> {
     } finally {
       call.close();
     }
-    if (execution.settle) end = execution.settle(end);
-    const peakMemoryBytes = execution.memory.peakBytes();
-    const ranOutOfMemory = execution.memory.ranOut();
-    execution.release?.();
+    let peakMemoryBytes: number;
+    let ranOutOfMemory: boolean;
+    try {
+      if (execution.settle) end = execution.settle(end);
+      peakMemoryBytes = execution.memory.peakBytes();
+      ranOutOfMemory = execution.memory.ranOut();
+    } finally {
+      // Whatever measuring throws, the pooled memories go back.
+      execution.release?.();
+    }
     return finishRun(end, {
       request,
       started,

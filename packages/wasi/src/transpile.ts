@@ -79,7 +79,7 @@ export async function transpileComponent(bytes: Uint8Array, toolName = 'componen
   let glue = '';
   for (const [name, source] of result.files) {
     // Watched here, once, rather than at every worker's compile (grow-watch.ts).
-    if (name.endsWith('.wasm')) modules[name] = watchGrowth(new Uint8Array(source))?.bytes ?? source;
+    if (name.endsWith('.wasm')) modules[name] = watchGrowth(new Uint8Array(source), { toolName })?.bytes ?? source;
     else if (name.endsWith('.js')) glue = new TextDecoder().decode(source);
   }
   if (!glue.includes('export function instantiate')) {

@@ -12,6 +12,8 @@ import { GROW_FAILED_EXPORT, MemoryWatch, watchGrowth } from '@corral/wasi/inter
 import { section, u32, vec } from './wasm-bytes.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
+/** A core module's preamble: the magic and version 1. */
+const HEADER = [0, 0x61, 0x73, 0x6d, 1, 0, 0, 0];
 
 /** Instantiate `bytes` with `imports`; its exports. */
 const run = (bytes: Uint8Array<ArrayBuffer>, imports: WebAssembly.Imports = {}) =>
@@ -76,24 +78,18 @@ describe('watchGrowth', () => {
     expect(WebAssembly.Module.exports(new WebAssembly.Module(watched.bytes))).toEqual([{ name: GROW_FAILED_EXPORT, kind: 'global' }]);
   });
 
-  it('is idempotent: a module watched already (prepared ahead) is used as it is', async () => {
+  it('a module Corral prepared is used as it is; any other with the reserved export is refused', async () => {
     const once = watchGrowth(await parse(GROWER))!;
-    const twice = watchGrowth(once.bytes)!;
+    const twice = watchGrowth(once.bytes, { prepared: true })!;
     expect(twice.bytes).toBe(once.bytes);
     expect(twice.grows).toBe(0);
+    expect(() => watchGrowth(once.bytes, { toolName: 'x' })).toThrow(/x exports corral:memory-grow-failed, a name Corral reserves/);
   });
 
   /** A module with one memory and one function () -> () whose body is `body` (locals included). */
   const withBody = (body: number[]) =>
     Uint8Array.from([
-      0,
-      0x61,
-      0x73,
-      0x6d,
-      1,
-      0,
-      0,
-      0,
+      ...HEADER,
       ...section(1, vec([[0x60, 0, 0]])),
       ...section(3, vec([[0]])),
       ...section(5, vec([[0x00, 1]])),
@@ -230,11 +226,12 @@ describe('a failed memory.grow is what makes a failed call E_RESOURCE_EXHAUSTED 
 });
 
 describe('preview1: a failure after growing is told apart from running out', () => {
-  const tool = (pages: number) =>
+  const tool = (pages: number, { exit = 1, extra = '' } = {}) =>
     parse(`(module
       (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
       (memory (export "memory") 1)
-      (func (export "_start") (drop (memory.grow (i32.const ${pages}))) (call $exit (i32.const 1))))`);
+      ${extra}
+      (func (export "_start") (drop (memory.grow (i32.const ${pages}))) (call $exit (i32.const ${exit}))))`);
   const request = (memoryMb: number): RunRequest => ({
     toolName: 't',
     stdin: new Uint8Array(0),
@@ -256,5 +253,48 @@ describe('preview1: a failure after growing is told apart from running out', () 
     // A 2 MiB cap, 512 KiB grown: not near enough to be taken for running out either.
     const half = await runner.run('eight-pages', await tool(8), request(2));
     expect([half.exitCode, half.error]).toEqual([1, undefined]);
+  });
+
+  it('a refused grow the tool handles, then exit 0, is a success', async () => {
+    const handled = await new Preview1Runner().run('handled', await tool(64, { exit: 0 }), request(1));
+    expect([handled.exitCode, handled.error]).toEqual([0, undefined]);
+  });
+
+  it("a tool exporting Corral's reserved name is refused at load, whatever it exports under it; the host lives", async () => {
+    // Before: taken as watched already, the tool chose its own error code (an i32 1: out of memory on
+    // demand; a constant 0: running out hidden), and a v128 global made every call fail with an internal
+    // error of Corral's ("Can't get the value of s128 WebAssembly.Global"), its pooled memory kept.
+    const runner = new Preview1Runner();
+    for (const global of ['i32 (i32.const 1)', 'i32 (i32.const 0)', 'v128 (v128.const i64x2 0 0)', 'i64 (i64.const 0)']) {
+      const bytes = await tool(1, { exit: 0, extra: `(global (export "${GROW_FAILED_EXPORT}") ${global})` });
+      await expect(runner.run(`reserved-${global}`, bytes, request(1)), global).rejects.toMatchObject({
+        code: 'E_REGISTRATION',
+        message: /reserves/,
+      });
+    }
+    const fine = await runner.run('fine', await tool(1, { exit: 0 }), request(1));
+    expect([fine.exitCode, fine.error]).toEqual([0, undefined]);
+  });
+});
+
+describe('what watchGrowth adds stays within the engine', () => {
+  it("a module at V8's 100,000 exports is left as it is (one more would make it invalid)", async () => {
+    const entries = Array.from({ length: 99_999 }, (_, i) => {
+      const name = [...new TextEncoder().encode(`f${i}`)];
+      return [...u32(name.length), ...name, 0x00, 0x00];
+    });
+    const memoryExport = [...u32(6), ...new TextEncoder().encode('memory'), 0x02, 0x00];
+    const body = [0, 0x41, 0x01, 0x40, 0x00, 0x1a, 0x0b];
+    const full = Uint8Array.from([
+      ...HEADER,
+      ...section(1, vec([[0x60, 0, 0]])),
+      ...section(3, vec([[0]])),
+      ...section(5, vec([[0x01, 1, 2]])),
+      ...section(7, vec([...entries, memoryExport])),
+      ...section(10, vec([[...u32(body.length), ...body]])),
+    ]);
+    expect(entries.length + 1).toBe(100_000);
+    expect(WebAssembly.validate(full)).toBe(true);
+    expect(watchGrowth(full)).toBeNull();
   });
 });

@@ -74,7 +74,7 @@ export interface LoadedModule {
 /** Compile a module with its memory capped (and pooled), and check it is something this host runs. */
 export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<LoadedModule> {
   const capped = capModule(bytes, maxPages, toolName);
-  const watched = watchGrowth(capped);
+  const watched = watchGrowth(capped, { toolName });
   // Checked on the module as its author built it, so the import Corral adds is never the author's.
   const pooled = importOwnMemory(watched?.bytes ?? capped);
   let module: WebAssembly.Module;
