@@ -103,7 +103,7 @@ const HOST_CONTAINER_FULL = /Map maximum size exceeded|Set maximum size exceeded
 /**
  * Apply the post-run checks to how the tool ended and build the result:
  * a refused write over the disk quota is E_RESOURCE_EXHAUSTED (disk); a
- * failure with memory grown to near the cap is E_RESOURCE_EXHAUSTED (memory).
+ * failure after a refused memory.grow is E_RESOURCE_EXHAUSTED (memory).
  */
 export function finishRun(end: RunEnd, facts: RunFacts): ExecutionResult {
   const { request, stdout, stderr, peakMemoryBytes, ranOutOfMemory, maxPages, quota } = facts;
