@@ -135,5 +135,6 @@ declare namespace WebAssembly {
   interface RuntimeError extends Error {}
   var RuntimeError: { prototype: RuntimeError; new (message?: string): RuntimeError };
   function compile(bytes: BufferSource): Promise<Module>;
+  function validate(bytes: BufferSource): boolean;
   function instantiate(module: Module, imports?: Imports): Promise<Instance>;
 }

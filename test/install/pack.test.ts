@@ -340,8 +340,23 @@ describe('the packed packages, installed in an empty folder', () => {
       join(app, 'tsconfig.examples.json'),
       JSON.stringify({ compilerOptions: { ...options, noEmit: true, skipLibCheck: true }, include: ['examples'] }),
     );
+    // As a Vite project resolves modules. Before: @corral/core's ajv.d.ts failed there ("Property 'default' does not exist").
+    writeFileSync(
+      join(app, 'tsconfig.bundler.json'),
+      JSON.stringify({
+        compilerOptions: {
+          ...options,
+          module: 'ESNext',
+          moduleResolution: 'Bundler',
+          lib: ['ES2023', 'DOM'],
+          noEmit: true,
+          skipLibCheck: false,
+        },
+        include: ['src'],
+      }),
+    );
     const tsc = join(app, 'node_modules/typescript/bin/tsc');
-    for (const project of ['tsconfig.json', 'tsconfig.examples.json']) {
+    for (const project of ['tsconfig.json', 'tsconfig.examples.json', 'tsconfig.bundler.json']) {
       const r = await timed(`tsc ${project}`, () => run(process.execPath, [tsc, '--project', project], { cwd: app }));
       expect(r.code, `${project}: ${explain(r)}`).toBe(0);
     }

@@ -16,7 +16,12 @@ type AddFormats = (ajv: import('ajv').Ajv) => import('ajv').Ajv;
 export const addFormats: AddFormats =
   (formatsModule as unknown as { default?: AddFormats }).default ?? (formatsModule as unknown as AddFormats);
 
-/** ajv's standalone code generator (validators compiled at build time). */
-type StandaloneCode = typeof standaloneModule.default;
+/**
+ * ajv's standalone code generator (validators compiled at build time), typed
+ * here: `typeof standaloneModule.default` does not resolve for a consumer
+ * whose TypeScript reads the CommonJS module's default as the function itself
+ * (`"moduleResolution": "bundler"`).
+ */
+type StandaloneCode = (ajv: import('ajv').Ajv, validate: import('ajv').ValidateFunction) => string;
 export const standaloneCode: StandaloneCode =
   (standaloneModule as unknown as { default?: StandaloneCode }).default ?? (standaloneModule as unknown as StandaloneCode);

@@ -493,9 +493,16 @@ function exportNames(body: Uint8Array | undefined): Set<string> {
   const names = new Set<string>();
   if (!body) return names;
   const r = new Reader(body);
-  const decoder = new TextDecoder();
+  // As the engine reads names: a leading U+FEFF is part of one, and bytes that are not UTF-8 make the module invalid.
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true, fatal: true });
   for (let n = r.u32(); n > 0; n--) {
-    names.add(decoder.decode(r.take(r.u32())));
+    let name: string;
+    try {
+      name = decoder.decode(r.take(r.u32()));
+    } catch {
+      throw new Unreadable();
+    }
+    names.add(name);
     r.byte();
     r.u32();
   }

@@ -321,7 +321,7 @@ async function compile(prepared: PreparedComponent, maxPages: number, toolName: 
       try {
         module = await WebAssembly.compile((pooled?.bytes ?? watched?.bytes ?? bytes) as BufferSource);
       } catch (err) {
-        // jco parses a component's structure, not the code of its core modules.
+        // jco checked them when it transpiled, but a prepared component may come from a cache.
         const reason = err instanceof Error ? err.message : String(err);
         throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} has a core module ${name} that is not valid WebAssembly: ${reason}`, {
           reason,

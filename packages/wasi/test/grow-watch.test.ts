@@ -277,6 +277,47 @@ describe('preview1: a failure after growing is told apart from running out', () 
   });
 });
 
+describe('a preview1 tool cannot reach what grow-watch appends', () => {
+  // Before: Corral's global is appended after the tool's own, so `global.set 0` in a module with none was
+  // invalid as written and valid once rewritten: a tool cleared the flag after a real failed grow (a plain
+  // exit 1), or set it without growing (E_RESOURCE_EXHAUSTED on demand).
+  it('a module that names an index one past its own globals or functions is refused as invalid, as the engine refuses it', async () => {
+    const tool = (start: string) =>
+      parse(`(module
+        (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+        (memory (export "memory") 1)
+        (func (export "_start") ${start}))`);
+    const runner = new Preview1Runner();
+    const request: RunRequest = {
+      toolName: 't',
+      stdin: new Uint8Array(0),
+      args: ['t'],
+      env: {},
+      mounts: [],
+      outputLimitBytes: 1 << 20,
+      memoryLimitBytes: 2 ** 20,
+      diskLimitBytes: 0,
+    };
+    for (const start of [
+      '(drop (memory.grow (i32.const 1000))) (global.set 0 (i32.const 0)) (call $exit (i32.const 1))',
+      '(global.set 0 (i32.const 1)) (call $exit (i32.const 1))',
+      '(drop (call 2 (i32.const 1000))) (call $exit (i32.const 1))',
+    ]) {
+      const bytes = await tool(start);
+      expect(WebAssembly.validate(bytes), start).toBe(false);
+      await expect(runner.run(start, bytes, request), start).rejects.toMatchObject({
+        code: 'E_REGISTRATION',
+        message: /not a valid WebAssembly module/,
+      });
+    }
+  });
+
+  it('an export named like the reserved one but for a leading U+FEFF is another name', async () => {
+    const bytes = await parse(`(module (memory (export "memory") 1) (global (export "\u{feff}${GROW_FAILED_EXPORT}") i32 (i32.const 0)))`);
+    expect(watchGrowth(bytes)?.bytes).not.toBe(bytes);
+  });
+});
+
 describe('what watchGrowth adds stays within the engine', () => {
   it("a module at V8's 100,000 exports is left as it is (one more would make it invalid)", async () => {
     const entries = Array.from({ length: 99_999 }, (_, i) => {

@@ -74,6 +74,9 @@ export interface LoadedModule {
 /** Compile a module with its memory capped (and pooled), and check it is something this host runs. */
 export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolName: string): Promise<LoadedModule> {
   const capped = capModule(bytes, maxPages, toolName);
+  // Validated before anything is added to it: an index one past the tool's own globals, functions or
+  // types names what grow-watch appends, so an invalid module would become valid, and write Corral's flag.
+  if (!WebAssembly.validate(capped)) throw await notValid(capped, toolName);
   const watched = watchGrowth(capped, { toolName });
   // Checked on the module as its author built it, so the import Corral adds is never the author's.
   const pooled = importOwnMemory(watched?.bytes ?? capped);
@@ -81,8 +84,7 @@ export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolN
   try {
     module = await WebAssembly.compile((pooled?.bytes ?? watched?.bytes ?? capped) as BufferSource);
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${reason}`, { reason });
+    throw registrationError(err, toolName);
   }
   checkPreview1Module(module, toolName, pooled !== null);
   const memory = pooled ? new MemoryPool(pooled) : null;
@@ -94,6 +96,21 @@ export async function compilePreview1(bytes: Uint8Array, maxPages: number, toolN
     growWatched: watched !== null,
     dispose: () => memory?.dispose(),
   };
+}
+
+/** E_REGISTRATION for a module the engine refuses, with the engine's reason (compiling it again finds it). */
+async function notValid(bytes: Uint8Array<ArrayBuffer>, toolName: string): Promise<CorralError> {
+  try {
+    await WebAssembly.compile(bytes);
+  } catch (err) {
+    return registrationError(err, toolName);
+  }
+  return registrationError(new Error('WebAssembly.validate refused it'), toolName);
+}
+
+function registrationError(err: unknown, toolName: string): CorralError {
+  const reason = err instanceof Error ? err.message : String(err);
+  return new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${reason}`, { reason });
 }
 
 /**
