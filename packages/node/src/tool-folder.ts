@@ -95,9 +95,9 @@ let validatedSpecs: Map<string, BuiltSpec> | undefined;
  * (wasm-tools/validate-specs.mjs), by SHA-256 of JSON.stringify of the
  * parsed spec, with their validators' code: the same spec is not validated
  * again, nor its schemas compiled, nor its component's core modules read
- * for the cabi_realloc check (when its bytes are the ones checked), in every process. Read only from the
- * installed @corral/tools package (the code runs as host code), never from a
- * tool folder. Empty when the file is missing or unreadable, so every spec
+ * for the cabi_realloc check (when its bytes are the ones checked), in
+ * every process. Read only from the installed @corral/tools package (the
+ * code runs as host code), never from a tool folder. Empty when the file is missing or unreadable, so every spec
  * is validated and compiled as usual.
  */
 function builtSpecs(): Map<string, BuiltSpec> {

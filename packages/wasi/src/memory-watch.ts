@@ -6,13 +6,14 @@
  * A call ran out when a `memory.grow` of it failed: each core module's
  * grows are rewritten to record that (grow-watch.ts). Of a module that
  * could not be rewritten, running out is read from where its memories
- * ended: one grew during the call, to near its own maximum. Its own, not the call's cap: the cap is split among a
- * component's memories (capComponentModules) and a module may declare a
- * lower maximum. Near allows for the block the allocator could not get: 2
- * MiB or an eighth of the maximum, but at most half of the room the memory
- * had when the call started. A memory starts with 512 KiB or more (a
- * pooled memory, MemoryPool.pagesFor), half of a 1 MiB cap: measured from
- * the cap alone, one page grown there read as running out.
+ * ended: one grew during the call, to near its own maximum. Its own, not
+ * the call's cap: the cap is split among a component's memories
+ * (capComponentModules) and a module may declare a lower maximum. Near
+ * allows for the block the allocator could not get: 2 MiB or an eighth of
+ * the maximum, but at most half of the room the memory had when the call
+ * started. A memory starts with 512 KiB or more (a pooled memory,
+ * MemoryPool.pagesFor), half of a 1 MiB cap: measured from the cap alone,
+ * one page grown there read as running out.
  */
 import { definedMemories, WASM_PAGE_BYTES } from './limits.js';
 import { GROW_FAILED_EXPORT } from './grow-watch.js';
