@@ -26,7 +26,7 @@
  * under any rewrite.
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
-import { readU32, writeU32 } from './limits.js';
+import { concatBytes, readU32, writeU32 } from './limits.js';
 
 /** The global a rewritten module exports: 1 once a `memory.grow` of its returned -1. */
 export const GROW_FAILED_EXPORT = 'corral:memory-grow-failed';
@@ -197,7 +197,7 @@ function rewrite(module: Uint8Array<ArrayBuffer>, prepared: boolean, toolName: s
       const count = sr.u32();
       emit(
         section.id,
-        concat([Uint8Array.from(writeU32(count + addition.count)), section.body.subarray(sr.pos), Uint8Array.from(addition.entries)]),
+        concatBytes([Uint8Array.from(writeU32(count + addition.count)), section.body.subarray(sr.pos), Uint8Array.from(addition.entries)]),
       );
     } else {
       out.push(section.whole);
@@ -205,7 +205,7 @@ function rewrite(module: Uint8Array<ArrayBuffer>, prepared: boolean, toolName: s
     emitted.add(section.id);
   }
   emitMissingBefore(-1);
-  return { bytes: concat(out), grows: changed.reduce((n, b) => n + b.sites.length, 0) };
+  return { bytes: concatBytes(out), grows: changed.reduce((n, b) => n + b.sites.length, 0) };
 }
 
 /** A function (param i32) (result i32) that grows `memory` by its argument and marks the global when that fails. */
@@ -262,7 +262,7 @@ function replaceGrows(
     from = site.end;
   }
   parts.push(code.subarray(from, body.end));
-  return concat(parts);
+  return concatBytes(parts);
 }
 
 /**
@@ -570,14 +570,4 @@ class Reader {
     this.pos += length;
     return out;
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }

@@ -203,13 +203,7 @@ export function capModule(module: Uint8Array, maxPages: number, toolName = 'tool
       }
       pos = bodyEnd;
     }
-    const result = new Uint8Array(out.reduce((sum, part) => sum + part.length, 0));
-    let at = 0;
-    for (const part of out) {
-      result.set(part, at);
-      at += part.length;
-    }
-    return result;
+    return concatBytes(out);
   } catch (err) {
     if (!(err instanceof Malformed)) throw err;
     throw new CorralError(ErrorCodes.REGISTRATION, `${toolName} is not a valid WebAssembly module: ${err.message}.`, {
@@ -409,5 +403,16 @@ export function writeU32(value: number): number[] {
     if (value !== 0) byte |= 0x80;
     out.push(byte);
   } while (value !== 0);
+  return out;
+}
+
+/** `parts` copied, in order, into one new array (each module rewrite ends with one). */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
   return out;
 }

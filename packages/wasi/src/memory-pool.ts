@@ -22,7 +22,7 @@
  * import matching allows (an imported memory may be larger than the
  * minimum), and wasi-libc's allocator takes the extra pages as heap.
  */
-import { WASM_PAGE_BYTES, readU32, writeU32 } from './limits.js';
+import { WASM_PAGE_BYTES, concatBytes, readU32, writeU32 } from './limits.js';
 import type { MemoryWatch } from './memory-watch.js';
 
 /** The module and field name a rewritten module imports its memory by. */
@@ -161,7 +161,7 @@ function rewrite(module: Uint8Array): PooledModule | null {
   };
   const entry = [...name(POOL_IMPORT_MODULE), ...name(POOL_IMPORT_NAME), 0x02, 0x01, ...writeU32(minPages), ...writeU32(maxPages)];
   const count = writeU32(importCount + 1);
-  const importSection = concat([
+  const importSection = concatBytes([
     Uint8Array.from([SECTION_IMPORT, ...writeU32(count.length + oldEntries.length + entry.length), ...count]),
     oldEntries,
     Uint8Array.from(entry),
@@ -184,7 +184,7 @@ function rewrite(module: Uint8Array): PooledModule | null {
     out.push(module.subarray(s.start, s.end));
   }
   if (!placed) out.push(importSection);
-  const bytes = concat(out);
+  const bytes = concatBytes(out);
   return { bytes, minPages, maxPages };
 }
 
@@ -462,14 +462,4 @@ export class MemoryPool {
     this.#disposed = true;
     for (const spare of [...this.#spares.values()]) dropSpare(spare);
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

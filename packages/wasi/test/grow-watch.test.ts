@@ -19,6 +19,18 @@ const HEADER = [0, 0x61, 0x73, 0x6d, 1, 0, 0, 0];
 const run = (bytes: Uint8Array<ArrayBuffer>, imports: WebAssembly.Imports = {}) =>
   new WebAssembly.Instance(new WebAssembly.Module(bytes), imports).exports as Record<string, unknown>;
 
+/** A call of `toolName` under a memory cap of `memoryMb`, with `stdin`. */
+const request = (toolName: string, memoryMb: number, stdin = ''): RunRequest => ({
+  toolName,
+  stdin: new TextEncoder().encode(stdin),
+  args: [toolName],
+  env: {},
+  mounts: [],
+  outputLimitBytes: 1 << 20,
+  memoryLimitBytes: memoryMb * 2 ** 20,
+  diskLimitBytes: 0,
+});
+
 const failed = (exports: Record<string, unknown>) => (exports[GROW_FAILED_EXPORT] as WebAssembly.Global).value;
 
 describe('watchGrowth', () => {
@@ -185,20 +197,10 @@ describe('MemoryWatch', () => {
 describe('a failed memory.grow is what makes a failed call E_RESOURCE_EXHAUSTED (memory)', () => {
   const TOOLS = new URL('../../../test/fixtures/tools/', import.meta.url);
   const wasm = (name: string) => readFileSync(new URL(`${name}/${name}.wasm`, TOOLS));
-  const request = (toolName: string, memoryMb: number): RunRequest => ({
-    toolName,
-    stdin: new TextEncoder().encode('{}'),
-    args: [toolName],
-    env: { TZ: 'UTC' },
-    mounts: [],
-    outputLimitBytes: 1 << 20,
-    memoryLimitBytes: memoryMb * 2 ** 20,
-    diskLimitBytes: 0,
-  });
 
   it('a component whose first 1 MiB block never fits under a 1 MiB cap ran out of memory', async () => {
     // Before: E_UNEXPECTED_EXIT (abort), its memory still at the 512 KiB it started with: the host saw no growth.
-    const result = await new ComponentRunner().run('bomb', await prepareComponent(wasm('memory-bomb'), 'bomb'), request('bomb', 1));
+    const result = await new ComponentRunner().run('bomb', await prepareComponent(wasm('memory-bomb'), 'bomb'), request('bomb', 1, '{}'));
     expect(result.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'memory' } });
     expect(result.peakMemoryBytes).toBeLessThan(2 ** 20);
   });
@@ -211,7 +213,7 @@ describe('a failed memory.grow is what makes a failed call E_RESOURCE_EXHAUSTED 
     const result = await new ComponentRunner().run(
       'bomb-extra',
       { ...prepared, modules: { ...prepared.modules, 'unused.core.wasm': memory } },
-      request('bomb', 16),
+      request('bomb', 16, '{}'),
     );
     expect(result.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'memory' } });
   });
@@ -220,7 +222,7 @@ describe('a failed memory.grow is what makes a failed call E_RESOURCE_EXHAUSTED 
     const prepared = await prepareComponent(wasm('echo'), 'echo');
     const [lost] = Object.keys(prepared.modules);
     const { [lost!]: _lost, ...modules } = prepared.modules;
-    const result = await new ComponentRunner().run('echo-lost', { ...prepared, modules }, request('echo', 16));
+    const result = await new ComponentRunner().run('echo-lost', { ...prepared, modules }, request('echo', 16, '{}'));
     expect(result.error).toMatchObject({ code: 'E_REGISTRATION', message: /prepared component is damaged.*clear the cache/ });
   });
 });
@@ -232,31 +234,21 @@ describe('preview1: a failure after growing is told apart from running out', () 
       (memory (export "memory") 1)
       ${extra}
       (func (export "_start") (drop (memory.grow (i32.const ${pages}))) (call $exit (i32.const ${exit}))))`);
-  const request = (memoryMb: number): RunRequest => ({
-    toolName: 't',
-    stdin: new Uint8Array(0),
-    args: ['t'],
-    env: {},
-    mounts: [],
-    outputLimitBytes: 1 << 20,
-    memoryLimitBytes: memoryMb * 2 ** 20,
-    diskLimitBytes: 0,
-  });
 
   it('one page grown, then exit 1, under a 1 MiB cap: E_UNEXPECTED_EXIT; a grow past the cap, then exit 1: out of memory', async () => {
     // Before: a pooled memory starts with 512 KiB, the margin under a 1 MiB cap; one page grown read as running out.
     const runner = new Preview1Runner();
-    const grown = await runner.run('one-page', await tool(1), request(1));
+    const grown = await runner.run('one-page', await tool(1), request('t', 1));
     expect([grown.exitCode, grown.error]).toEqual([1, undefined]);
-    const refused = await runner.run('too-many', await tool(64), request(1));
+    const refused = await runner.run('too-many', await tool(64), request('t', 1));
     expect(refused.error).toMatchObject({ code: 'E_RESOURCE_EXHAUSTED', details: { resource: 'memory', cause: 'exit code 1' } });
     // A 2 MiB cap, 512 KiB grown: not near enough to be taken for running out either.
-    const half = await runner.run('eight-pages', await tool(8), request(2));
+    const half = await runner.run('eight-pages', await tool(8), request('t', 2));
     expect([half.exitCode, half.error]).toEqual([1, undefined]);
   });
 
   it('a refused grow the tool handles, then exit 0, is a success', async () => {
-    const handled = await new Preview1Runner().run('handled', await tool(64, { exit: 0 }), request(1));
+    const handled = await new Preview1Runner().run('handled', await tool(64, { exit: 0 }), request('t', 1));
     expect([handled.exitCode, handled.error]).toEqual([0, undefined]);
   });
 
@@ -267,12 +259,12 @@ describe('preview1: a failure after growing is told apart from running out', () 
     const runner = new Preview1Runner();
     for (const global of ['i32 (i32.const 1)', 'i32 (i32.const 0)', 'v128 (v128.const i64x2 0 0)', 'i64 (i64.const 0)']) {
       const bytes = await tool(1, { exit: 0, extra: `(global (export "${GROW_FAILED_EXPORT}") ${global})` });
-      await expect(runner.run(`reserved-${global}`, bytes, request(1)), global).rejects.toMatchObject({
+      await expect(runner.run(`reserved-${global}`, bytes, request('t', 1)), global).rejects.toMatchObject({
         code: 'E_REGISTRATION',
         message: /reserves/,
       });
     }
-    const fine = await runner.run('fine', await tool(1, { exit: 0 }), request(1));
+    const fine = await runner.run('fine', await tool(1, { exit: 0 }), request('t', 1));
     expect([fine.exitCode, fine.error]).toEqual([0, undefined]);
   });
 });
@@ -288,16 +280,6 @@ describe('a preview1 tool cannot reach what grow-watch appends', () => {
         (memory (export "memory") 1)
         (func (export "_start") ${start}))`);
     const runner = new Preview1Runner();
-    const request: RunRequest = {
-      toolName: 't',
-      stdin: new Uint8Array(0),
-      args: ['t'],
-      env: {},
-      mounts: [],
-      outputLimitBytes: 1 << 20,
-      memoryLimitBytes: 2 ** 20,
-      diskLimitBytes: 0,
-    };
     for (const start of [
       '(drop (memory.grow (i32.const 1000))) (global.set 0 (i32.const 0)) (call $exit (i32.const 1))',
       '(global.set 0 (i32.const 1)) (call $exit (i32.const 1))',
@@ -305,7 +287,7 @@ describe('a preview1 tool cannot reach what grow-watch appends', () => {
     ]) {
       const bytes = await tool(start);
       expect(WebAssembly.validate(bytes), start).toBe(false);
-      await expect(runner.run(start, bytes, request), start).rejects.toMatchObject({
+      await expect(runner.run(start, bytes, request('t', 1)), start).rejects.toMatchObject({
         code: 'E_REGISTRATION',
         message: /not a valid WebAssembly module/,
       });
