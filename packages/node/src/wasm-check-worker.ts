@@ -11,7 +11,7 @@ import { expose } from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { ExecutionResult } from '@corral/core';
 import { ComponentRunner, Preview1Runner } from '@corral/wasi';
-import { MemoryLeases, MemoryWatch, Preview1Host } from '@corral/wasi/internal';
+import { MemoryLeases, MemoryWatch, Preview1Host, instantiatePreview1 } from '@corral/wasi/internal';
 import { outcomeOf, sandboxWorkerApi, type SandboxWorkerApi } from '@corral/wasi/worker';
 
 /**
@@ -43,13 +43,6 @@ class ComponentProbe extends ComponentRunner {
   }
 }
 
-/** The JS API's instantiate (this package compiles without the WebAssembly namespace's types). */
-const wasmApi = (
-  globalThis as unknown as {
-    WebAssembly: { instantiate(module: unknown, imports: unknown): Promise<{ exports: Record<string, unknown> }> };
-  }
-).WebAssembly;
-
 /** Preview1Runner, instantiating against the real preview1 host without calling `_start`. */
 class Preview1Probe extends Preview1Runner {
   protected override start(...[compiled, call]: Parameters<Preview1Runner['start']>): ReturnType<Preview1Runner['start']> {
@@ -59,7 +52,7 @@ class Preview1Probe extends Preview1Runner {
       async run() {
         // The instantiation Preview1Runner makes, minus the call to _start that follows it there.
         const imports = leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports });
-        const instance = await wasmApi.instantiate(compiled.module, imports);
+        const instance = await instantiatePreview1(host, compiled.module, imports);
         host.bind(instance.exports.memory as Parameters<Preview1Host['bind']>[0]);
       },
       memory: new MemoryWatch(),

@@ -9,6 +9,7 @@ export { preview2Imports, type Preview2Call } from './preview2.js';
 export {
   Preview1Host,
   compilePreview1,
+  instantiatePreview1,
   PREVIEW1_FUNCTIONS,
   type Preview1HostOptions,
   type Preview1Function,

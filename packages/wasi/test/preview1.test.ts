@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Preview1Runner, checkPreview1Module, type RunRequest } from '@corral/wasi';
 import { DiskQuota, ENTRY_BYTES, MemoryBackend, mountRoot, type FileDataEntry } from '@corral/wasi/fs';
 import { CappedSink, Preview1Host, ProcExit } from '@corral/wasi/internal';
+import { startExits } from './start-exits.js';
 
 const FIXTURES = new URL('../../../test/fixtures/preview1/', import.meta.url);
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`${name}/p1-${name}.wasm`, FIXTURES)));
@@ -75,8 +76,9 @@ function harness(tree: Record<string, unknown>, options: { readOnly?: boolean; q
     u8().set(b, at);
     return [at, b.length] as const;
   };
+  // As the guest calls them: inside its host's `enter`.
   const call = (name: string, ...args: Array<number | bigint>) =>
-    (host.imports as unknown as Record<string, (...a: Array<number | bigint>) => number>)[name]!(...args);
+    host.enter(() => (host.imports as unknown as Record<string, (...a: Array<number | bigint>) => number>)[name]!(...args));
   /** path_open on fd 3, returning [errno, fd]. */
   const open = (path: string, oflags = 0, rights = RIGHTS_ALL, fdflags = 0) => {
     const out = alloc(4);
@@ -397,6 +399,25 @@ describe('Preview1Host: the preview1 calls over descriptors', () => {
     expect(h.call('fd_filestat_set_size', fd, -1n)).toBe(E.INVAL);
   });
 
+  it("answers a guest only inside its own host's enter: one namespace, whichever host is running", () => {
+    const a = harness({}, { stdin: 'from a' });
+    const b = harness({}, { stdin: 'from b' });
+    expect(a.host.imports).toBe(b.host.imports);
+    const argsSizes = a.host.imports.args_sizes_get as unknown as (argc: number, size: number) => number;
+    // Called with no host entered (a guest running outside its call), it throws: the guest traps.
+    expect(() => argsSizes(0, 4)).toThrow(/outside its call/);
+    expect(a.read(0, 16)).toEqual([E.SUCCESS, 'from a']);
+    expect(b.read(0, 16)).toEqual([E.SUCCESS, 'from b']);
+    // Nested, then unwound by an exit: the outer host answers again after.
+    a.host.enter(() => {
+      expect(() => b.call('proc_exit', 5)).toThrow(ProcExit);
+      expect(a.write(1, 'still a')).toEqual([E.SUCCESS, 7]);
+    });
+    expect(new TextDecoder().decode(a.stdout.bytes())).toBe('still a');
+    expect(b.stdout.bytes().length).toBe(0);
+    expect(() => argsSizes(0, 4)).toThrow(/outside its call/);
+  });
+
   it('renumbers and closes fds; proc_exit unwinds with its code', () => {
     const h = harness({ dir: { 'a.txt': { source: 'abc' } } });
     const [, a] = h.open('a.txt');
@@ -494,6 +515,29 @@ describe('Preview1Runner in-process', () => {
     const second = await runner.run('echo', undefined, request({ stdin: new TextEncoder().encode('{}') }));
     expect(new TextDecoder().decode(second.stdout)).toBe('{}');
     await expect(runner.run('unknown', undefined, request())).rejects.toThrow(/not loaded/);
+  });
+
+  it('calls running at once in one thread each reach their own host', async () => {
+    const runner = new Preview1Runner();
+    const inputs = Array.from({ length: 24 }, (_, i) => `{"call":${i}}`);
+    const results = await Promise.all(
+      inputs.map((text, i) =>
+        i % 3 === 2
+          ? runner.run('exit-fail', fixture('exit-fail'), request())
+          : runner.run('echo', fixture('echo'), request({ stdin: new TextEncoder().encode(text) })),
+      ),
+    );
+    results.forEach((result, i) => {
+      if (i % 3 === 2) expect(result.exitCode).toBe(3);
+      else expect(new TextDecoder().decode(result.stdout)).toBe(inputs[i]);
+    });
+  });
+
+  it("a start function's calls reach its own call's host", async () => {
+    const runner = new Preview1Runner();
+    const [five, six] = await Promise.all([startExits(5), startExits(6)]);
+    const results = await Promise.all([5, 6, 5, 6].map((code) => runner.run(`exit-${code}`, code === 5 ? five : six, request())));
+    expect(results.map((r) => [r.exitCode, r.stdout.length, r.error])).toEqual([5, 6, 5, 6].map((code) => [code, 0, undefined]));
   });
 
   it('keeps the exit code of proc_exit', async () => {

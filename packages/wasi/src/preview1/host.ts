@@ -110,17 +110,41 @@ interface DirEntry {
   hash: (() => { lower: bigint; upper: bigint } | undefined) | null;
 }
 
+/** The host whose guest is running in this thread (Preview1Host.enter), if any. */
+let entered: Preview1Host | null = null;
+
 /** A preview1 host takes exactly what every guest is given (request.ts). */
 export type Preview1HostOptions = GuestIo;
 
 /**
- * The `wasi_snapshot_preview1` imports of one instance. Create one per call,
- * pass `imports` as the `wasi_snapshot_preview1` namespace, then `bind` the
- * instance's exported memory before calling `_start`.
+ * The `wasi_snapshot_preview1` imports of one call. Create one per call,
+ * pass `imports` as the `wasi_snapshot_preview1` namespace, run the guest
+ * (instantiating it too: a start function is guest code) inside `enter`, and
+ * `bind` the instance's exported memory before calling `_start`;
+ * instantiatePreview1 (loader.ts) does the first two.
  */
 export class Preview1Host {
-  /** The import namespace: one function per name in PREVIEW1_FUNCTIONS. */
-  readonly imports: Record<Preview1Function, (...args: never[]) => unknown>;
+  /**
+   * The namespace every host of this thread passes: each function answers for
+   * the host whose guest is running (`enter`). V8 keeps a wasm instance, and
+   * what its imports reach, until a full collection; functions made once per
+   * thread keep nothing of a call alive after it, and link faster. A
+   * function called with no host entered throws (the guest traps).
+   */
+  static readonly #shared = Preview1Host.#namespace(() => {
+    if (!entered) throw new Error('a preview1 import was called outside its call (Preview1Host.enter)');
+    return entered;
+  });
+
+  /** One function per name in PREVIEW1_FUNCTIONS, each answering for the host `host()` returns. */
+  static #namespace(host: () => Preview1Host): Record<Preview1Function, (...args: never[]) => unknown> {
+    const imports = {} as Record<Preview1Function, (...args: never[]) => unknown>;
+    for (const name of PREVIEW1_FUNCTIONS) {
+      const call = Preview1Host.prototype[name] as (...args: unknown[]) => number | void;
+      imports[name] = (...args: unknown[]) => host().#answer(name, call, args);
+    }
+    return Object.freeze(imports);
+  }
   /** The socket calls that move data (accept, recv, send) the guest made, each named once. */
   readonly networkCalls: string[] = [];
   /**
@@ -173,23 +197,42 @@ export class Preview1Host {
         listing: null,
       });
     });
+  }
 
-    const imports = {} as Record<Preview1Function, (...args: never[]) => unknown>;
-    for (const name of PREVIEW1_FUNCTIONS) {
-      const call = this[name] as (...args: unknown[]) => number | void;
-      imports[name] = (...args: unknown[]) => {
-        if (this.exitCode !== undefined) throw new ProcExit(this.exitCode);
-        // proc_exit needs no memory: from a start function, before `bind`, it still ends the run.
-        if (name === 'proc_exit') this.proc_exit(args[0] as number);
-        this.#mem.refresh(name);
-        try {
-          return call.apply(this, args);
-        } catch (err) {
-          return errnoOf(err);
-        }
-      };
+  /** The import namespace, answering for whichever host is entered (the same object for every host). */
+  get imports(): Record<Preview1Function, (...args: never[]) => unknown> {
+    return Preview1Host.#shared;
+  }
+
+  /**
+   * A namespace of this host's own, for an instantiation that cannot run
+   * inside `enter` (an asynchronous one, whose start function runs later).
+   */
+  ownImports(): Record<Preview1Function, (...args: never[]) => unknown> {
+    return Preview1Host.#namespace(() => this);
+  }
+
+  /** Run guest code (instantiation, `_start`) with this host answering the shared imports. */
+  enter<T>(run: () => T): T {
+    const outer = entered;
+    entered = this;
+    try {
+      return run();
+    } finally {
+      entered = outer;
     }
-    this.imports = imports;
+  }
+
+  #answer(name: Preview1Function, call: (...args: unknown[]) => number | void, args: unknown[]): unknown {
+    if (this.exitCode !== undefined) throw new ProcExit(this.exitCode);
+    // proc_exit needs no memory: from a start function, before `bind`, it still ends the run.
+    if (name === 'proc_exit') this.proc_exit(args[0] as number);
+    this.#mem.refresh(name);
+    try {
+      return call.apply(this, args);
+    } catch (err) {
+      return errnoOf(err);
+    }
   }
 
   /** Give the host the instance's memory (its `memory` export). */

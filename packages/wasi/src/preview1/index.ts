@@ -13,5 +13,5 @@
  */
 export { PREVIEW1_FUNCTIONS, type Preview1Function } from './abi.js';
 export { Preview1Host, type Preview1HostOptions, type Preopens, type ByteSink } from './host.js';
-export { checkPreview1Module, compilePreview1 } from './loader.js';
+export { checkPreview1Module, compilePreview1, instantiatePreview1 } from './loader.js';
 export { Preview1Runner } from './runner.js';

@@ -8,6 +8,7 @@ import { exportedMemoryLimits, type MemoryLimits } from '../memory-watch.js';
 import { watchGrowth } from '../grow-watch.js';
 import { PREVIEW1_FUNCTIONS } from './abi.js';
 import { MemoryPool, POOL_IMPORT_MODULE, importOwnMemory } from '../memory-pool.js';
+import type { Preview1Host } from './host.js';
 
 const PROVIDED = new Set<string>(PREVIEW1_FUNCTIONS);
 /** Import names that reach for the network (WASIX sockets, wasi:sockets, wasi:http, resolvers). */
@@ -119,15 +120,37 @@ function registrationError(err: unknown, toolName: string): CorralError {
  * browser's main thread refuses it with a RangeError; then the async path.
  */
 export async function instantiate(module: WebAssembly.Module, imports: WebAssembly.Imports): Promise<WebAssembly.Instance> {
-  if (syncInstantiate) {
-    try {
-      return new WebAssembly.Instance(module, imports);
-    } catch (err) {
-      // Any other failure (a link error, no memory) fails the async way too.
-      if (!(err instanceof RangeError)) throw err;
-      if (/main thread|synchronous/i.test(err.message)) syncInstantiate = false;
-    }
+  return instantiateSync(module, imports) ?? WebAssembly.instantiate(module, imports);
+}
+
+/**
+ * A fresh instance of a preview1 module linked to `host`: made inside
+ * `host.enter`, so that a start function's calls reach this call's host,
+ * or, where this thread cannot instantiate synchronously, with imports of
+ * the host's own. `imports` holds `host.imports` as its
+ * `wasi_snapshot_preview1` namespace.
+ */
+export async function instantiatePreview1(
+  host: Preview1Host,
+  module: WebAssembly.Module,
+  imports: WebAssembly.Imports,
+): Promise<WebAssembly.Instance> {
+  return (
+    host.enter(() => instantiateSync(module, imports)) ??
+    WebAssembly.instantiate(module, { ...imports, wasi_snapshot_preview1: host.ownImports() })
+  );
+}
+
+/** A fresh instance made synchronously, or undefined where the thread refuses (then instantiate asynchronously). */
+function instantiateSync(module: WebAssembly.Module, imports: WebAssembly.Imports): WebAssembly.Instance | undefined {
+  if (!syncInstantiate) return undefined;
+  try {
+    return new WebAssembly.Instance(module, imports);
+  } catch (err) {
+    // Any other failure (a link error, no memory) fails the async way too.
+    if (!(err instanceof RangeError)) throw err;
+    if (/main thread|synchronous/i.test(err.message)) syncInstantiate = false;
+    return undefined;
   }
-  return WebAssembly.instantiate(module, imports);
 }
 let syncInstantiate = true;

@@ -3,7 +3,7 @@ import type { OpenedCall } from '../call.js';
 import { Runner, type Execution, type RunRequest } from '../runner.js';
 import { ProcExit, type RunEnd } from '../outcome.js';
 import { Preview1Host } from './host.js';
-import { compilePreview1, instantiate, type LoadedModule } from './loader.js';
+import { compilePreview1, instantiatePreview1, type LoadedModule } from './loader.js';
 import { MemoryLeases } from '../memory-pool.js';
 import { MemoryWatch } from '../memory-watch.js';
 
@@ -26,16 +26,14 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
     const leases = new MemoryLeases(request.stdin.length, memories);
     return {
       async run() {
-        const instance = await instantiate(
-          compiled.module,
-          leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports }),
-        );
+        const imports = leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports });
+        const instance = await instantiatePreview1(host, compiled.module, imports);
         const memory = instance.exports.memory as WebAssembly.Memory;
         memories.watch(memory, compiled.memoryLimits);
         memories.instance(instance, compiled.growWatched);
         host.bind(memory);
         try {
-          (instance.exports._start as () => void)();
+          host.enter(instance.exports._start as () => void);
         } catch (err) {
           if (host.exitCode === undefined) throw err;
         }
