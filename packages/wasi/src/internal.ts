@@ -33,6 +33,7 @@ export {
 } from './glue.js';
 export {
   cleanSpareMemories,
+  cleanSparesAfterEachCall,
   importOwnMemory,
   MemoryPool,
   MemoryLeases,

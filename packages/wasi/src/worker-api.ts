@@ -14,7 +14,7 @@ import type { RunRequest, RunnerOptions } from './request.js';
 import { Preview1Runner } from './preview1/index.js';
 import { prepareComponent, type PreparedComponent } from './transpile.js';
 import { CodeCache } from './code-cache.js';
-import { cleanSpareMemories } from './memory-pool.js';
+import { cleanSpareMemories, cleanSparesAfterEachCall } from './memory-pool.js';
 
 export { outcomeOf, type Outcome } from './worker-outcome.js';
 
@@ -73,6 +73,8 @@ export function sandboxWorkerApi(options: SandboxWorkerOptions = {}, afterReply:
   const codeCache = runnerOptions.codeCache ?? new CodeCache(runnerOptions.cacheBytes);
   const components = new ComponentRunner({ ...runnerOptions, codeCache });
   const modules = new Preview1Runner({ ...runnerOptions, codeCache });
+  // Each run's reply is followed by cleanSpareMemories (below).
+  cleanSparesAfterEachCall();
   const runJob = (job: RunJob): Promise<ExecutionResult> =>
     job.kind === 'module' ? modules.run(job.key, job.bytes, job.request) : components.run(job.key, job.prepared, job.request);
   return {
