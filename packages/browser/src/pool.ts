@@ -6,10 +6,9 @@
 // The file @corral/wasi imports transfer() from (types/comlink-esm.d.ts): a runtime that resolves bare
 // 'comlink' to its UMD main (Node, Deno, Bun; a CDN's import map) would load a second comlink, whose
 // wrap() never sees those transfers, so a call's input was copied to its worker instead of moved.
-import { releaseProxy, wrap } from 'comlink/dist/esm/comlink.mjs';
-import type { Remote } from 'comlink';
+import { wrap } from 'comlink/dist/esm/comlink.mjs';
 import { CorralError, ErrorCodes } from '@corral/core';
-import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
+import { SandboxPool, workerCalls, type PoolWorker, type WorkerCalls } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
 
 export interface BrowserPoolOptions {
@@ -39,7 +38,7 @@ export function startSandboxWorker(): Worker {
 /** One sandbox Web Worker and what it has already compiled. */
 export class BrowserSandboxWorker implements PoolWorker {
   readonly worker: Worker;
-  readonly api: Remote<SandboxWorkerApi>;
+  readonly api: WorkerCalls;
   /** Keys of components this worker has compiled, so they are sent only once. */
   readonly loaded = new Set<string>();
   readonly crashed: Promise<CorralError>;
@@ -47,7 +46,7 @@ export class BrowserSandboxWorker implements PoolWorker {
 
   constructor(createWorker: () => Worker = startSandboxWorker) {
     this.worker = createWorker();
-    this.api = wrap<SandboxWorkerApi>(this.worker);
+    this.api = workerCalls(wrap<SandboxWorkerApi>(this.worker));
     // A Web Worker has no exit event. An error that escapes it (its script
     // failed to load, or something threw outside any call) or a message it
     // cannot read leaves it in an unknown state: it counts as a crash, and
@@ -76,7 +75,7 @@ export class BrowserSandboxWorker implements PoolWorker {
   async terminate(): Promise<void> {
     if (!this.alive) return;
     this.alive = false;
-    this.api[releaseProxy]();
+    this.api.release();
     this.worker.terminate();
   }
 }

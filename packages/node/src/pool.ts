@@ -1,11 +1,10 @@
 import { statSync } from 'node:fs';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
-import { wrap, releaseProxy } from 'comlink/dist/esm/comlink.mjs';
-import type { Remote } from 'comlink';
+import { wrap } from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
-import { SandboxPool, type PoolWorker } from '@corral/wasi/host-kit';
+import { SandboxPool, workerCalls, type PoolWorker, type WorkerCalls } from '@corral/wasi/host-kit';
 import type { SandboxWorkerApi } from '@corral/wasi/host-kit';
 import { hostRuntime, warnUnenforcedLimits } from './runtime.js';
 import { packagePath, packageUrl } from './package-files.js';
@@ -104,7 +103,7 @@ export interface PoolOptions {
 /** One sandbox thread and what it has already compiled. */
 export class SandboxWorker implements PoolWorker {
   readonly thread: Worker;
-  readonly api: Remote<SandboxWorkerApi>;
+  readonly api: WorkerCalls;
   /** Keys of components this worker has compiled, so they are sent only once. */
   readonly loaded = new Set<string>();
   /** Settles when the thread exits, for whatever reason. */
@@ -131,7 +130,7 @@ export class SandboxWorker implements PoolWorker {
     });
     warnUnenforcedLimits(this.thread);
     const endpoint = (nodeEndpoint as unknown as (w: Worker) => Parameters<typeof wrap>[0])(this.thread);
-    this.api = wrap<SandboxWorkerApi>(endpoint);
+    this.api = workerCalls(wrap<SandboxWorkerApi>(endpoint));
     // Node emits 'error' before 'exit'; a worker over its heap limit ends
     // with ERR_WORKER_OUT_OF_MEMORY.
     let error: unknown;
@@ -161,7 +160,7 @@ export class SandboxWorker implements PoolWorker {
 
   async terminate(): Promise<void> {
     this.alive = false;
-    this.api[releaseProxy]();
+    this.api.release();
     // A thread the runtime cannot stop (runtime.ts) must not keep the host
     // alive; in Bun a 'message' listener holds the process even when unref'd.
     this.thread.removeAllListeners('message');

@@ -5,7 +5,7 @@
  * time limit. Hosts differ only in their pool, their cache and which mount
  * sources they can open.
  */
-import { transfer } from 'comlink/dist/esm/comlink.mjs';
+import { releaseProxy, transfer } from 'comlink/dist/esm/comlink.mjs';
 import type { Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 // Subpaths, not the index: sandbox workers load this package, and the index pulls in ajv (~80 ms).
@@ -46,11 +46,29 @@ export interface ExecRequest extends StdioHandlers {
   onPrepare?: () => void;
 }
 
-/** A sandbox worker as a host's pool holds it: its API (through comlink) and what it has compiled. */
+/** A sandbox worker as a host's pool holds it: its API (through comlink, workerCalls) and what it has compiled. */
 export interface ExecutorWorker extends PoolWorker {
   /** Keys of components and modules this worker has compiled, so they are sent only once. */
   readonly loaded: Set<string>;
-  readonly api: Remote<SandboxWorkerApi>;
+  readonly api: WorkerCalls;
+}
+
+/** A sandbox worker's calls through comlink, and `release` to let go of its endpoint. */
+export type WorkerCalls = Pick<Remote<SandboxWorkerApi>, 'ping' | 'prepare' | 'run' | 'preload'> & { release(): void };
+
+/**
+ * The calls of a worker's comlink remote, each read once: comlink makes a
+ * proxy at every property read, and registers each for finalization, so
+ * `remote.run(job)` cost a proxy and a FinalizationRegistry entry a call.
+ */
+export function workerCalls(remote: Remote<SandboxWorkerApi>): WorkerCalls {
+  return {
+    ping: remote.ping,
+    prepare: remote.prepare,
+    run: remote.run,
+    preload: remote.preload,
+    release: () => remote[releaseProxy](),
+  };
 }
 
 /** Tools a spare worker compiles ahead (the most recently called). */

@@ -8,6 +8,8 @@ export { SandboxPool, type PoolWorker, type SandboxPoolOptions, type TaskOptions
 export {
   PoolExecutor,
   outcomeOf,
+  workerCalls,
+  type WorkerCalls,
   type ExecRequest,
   type Outcome,
   type ExecutorWorker,
