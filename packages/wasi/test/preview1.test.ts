@@ -3,12 +3,12 @@
  * descriptors every mount is), and the Preview1Runner in-process on the
  * committed preview1 fixtures.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { Preview1Runner, checkPreview1Module, type RunRequest } from '@corral/wasi';
 import { DiskQuota, ENTRY_BYTES, MemoryBackend, mountRoot, type FileDataEntry } from '@corral/wasi/fs';
 import { CappedSink, Preview1Host, ProcExit } from '@corral/wasi/internal';
-import { startExits } from './start-exits.js';
+import { startExits, startExitsCatchesThenOverflows, startOverflows } from './start-exits.js';
 
 const FIXTURES = new URL('../../../test/fixtures/preview1/', import.meta.url);
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`${name}/p1-${name}.wasm`, FIXTURES)));
@@ -533,11 +533,30 @@ describe('Preview1Runner in-process', () => {
     });
   });
 
+  // proc_exit only: a start function runs before the host has the module's memory, and any other call fails.
   it("a start function's calls reach its own call's host", async () => {
     const runner = new Preview1Runner();
     const [five, six] = await Promise.all([startExits(5), startExits(6)]);
     const results = await Promise.all([5, 6, 5, 6].map((code) => runner.run(`exit-${code}`, code === 5 ? five : six, request())));
     expect(results.map((r) => [r.exitCode, r.stdout.length, r.error])).toEqual([5, 6, 5, 6].map((code) => [code, 0, undefined]));
+  });
+
+  it('runs a start function that overflows the stack once, and reports the trap', async () => {
+    const instantiate = vi.spyOn(WebAssembly, 'instantiate');
+    try {
+      const result = await new Preview1Runner().run('overflow', await startOverflows(), request());
+      expect(result.error).toMatchObject({ code: 'E_UNEXPECTED_EXIT' });
+      expect(JSON.stringify(result.error)).toMatch(/call stack/);
+      // Not taken for a thread that refuses synchronous instantiation, and run again.
+      expect(instantiate).not.toHaveBeenCalled();
+    } finally {
+      instantiate.mockRestore();
+    }
+  });
+
+  it('a start function that exited keeps its exit code, whatever it throws after', async () => {
+    const result = await new Preview1Runner().run('exit-then-overflow', startExitsCatchesThenOverflows(4), request());
+    expect([result.exitCode, result.error]).toEqual([4, undefined]);
   });
 
   it('keeps the exit code of proc_exit', async () => {

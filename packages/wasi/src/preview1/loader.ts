@@ -126,8 +126,8 @@ export async function instantiate(module: WebAssembly.Module, imports: WebAssemb
 /**
  * A fresh instance of a preview1 module linked to `host`: made inside
  * `host.enter`, so that a start function's calls reach this call's host,
- * or, where this thread cannot instantiate synchronously, with imports of
- * the host's own. `imports` holds `host.imports` as its
+ * or, where this thread refuses synchronous instantiation (a browser's main
+ * thread), asynchronously with imports of the host's own. `imports` holds `host.imports` as its
  * `wasi_snapshot_preview1` namespace.
  */
 export async function instantiatePreview1(
@@ -141,15 +141,19 @@ export async function instantiatePreview1(
   );
 }
 
-/** A fresh instance made synchronously, or undefined where the thread refuses (then instantiate asynchronously). */
+/**
+ * A fresh instance made synchronously, or undefined where the thread refuses
+ * (then instantiate asynchronously). Any other failure is the instantiation's
+ * own, thrown as it is: a start function that overflowed the stack (a
+ * RangeError too) must not run a second time.
+ */
 function instantiateSync(module: WebAssembly.Module, imports: WebAssembly.Imports): WebAssembly.Instance | undefined {
   if (!syncInstantiate) return undefined;
   try {
     return new WebAssembly.Instance(module, imports);
   } catch (err) {
-    // Any other failure (a link error, no memory) fails the async way too.
-    if (!(err instanceof RangeError)) throw err;
-    if (/main thread|synchronous/i.test(err.message)) syncInstantiate = false;
+    if (!(err instanceof RangeError && /main thread|synchronous/i.test(err.message))) throw err;
+    syncInstantiate = false;
     return undefined;
   }
 }

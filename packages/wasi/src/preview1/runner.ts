@@ -27,14 +27,15 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
     return {
       async run() {
         const imports = leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports });
-        const instance = await instantiatePreview1(host, compiled.module, imports);
-        const memory = instance.exports.memory as WebAssembly.Memory;
-        memories.watch(memory, compiled.memoryLimits);
-        memories.instance(instance, compiled.growWatched);
-        host.bind(memory);
         try {
+          const instance = await instantiatePreview1(host, compiled.module, imports);
+          const memory = instance.exports.memory as WebAssembly.Memory;
+          memories.watch(memory, compiled.memoryLimits);
+          memories.instance(instance, compiled.growWatched);
+          host.bind(memory);
           host.enter(instance.exports._start as () => void);
         } catch (err) {
+          // Exited (in _start or a start function), whatever was thrown after: the exit stands.
           if (host.exitCode === undefined) throw err;
         }
         // A module that caught its own exit and went on (returned, or trapped later) still exited.
