@@ -136,7 +136,10 @@ export class Preview1Host {
     return entered;
   });
 
-  /** One function per name in PREVIEW1_FUNCTIONS, each answering for the host `host()` returns (with this class's own method: a subclass cannot override one). */
+  /**
+   * One function per name in PREVIEW1_FUNCTIONS, each answering for the host
+   * `host()` returns, with this class's own method (a subclass cannot override one).
+   */
   static #namespace(host: () => Preview1Host): Record<Preview1Function, (...args: never[]) => unknown> {
     const imports = {} as Record<Preview1Function, (...args: never[]) => unknown>;
     for (const name of PREVIEW1_FUNCTIONS) {

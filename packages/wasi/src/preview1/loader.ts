@@ -127,8 +127,8 @@ export async function instantiate(module: WebAssembly.Module, imports: WebAssemb
  * A fresh instance of a preview1 module linked to `host`: made inside
  * `host.enter`, so that a start function's calls reach this call's host,
  * or, where this thread refuses synchronous instantiation (a browser's main
- * thread), asynchronously with imports of the host's own. `imports` holds `host.imports` as its
- * `wasi_snapshot_preview1` namespace.
+ * thread), asynchronously with imports of the host's own. `imports` holds
+ * `host.imports` as its `wasi_snapshot_preview1` namespace.
  */
 export async function instantiatePreview1(
   host: Preview1Host,
