@@ -5,19 +5,9 @@
  * because the refusal is remembered for the rest of the module's life.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Preview1Runner, type RunRequest } from '@corral/wasi';
+import { Preview1Runner } from '@corral/wasi';
+import { runRequest } from './run-request.js';
 import { startExits } from './start-exits.js';
-
-const request = (stdin: string): RunRequest => ({
-  toolName: 't',
-  stdin: new TextEncoder().encode(stdin),
-  args: ['t'],
-  env: {},
-  mounts: [],
-  outputLimitBytes: 1 << 20,
-  memoryLimitBytes: 32 * 2 ** 20,
-  diskLimitBytes: 1 << 20,
-});
 
 describe('Preview1Runner where synchronous instantiation is refused', () => {
   const Instance = WebAssembly.Instance;
@@ -37,7 +27,7 @@ describe('Preview1Runner where synchronous instantiation is refused', () => {
     const runner = new Preview1Runner();
     const [five, six] = await Promise.all([startExits(5), startExits(6)]);
     const codes = [5, 6, 5, 6, 5, 6];
-    const results = await Promise.all(codes.map((code) => runner.run(`exit-${code}`, code === 5 ? five : six, request(''))));
+    const results = await Promise.all(codes.map((code) => runner.run(`exit-${code}`, code === 5 ? five : six, runRequest())));
     expect(results.map((r) => [r.exitCode, r.stdout.length, r.error])).toEqual(codes.map((code) => [code, 0, undefined]));
     // Refused once, then not asked again.
     expect(refused).toBe(1);

@@ -5,9 +5,10 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { Preview1Runner, checkPreview1Module, type RunRequest } from '@corral/wasi';
+import { Preview1Runner, checkPreview1Module } from '@corral/wasi';
 import { DiskQuota, ENTRY_BYTES, MemoryBackend, mountRoot, type FileDataEntry } from '@corral/wasi/fs';
 import { CappedSink, Preview1Host, ProcExit } from '@corral/wasi/internal';
+import { runRequest } from './run-request.js';
 import { startExits, startExitsCatchesThenOverflows, startOverflows } from './start-exits.js';
 
 const FIXTURES = new URL('../../../test/fixtures/preview1/', import.meta.url);
@@ -493,17 +494,7 @@ describe('checkPreview1Module: refused at load, naming the import', () => {
 });
 
 describe('Preview1Runner in-process', () => {
-  const request = (over: Partial<RunRequest> = {}): RunRequest => ({
-    toolName: 't',
-    stdin: new TextEncoder().encode('{"a":[1,2,3]}'),
-    args: ['t'],
-    env: { TZ: 'UTC' },
-    mounts: [],
-    outputLimitBytes: 1 << 20,
-    memoryLimitBytes: 32 * 2 ** 20,
-    diskLimitBytes: 1 << 20,
-    ...over,
-  });
+  const request = runRequest;
 
   it('runs a command: stdin to stdout, exit 0, fresh state each call', async () => {
     const runner = new Preview1Runner();
