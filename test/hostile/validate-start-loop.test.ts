@@ -103,6 +103,46 @@ it.each(['module', 'component'] as const)(
   150_000,
 );
 
+// Every call of such a module exits before _start; the probe saw the exit as an instantiation that
+// went well, so validate said nothing (exit 0 included: _start still never runs).
+it.each([3, 0])(
+  'a module whose start function calls proc_exit(%i): a problem at /component, named so',
+  async (code) => {
+    const module = await parse(`(module
+    (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+    (memory (export "memory") 1)
+    (func $init (call $exit (i32.const ${code})))
+    (start $init)
+    (func (export "_start")))`);
+    writeFileSync(join(root, `exits-${code}.wasm`), module);
+    const spec = join(root, `exits-${code}-spec.json`);
+    writeFileSync(
+      spec,
+      JSON.stringify({
+        name: `start-exits-${code}`,
+        version: '1.0.0',
+        description: 'a start function that exits',
+        component: `exits-${code}.wasm`,
+        input_schema: { type: 'object' },
+        output_schema: { type: 'object' },
+      }),
+    );
+    const r = await corral(['validate', spec, '--json']);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({
+      ok: false,
+      problems: [
+        {
+          path: '/component',
+          message: expect.stringContaining(`start function called proc_exit(${code}) while it was instantiated: _start would never run`),
+          hint: expect.stringContaining('do not exit there'),
+        },
+      ],
+    });
+  },
+  150_000,
+);
+
 it('a first-party tool still validates: exit 0', async () => {
   const r = await corral(['validate', join(ROOT, 'wasm-tools/diff-summary/tool-spec.json'), '--json']);
   expect(r.code).toBe(0);

@@ -274,6 +274,9 @@ function problemOf(err: unknown, at: At): WasmCheckProblem {
       "transpiling or instantiating it filled its sandbox worker's JS heap (not wasm memory, which memory_mb caps): real tools need a few MB there";
   } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'memory') {
     hint = 'raise resources.memory_mb in the spec, or make the module start with less memory';
+  } else if (err.code === 'E_UNEXPECTED_EXIT' && (details as { reason?: unknown }).reason === 'exit') {
+    hint =
+      'a wasm start section runs while the tool is instantiated, before every call: do not exit there (move the work into _start or main)';
   } else if (err.code === 'E_UNEXPECTED_EXIT' && /wasi:cli\/run/.test(err.message)) {
     hint = 'build it as a command component (`jco new MODULE --wasi-command`), not a library or reactor';
   } else if (err.code === 'E_UNEXPECTED_EXIT') {
