@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corral, ComponentCache, WorkerPool, SandboxWorker, CorralError, DEFAULT_RESOURCE_LIMITS } from '@corral/node';
+import { Corral, ComponentCache, WorkerPool, SandboxWorker, CorralError, DEFAULT_RESOURCE_LIMITS, type WorkerExecutor } from '@corral/node';
+import { startExitsCatchesThenOverflows } from '../packages/wasi/test/start-exits.js';
 
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
 let corral: Corral;
@@ -168,5 +169,38 @@ describe('the worker pool', () => {
     await pool.close();
     await Promise.all([running, queued]);
     await expect(pool.run(async () => 'after', task)).rejects.toMatchObject({ code: 'E_CLOSED', message: /closed/ });
+  });
+
+  // Closing twice threw "Proxy has been released" from the second worker.terminate(): `void corral.close()`
+  // twice ended the host process, and an executor option returning the local executor closed it twice.
+  it('closes twice, at once or one after the other, as it closes once', async () => {
+    const pool = new WorkerPool({ size: 1 });
+    const worker = new SandboxWorker({});
+    await Promise.all([pool.close(), pool.close(), worker.terminate(), worker.terminate()]);
+    await pool.close();
+    await worker.terminate();
+    for (const executor of [undefined, (local: WorkerExecutor) => local]) {
+      const c = await Corral.create({ size: 1, store: false, toolDirs: [FIXTURES], ...(executor ? { executor } : {}) });
+      expect((await c.invoke('echo', { text: 'before close' })).ok).toBe(true);
+      await Promise.all([c.close(), c.close()]);
+      await c.close();
+    }
+  });
+
+  // A stopped worker's calls said nothing and hung: its comlink proxies were not released with it.
+  it("a stopped worker's calls fail at once", async () => {
+    const worker = new SandboxWorker({});
+    await worker.api.ping();
+    await worker.terminate();
+    for (const call of [worker.api.ping, worker.api.run, worker.api.prepare, worker.api.preload] as ((...args: unknown[]) => unknown)[]) {
+      expect(() => call()).toThrow(/released/);
+    }
+  });
+
+  // 22af399 kept the exit of a start function that caught its own unwinding and then trapped; one that
+  // then returned went on to _start, which ran (here forever, until the time limit).
+  it('a start function that exited and then returned: the call exits, and _start never runs', async () => {
+    const result = await corral.exec(startExitsCatchesThenOverflows(0, 'returns'), { timeoutMs: 3000 });
+    expect([result.exitCode, result.error]).toEqual([0, undefined]);
   });
 });

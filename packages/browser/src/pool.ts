@@ -43,6 +43,7 @@ export class BrowserSandboxWorker implements PoolWorker {
   readonly loaded = new Set<string>();
   readonly crashed: Promise<CorralError>;
   alive = true;
+  #crashListener: ((event: Event) => void) | undefined;
 
   constructor(createWorker: () => Worker = startSandboxWorker) {
     this.worker = createWorker();
@@ -69,6 +70,7 @@ export class BrowserSandboxWorker implements PoolWorker {
       };
       this.worker.addEventListener('error', crash);
       this.worker.addEventListener('messageerror', crash);
+      this.#crashListener = crash;
     });
   }
 
@@ -76,6 +78,9 @@ export class BrowserSandboxWorker implements PoolWorker {
     if (!this.alive) return;
     this.alive = false;
     this.api.release();
+    // A terminated Web Worker keeps its listeners, and through them this object.
+    this.worker.removeEventListener('error', this.#crashListener!);
+    this.worker.removeEventListener('messageerror', this.#crashListener!);
     this.worker.terminate();
   }
 }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteDB } from 'idb';
 import {
   BrowserCorral,
+  BrowserSandboxWorker,
   BrowserWorkerPool,
   CorralError,
   IndexedDbStore,
@@ -361,6 +362,33 @@ describe('the Web Worker pool', () => {
       await Promise.all(running);
     } finally {
       await pool.close();
+    }
+  });
+
+  // A terminated Web Worker keeps its listeners, and comlink's finalization registry kept every
+  // call proxy (and through them the worker) alive: no stopped worker was ever collected.
+  it('a stopped worker lets go of its listeners and its calls, which then fail at once', async () => {
+    const listening = new Set<string>();
+    const worker = new BrowserSandboxWorker(() => {
+      const real = startSandboxWorker();
+      const add = real.addEventListener.bind(real);
+      const remove = real.removeEventListener.bind(real);
+      real.addEventListener = ((type: string, listener: EventListener, options?: AddEventListenerOptions) => {
+        if (type !== 'message') listening.add(type);
+        add(type, listener, options);
+      }) as Worker['addEventListener'];
+      real.removeEventListener = ((type: string, listener: EventListener, options?: EventListenerOptions) => {
+        listening.delete(type);
+        remove(type, listener, options);
+      }) as Worker['removeEventListener'];
+      return real;
+    });
+    await worker.api.ping();
+    expect([...listening].sort()).toEqual(['error', 'messageerror']);
+    await worker.terminate();
+    expect([...listening]).toEqual([]);
+    for (const call of [worker.api.ping, worker.api.run, worker.api.prepare, worker.api.preload] as ((...args: unknown[]) => unknown)[]) {
+      expect(() => call()).toThrow(/released/);
     }
   });
 

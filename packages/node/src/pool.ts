@@ -111,6 +111,7 @@ export class SandboxWorker implements PoolWorker {
   /** The error a task gets when the thread exits under it. */
   readonly crashed: Promise<CorralError>;
   alive = true;
+  #terminated: Promise<void> | undefined;
 
   /** `url`: the worker script; another one (wasm-check-worker.js) starts with the same flags, environment and limits. */
   constructor(options: PoolOptions, url: URL = (defaultWorkerUrl ??= workerUrl())) {
@@ -158,7 +159,13 @@ export class SandboxWorker implements PoolWorker {
     );
   }
 
-  async terminate(): Promise<void> {
+  /** Stop the thread; stopping it again waits for the first stop. */
+  terminate(): Promise<void> {
+    this.#terminated ??= this.#terminate();
+    return this.#terminated;
+  }
+
+  async #terminate(): Promise<void> {
     this.alive = false;
     this.api.release();
     // A thread the runtime cannot stop (runtime.ts) must not keep the host

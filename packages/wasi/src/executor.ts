@@ -62,12 +62,18 @@ export type WorkerCalls = Pick<Remote<SandboxWorkerApi>, 'ping' | 'prepare' | 'r
  * `remote.run(job)` cost a proxy and a FinalizationRegistry entry a call.
  */
 export function workerCalls(remote: Remote<SandboxWorkerApi>): WorkerCalls {
+  const calls = { ping: remote.ping, prepare: remote.prepare, run: remote.run, preload: remote.preload };
+  let released = false;
   return {
-    ping: remote.ping,
-    prepare: remote.prepare,
-    run: remote.run,
-    preload: remote.preload,
-    release: () => remote[releaseProxy](),
+    ...calls,
+    // Each proxy is registered for finalization with a strong reference to the endpoint (the
+    // worker): released only together, so a stopped worker can be collected in browsers too.
+    release: () => {
+      if (released) return;
+      released = true;
+      for (const call of Object.values(calls)) call[releaseProxy]();
+      remote[releaseProxy]();
+    },
   };
 }
 

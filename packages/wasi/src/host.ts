@@ -57,6 +57,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   readonly #ownedStore: Store | undefined;
   readonly #invokeExecutor: Executor | undefined;
   #closed = false;
+  #closing: Promise<void> | undefined;
 
   protected constructor(parts: CorralHostParts<E>) {
     this.registry = parts.registry ?? new Registry();
@@ -123,11 +124,18 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
     return this.runtime.recordDecision(decision);
   }
 
-  /** Stop the workers (calls still queued are refused) and close a store this object opened. */
-  async close(): Promise<void> {
+  /** Stop the workers (calls still queued are refused) and close a store this object opened. Closing again waits for the first close. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
+    // An invoke executor may be the executor itself (a host passed `(local) => local`): closed once.
+    const invoke = this.#invokeExecutor === this.executor ? undefined : this.#invokeExecutor;
     try {
-      await Promise.all([this.executor.close(), this.#invokeExecutor?.close?.()]);
+      await Promise.all([this.executor.close(), invoke?.close?.()]);
     } finally {
       await this.#ownedStore?.close();
     }

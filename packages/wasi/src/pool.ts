@@ -98,6 +98,7 @@ export class SandboxPool<W extends PoolWorker> {
    */
   readonly #crashes = new WeakMap<W, CrashWatch>();
   #closed = false;
+  #closing: Promise<void> | undefined;
   #running = 0;
   #replaced = 0;
 
@@ -202,7 +203,13 @@ export class SandboxPool<W extends PoolWorker> {
     });
   }
 
-  async close(): Promise<void> {
+  /** Refuse queued and new calls, stop running ones and every worker. Closing again waits for the first close. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     for (const job of this.#queue.splice(0)) job.reject(closedError(false));
     // Before the workers go: a terminated worker may never answer (a Web Worker does not), and must not read as a crash.

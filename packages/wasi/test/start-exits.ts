@@ -21,10 +21,11 @@ export function startExits(code: number): Promise<Uint8Array> {
 /**
  * A command whose start function calls proc_exit(code), catches what unwinds
  * it (legacy wasm exception handling, `catch_all`), then recurses until the
- * stack overflows; built byte by byte (jco's parser takes only the newer
+ * stack overflows, or returns (`then: 'returns'`, and then its _start loops
+ * forever: run it only where a time limit stops it). Built byte by byte (jco's parser takes only the newer
  * `try_table`, which Node 20 does not run).
  */
-export function startExitsCatchesThenOverflows(code: number): Uint8Array {
+export function startExitsCatchesThenOverflows(code: number, then: 'overflows' | 'returns' = 'overflows'): Uint8Array {
   const name = (s: string) => [s.length, ...new TextEncoder().encode(s)];
   const body = (...bytes: number[]) => [...u32(bytes.length + 1), 0, ...bytes];
   return new Uint8Array([
@@ -59,10 +60,10 @@ export function startExitsCatchesThenOverflows(code: number): Uint8Array {
       vec([
         // $rec: call $rec
         body(0x10, 1, 0x0b),
-        // $init: try (call $exit (i32.const code)) catch_all end; call $rec
-        body(0x06, 0x40, 0x41, ...u32(code), 0x10, 0, 0x19, 0x0b, 0x10, 1, 0x0b),
-        // _start: nothing
-        body(0x0b),
+        // $init: try (call $exit (i32.const code)) catch_all end; call $rec (or nothing)
+        body(0x06, 0x40, 0x41, ...u32(code), 0x10, 0, 0x19, 0x0b, ...(then === 'overflows' ? [0x10, 1] : []), 0x0b),
+        // _start: nothing, or loop (br 0)
+        then === 'overflows' ? body(0x0b) : body(0x03, 0x40, 0x0c, 0, 0x0b, 0x0b),
       ]),
     ),
   ]);

@@ -33,7 +33,8 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
           memories.watch(memory, compiled.memoryLimits);
           memories.instance(instance, compiled.growWatched);
           host.bind(memory);
-          host.enter(instance.exports._start as () => void);
+          // A start function that exited and caught its own unwinding: the exit stands, and _start never runs.
+          if (host.exitCode === undefined) host.enter(instance.exports._start as () => void);
         } catch (err) {
           // Exited (in _start or a start function), whatever was thrown after: the exit stands.
           if (host.exitCode === undefined) throw err;
