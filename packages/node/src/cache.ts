@@ -1,8 +1,9 @@
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { PREPARED_FORMAT, type PreparedComponent } from '@corral/wasi/host-kit';
+import { makeFolders } from './folders.js';
 
 /** Entries made by another transpiler version are never read. */
 const FORMAT = PREPARED_FORMAT.replace(/[^A-Za-z0-9.-]/g, '_');
@@ -68,7 +69,7 @@ export class ComponentCache {
     const temp = `${final}.tmp-${process.pid}-${Date.now()}`;
     const stale = `${final}.old-${process.pid}-${Date.now()}`;
     try {
-      await mkdir(temp, { recursive: true });
+      await makeFolders(temp);
       const files: Record<string, Uint8Array> = { 'glue.js': new TextEncoder().encode(prepared.glue), ...prepared.modules };
       const meta: Meta = { imports: prepared.imports, modules: Object.keys(prepared.modules), sha256: {} };
       for (const [name, bytes] of Object.entries(files)) {

@@ -6,7 +6,7 @@
  * does, and only the CLI calls that.
  */
 import { constants } from 'node:fs';
-import { mkdir, open, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { open, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import {
@@ -19,6 +19,7 @@ import {
   type ToJSOptions,
 } from '@corral/workflow/deps';
 import { CorralError, ErrorCodes, POLICY_VERSION, validatePolicy, type Policy, type PolicySource } from '@corral/core';
+import { makeFolders } from './folders.js';
 
 /** $CORRAL_POLICY, else $XDG_CONFIG_HOME/corral/policy.yaml, else ~/.config/corral/policy.yaml. */
 export function defaultPolicyPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -224,7 +225,7 @@ export async function updatePolicyFile(path: string, edit: (doc: Document) => vo
   // replaces the file, not the link.
   const location = await plannedRealpath(path);
   const dir = dirname(location);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await makeFolders(dir, 0o700);
   const release = await lock(`${location}.lock`);
   try {
     const current = await readPolicy(location);

@@ -58,7 +58,7 @@
  * seq), so a second append of a sequence number fails on the key. Neither
  * is pruned, exported or removed by the size cap.
  */
-import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -116,6 +116,7 @@ import {
 import { CHECK_FAILED, batchCommitter, type BatchCommitter, type Row, type WriteOp, type WriteResult } from './store-commit.js';
 import type { CommitReply, WriterConfig } from './store-writer.js';
 import { packageUrl } from './package-files.js';
+import { makeFoldersSync } from './folders.js';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
 export const SCHEMA_VERSION = 5;
@@ -390,7 +391,7 @@ export class SqliteStore implements Store {
       storeError(location, `${what}: ${describe(err)}`, { sqlite_code: codeOf(err), unwritable: true });
     if (!options.readonly) {
       try {
-        mkdirSync(dirname(location), { recursive: true });
+        makeFoldersSync(dirname(location));
       } catch (err) {
         throw unwritable(`its folder ${dirname(location)} cannot be created`, err);
       }

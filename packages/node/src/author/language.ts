@@ -5,8 +5,9 @@
  * rust.ts, js.ts); the commands know only this interface.
  */
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { makeFolders } from '../folders.js';
 
 /** The languages a tool can be written in. `js` covers TypeScript too. */
 export type LanguageName = 'c' | 'rust' | 'js';
@@ -60,7 +61,7 @@ export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): P
   if (leadsOut(within)) {
     throw new Error(`${out} is not inside the tool folder ${dir}: ${existing} leads out of it; refusing to write there`);
   }
-  await mkdir(dirname(out), { recursive: true });
+  await makeFolders(dirname(out));
   const folder = await realpath(dirname(out));
   const inside = relative(root, folder);
   if (leadsOut(inside)) {

@@ -1,7 +1,8 @@
 /** `corral init NAME --lang c|rust|js`: a new tool folder that builds and passes `corral test` at once. */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
+import { makeFolders } from '../folders.js';
 
 export const help = `corral init NAME --lang c|rust|js [--dir PATH]
 
@@ -38,7 +39,7 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
 
   const files = (await language(values.lang)).scaffold(name);
   for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await makeFolders(dirname(join(dir, path)));
     await writeFile(join(dir, path), text);
   }
   const shown = relative(process.cwd(), dir) || '.';

@@ -3,7 +3,7 @@
  * trimming the store.
  */
 import { statSync } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
   CorralError,
@@ -21,6 +21,7 @@ import { defaultStorePath } from '../store-sqlite.js';
 import { isPostgresUrl } from '../store-url.js';
 import { EXIT_OK, EXIT_USAGE, UsageError, cell, indent, parse, type Cli, type Print } from './shared.js';
 import { noStore, openExisting } from './store.js';
+import { makeFolders } from '../folders.js';
 
 export const help = `corral snapshots list [--tool NAME] [--since WHEN] [--error CODE] [--decision ID]
                       [--status ok|failed|interrupted] [--limit N] [--json]
@@ -307,7 +308,7 @@ async function writeJsonl(
 }
 
 async function writeJsonlFile(path: string, records: Iterable<SnapshotRecord> | AsyncIterable<SnapshotRecord>): Promise<number> {
-  await mkdir(dirname(resolve(path)), { recursive: true });
+  await makeFolders(dirname(resolve(path)));
   const file = await open(path, 'wx'); // never overwrite an earlier archive
   let n = 0;
   try {

@@ -1,0 +1,48 @@
+/**
+ * Paths on a kernel filesystem. Node 20's `mkdir(path, { recursive: true })`
+ * never returns for a folder under /proc (the kernel answers ENOENT, and
+ * Node retries the parent forever at full CPU), so a store or a cache set
+ * there by mistake hung `Corral.create` for good: not even a timer of the
+ * program's own could fire. Folders are now made one level at a time
+ * (folders.ts). Each case runs in a child process with an outer time limit.
+ */
+import { execFile } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { makeFolders, makeFoldersSync } from '../../packages/node/dist/folders.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const NOWHERE = '/proc/corral-nowhere';
+
+const script = `
+  import { Corral } from '@corral/node';
+  const corral = await Corral.create({ size: 1, store: ${JSON.stringify(`${NOWHERE}/snapshots.db`)} });
+  const result = await corral.invoke('diff-summary', { diff: '' });
+  await corral.close();
+  console.log(JSON.stringify({ ok: result.ok, snapshot: result.snapshot }));`;
+
+describe.runIf(process.platform === 'linux')('a store and a cache under /proc', () => {
+  it('Corral starts, runs the call, and says why its snapshot was not written', async () => {
+    const run = await new Promise<{ code: number | null; signal: string | null; stdout: string }>((done) =>
+      execFile(
+        process.execPath,
+        ['--input-type=module', '-e', script],
+        { cwd: ROOT, timeout: 60_000, env: { ...process.env, CORRAL_CACHE_DIR: `${NOWHERE}/cache` } },
+        (err, stdout) => {
+          const e = err as { code?: number; signal?: string } | null;
+          done({ code: e ? (e.code ?? null) : 0, signal: e?.signal ?? null, stdout });
+        },
+      ),
+    );
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      ok: true,
+      snapshot: { id: expect.any(String), error: expect.stringMatching(/its folder \/proc\/corral-nowhere cannot be created: ENOENT/) },
+    });
+  }, 90_000);
+
+  it('makeFolders refuses at the first folder the kernel will not make, both ways', async () => {
+    expect(() => makeFoldersSync(`${NOWHERE}/a/b`)).toThrow(expect.objectContaining({ code: 'ENOENT', path: NOWHERE }));
+    await expect(makeFolders(`${NOWHERE}/a/b`)).rejects.toMatchObject({ code: 'ENOENT', path: NOWHERE });
+  });
+});
