@@ -7,6 +7,9 @@
  * (folders.ts). Each case runs in a child process with an outer time limit.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeFolders, makeFoldersSync } from '../../packages/node/dist/folders.js';
 
@@ -44,5 +47,25 @@ describe.runIf(process.platform === 'linux')('a store and a cache under /proc', 
   it('makeFolders refuses at the first folder the kernel will not make, both ways', async () => {
     expect(() => makeFoldersSync(`${NOWHERE}/a/b`)).toThrow(expect.objectContaining({ code: 'ENOENT', path: NOWHERE }));
     await expect(makeFolders(`${NOWHERE}/a/b`)).rejects.toMatchObject({ code: 'ENOENT', path: NOWHERE });
+  });
+});
+
+describe('makeFolders', () => {
+  it('makes every missing level, again without complaint, and names a file in the way (EEXIST), both ways', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'corral-folders-'));
+    try {
+      makeFoldersSync(join(root, 'a/b/c'));
+      await makeFolders(join(root, 'd/e'), 0o700);
+      makeFoldersSync(join(root, 'a/b/c'));
+      await makeFolders(join(root, 'd/e'));
+      expect([statSync(join(root, 'a/b/c')).isDirectory(), statSync(join(root, 'd/e')).mode & 0o777]).toEqual([true, 0o700]);
+      writeFileSync(join(root, 'file'), 'in the way');
+      for (const path of [join(root, 'file'), join(root, 'file/below')]) {
+        expect(() => makeFoldersSync(path)).toThrow(expect.objectContaining({ code: 'EEXIST' }));
+        await expect(makeFolders(path)).rejects.toMatchObject({ code: 'EEXIST' });
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

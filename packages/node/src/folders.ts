@@ -5,42 +5,47 @@
  * CPU): a store or cache path set there by mistake hung `Corral.create`.
  * Here each missing folder is made once, and the first refusal is thrown.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { access, mkdir, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
 /** Make `path` and any missing folders above it (`mode` for each one made). */
 export function makeFoldersSync(path: string, mode?: number): void {
   const missing: string[] = [];
-  for (let at = resolve(path); !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  let at = resolve(path);
+  for (; !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  // A file in the way: mkdir says so (EEXIST), as a recursive mkdir did.
+  if (!statSync(at).isDirectory()) missing.unshift(at);
   for (const dir of missing) {
     try {
       mkdirSync(dir, { mode });
     } catch (err) {
-      if (!alreadyThere(err)) throw err;
+      if (!(exists(err) && statSync(dir).isDirectory())) throw err;
     }
   }
 }
 
 /** makeFoldersSync, without blocking the event loop. */
 export async function makeFolders(path: string, mode?: number): Promise<void> {
-  const exists = (at: string) =>
+  const found = (at: string) =>
     access(at).then(
       () => true,
       () => false,
     );
   const missing: string[] = [];
-  for (let at = resolve(path); !(await exists(at)) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  let at = resolve(path);
+  for (; !(await found(at)) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  if (!(await stat(at)).isDirectory()) missing.unshift(at);
   for (const dir of missing) {
     try {
       await mkdir(dir, { mode });
     } catch (err) {
-      if (!alreadyThere(err)) throw err;
+      if (!(exists(err) && (await stat(dir)).isDirectory())) throw err;
     }
   }
 }
 
-/** Made meanwhile by someone else (another process making the same store or cache). */
-function alreadyThere(err: unknown): boolean {
+/** Something has that name: a folder made meanwhile by someone else (another process making the same store), or a file in the way. */
+function exists(err: unknown): boolean {
   return (err as NodeJS.ErrnoException).code === 'EEXIST';
 }
