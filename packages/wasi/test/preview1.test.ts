@@ -9,7 +9,7 @@ import { Preview1Runner, checkPreview1Module } from '@corral/wasi';
 import { DiskQuota, ENTRY_BYTES, MemoryBackend, mountRoot, type FileDataEntry } from '@corral/wasi/fs';
 import { CappedSink, Preview1Host, ProcExit } from '@corral/wasi/internal';
 import { runRequest } from './run-request.js';
-import { startExits, startExitsCatchesThenOverflows, startOverflows } from './start-exits.js';
+import { startExits, startExitsAndCatches, startOverflows } from './start-exits.js';
 
 const FIXTURES = new URL('../../../test/fixtures/preview1/', import.meta.url);
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`${name}/p1-${name}.wasm`, FIXTURES)));
@@ -546,7 +546,7 @@ describe('Preview1Runner in-process', () => {
   });
 
   it('a start function that exited keeps its exit code, whatever it throws after', async () => {
-    const result = await new Preview1Runner().run('exit-then-overflow', startExitsCatchesThenOverflows(4), request());
+    const result = await new Preview1Runner().run('exit-then-overflow', startExitsAndCatches(4, 'overflows'), request());
     expect([result.exitCode, result.error]).toEqual([4, undefined]);
   });
 

@@ -20,12 +20,12 @@ export function startExits(code: number): Promise<Uint8Array> {
 
 /**
  * A command whose start function calls proc_exit(code), catches what unwinds
- * it (legacy wasm exception handling, `catch_all`), then recurses until the
- * stack overflows, or returns (`then: 'returns'`, and then its _start loops
- * forever: run it only where a time limit stops it). Built byte by byte (jco's parser takes only the newer
- * `try_table`, which Node 20 does not run).
+ * it (legacy wasm exception handling, `catch_all`), and then recurses until
+ * the stack overflows, or returns; after `returns`, its _start loops forever
+ * (run it only where a time limit stops it). Built byte by byte: jco's parser
+ * takes only the newer `try_table`, which Node 20 does not run.
  */
-export function startExitsCatchesThenOverflows(code: number, then: 'overflows' | 'returns' = 'overflows'): Uint8Array {
+export function startExitsAndCatches(code: number, then: 'overflows' | 'returns'): Uint8Array {
   const name = (s: string) => [s.length, ...new TextEncoder().encode(s)];
   const body = (...bytes: number[]) => [...u32(bytes.length + 1), 0, ...bytes];
   return new Uint8Array([
