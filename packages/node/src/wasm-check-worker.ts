@@ -11,7 +11,6 @@ import { expose } from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { CorralError, ErrorCodes, type ExecutionResult } from '@corral/core';
 import { ComponentRunner, Preview1Runner } from '@corral/wasi';
-import { MemoryLeases, MemoryWatch, Preview1Host, instantiatePreview1 } from '@corral/wasi/internal';
 import { outcomeOf, sandboxWorkerApi, type SandboxWorkerApi } from '@corral/wasi/worker';
 
 /**
@@ -45,25 +44,11 @@ class ComponentProbe extends ComponentRunner {
 
 /** Preview1Runner, instantiating against the real preview1 host without calling `_start`. */
 class Preview1Probe extends Preview1Runner {
-  protected override start(...[compiled, call, request]: Parameters<Preview1Runner['start']>): ReturnType<Preview1Runner['start']> {
-    const host = new Preview1Host(call.guest);
-    const leases = new MemoryLeases();
-    return {
-      async run() {
-        // The instantiation Preview1Runner makes, minus the call to _start that follows it there.
-        const imports = leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports });
-        try {
-          const instance = await instantiatePreview1(host, compiled.module, imports);
-          host.bind(instance.exports.memory as Parameters<Preview1Host['bind']>[0]);
-        } catch (err) {
-          if (host.exitCode === undefined) throw err;
-        }
-        // An exit here is the start function's, even exit(0): _start would never run.
-        if (host.exitCode !== undefined) throw startExit(request.toolName, host.exitCode);
-      },
-      memory: new MemoryWatch(),
-      release: () => leases.release(),
-    };
+  protected override enter(): void {}
+
+  // An exit here is the start function's, even exit(0): _start would never run.
+  protected override exitedWhileInstantiated(code: number, toolName: string): Error {
+    return startExit(toolName, code);
   }
 }
 

@@ -25,18 +25,24 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
     const memories = new MemoryWatch();
     const leases = new MemoryLeases(request.stdin.length, memories);
     return {
-      async run() {
+      run: async () => {
         const imports = leases.imports(compiled.memory ?? undefined, { wasi_snapshot_preview1: host.imports });
+        let instance: WebAssembly.Instance | undefined;
         try {
-          const instance = await instantiatePreview1(host, compiled.module, imports);
+          instance = await instantiatePreview1(host, compiled.module, imports);
           const memory = instance.exports.memory as WebAssembly.Memory;
           memories.watch(memory, compiled.memoryLimits);
           memories.instance(instance, compiled.growWatched);
           host.bind(memory);
-          // A start function that exited and caught its own unwinding: the exit stands, and _start never runs.
-          if (host.exitCode === undefined) host.enter(instance.exports._start as () => void);
         } catch (err) {
-          // Exited (in _start or a start function), whatever was thrown after: the exit stands.
+          // Exited in a start function, whatever was thrown after: the exit stands.
+          if (host.exitCode === undefined) throw err;
+        }
+        // A start function that exited (even one that caught its own unwinding and returned): _start never runs.
+        if (host.exitCode !== undefined) throw this.exitedWhileInstantiated(host.exitCode, request.toolName);
+        try {
+          this.enter(host, instance!);
+        } catch (err) {
           if (host.exitCode === undefined) throw err;
         }
         // A module that caught its own exit and went on (returned, or trapped later) still exited.
@@ -58,5 +64,15 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
       memory: memories,
       release: () => leases.release(),
     };
+  }
+
+  /** Run the instantiated module's entry point, `_start`, as its guest's host. */
+  protected enter(host: Preview1Host, instance: WebAssembly.Instance): void {
+    host.enter(instance.exports._start as () => void);
+  }
+
+  /** What a call ends with when the module's start function exited: that exit. */
+  protected exitedWhileInstantiated(code: number, _toolName: string): Error {
+    return new ProcExit(code);
   }
 }
