@@ -117,7 +117,7 @@ describe('the worker pool', () => {
   });
 
   it('starts every worker with default V8 limits, which a caller overrides one by one', async () => {
-    expect(DEFAULT_RESOURCE_LIMITS).toEqual({ maxOldGenerationSizeMb: 1024, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 });
+    expect(DEFAULT_RESOURCE_LIMITS).toEqual({ maxOldGenerationSizeMb: 1024, maxYoungGenerationSizeMb: 64, stackSizeMb: 4 });
     const limitsOf = async (worker: SandboxWorker) => {
       await new Promise((resolve) => worker.thread.once('online', resolve));
       const limits = worker.thread.resourceLimits;

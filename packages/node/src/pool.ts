@@ -60,15 +60,19 @@ let defaultWorkerUrl: URL | undefined;
  *
  * Measured on Node 20: jco's transpile, which runs in these workers, works
  * with an 8 MB old generation even for an 11.6 MB componentize-js component
- * (jco's bindgen runs in wasm memory, not on the heap). A 16 MB young
- * generation made diff-summary calls ~15% slower (2.14 vs 1.85 ms); 32 MB
- * is as fast as Node's 48 MB default. 4 MB of stack is Node's default.
+ * (jco's bindgen runs in wasm memory, not on the heap). The young
+ * generation is a trade of memory for speed: each call's instance outlives
+ * its first scavenge (BENCHMARKS.md, fourteenth round), so a worker under
+ * load spends much of its time scavenging, and fewer, larger young
+ * generations cost less. 64 MB ran 8 callers ~10% faster than 32 MB, for
+ * ~20 MB more resident memory per busy worker (seventeenth round); an edge
+ * device can pass 8. 4 MB of stack is Node's default.
  * `--max-old-space-size` on the host's command line overrides these in
  * every worker (nodejs/node#43991).
  */
 export const DEFAULT_RESOURCE_LIMITS: Readonly<ResourceLimits> = Object.freeze({
   maxOldGenerationSizeMb: 1024,
-  maxYoungGenerationSizeMb: 32,
+  maxYoungGenerationSizeMb: 64,
   stackSizeMb: 4,
 });
 
