@@ -215,7 +215,14 @@ export class Preview1Host {
     return Preview1Host.#namespace(() => this);
   }
 
-  /** Run guest code (instantiation, `_start`) with this host answering the shared imports. */
+  /**
+   * Run guest code (instantiation, `_start`) with this host answering the
+   * shared imports. The shared imports know only which host is entered, not
+   * which instance calls: an instance kept past its call and called again
+   * inside another host's `enter` is answered by that host, with that call's
+   * files and stdio. Corral never calls an instance after its call; code that
+   * keeps one must call it inside its own host's `enter` only.
+   */
   enter<T>(run: () => T): T {
     const outer = entered;
     entered = this;
