@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
@@ -45,9 +45,9 @@ interface Ran {
 }
 
 /** The real CLI in a child process, stdin a pipe given `stdin` (empty by default: never a terminal). */
-function corral(args: string[], stdin = ''): Promise<Ran> {
+function corral(args: string[], stdin = '', extraEnv: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: env() }, (err, stdout, stderr) =>
+    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...env(), ...extraEnv } }, (err, stdout, stderr) =>
       resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
     );
     child.stdin!.end(stdin);
@@ -427,6 +427,67 @@ describe('corral misused: exit status and message, row by row', () => {
     expect(JSON.parse(r.stdout)).toEqual({});
     const piped = await corral(['run', 'echo', '--tools', FIXTURES, '--no-store'], '{"a": 1}');
     expect(JSON.parse(piped.stdout)).toEqual({ a: 1 });
+  });
+});
+
+describe.runIf(process.platform === 'linux')('corral writing where the system refuses', () => {
+  // Each was "an internal error; please report it", or said the export "exists" when a file was in its folder's way.
+  it('a folder under /proc, a FIFO or a dangling link in the way: the path and the reason, a user error, never an internal one', async () => {
+    const place = join(home, 'refused');
+    await mkdir(place);
+    execFileSync('mkfifo', [join(place, 'fifo')]);
+    await symlink(join(place, 'nowhere'), join(place, 'dangling'));
+    const cases: [args: string[], extraEnv: Record<string, string>, code: number, says: RegExp][] = [
+      [
+        ['policy', 'unlisted', 'deny'],
+        { CORRAL_POLICY: '/proc/corral-nowhere/policy.yaml' },
+        1,
+        /^corral: Cannot write the policy file \/proc\/corral-nowhere\/policy\.yaml: cannot create the folder \/proc\/corral-nowhere: the system refuses to create it there \(ENOENT\) \(E_INPUT_VALIDATION\)\n$/,
+      ],
+      [
+        ['policy', 'unlisted', 'deny'],
+        { CORRAL_POLICY: join(place, 'fifo/policy.yaml') },
+        1,
+        /cannot create the folder \S*\/fifo: a file that is not a folder is in the way/,
+      ],
+      [
+        ['init', 'tt', '--lang', 'c', '--dir', '/proc/corral-nowhere/tt'],
+        {},
+        2,
+        /cannot create the folder \/proc\/corral-nowhere: the system refuses/,
+      ],
+      [
+        ['snapshots', 'export', '--output', join(place, 'fifo/x.jsonl')],
+        {},
+        1,
+        /\(--output\): cannot create the folder \S*\/fifo: a file that is not a folder is in the way/,
+      ],
+      [
+        ['snapshots', 'export', '--output', join(place, 'dangling/x.jsonl')],
+        {},
+        1,
+        /cannot create the folder \S*\/dangling: a symbolic link that leads nowhere is in the way/,
+      ],
+    ];
+    for (const [args, extraEnv, code, says] of cases) {
+      const r = await corral(args, '', extraEnv);
+      expect(r.stderr, args.join(' ')).toMatch(says);
+      expect(r.stderr).not.toMatch(/internal error|exists, and Corral never overwrites/);
+      expect(r.code, args.join(' ')).toBe(code);
+    }
+  });
+
+  it('an export to link/../made/x.jsonl is made where the kernel opens it, beside the link target, as mkdir -p would', async () => {
+    await corral(['run', 'diff-summary', '--input', '{"diff": ""}']);
+    const place = join(home, 'dotdot');
+    await mkdir(join(place, 'target/sub'), { recursive: true });
+    await symlink(join(place, 'target/sub'), join(place, 'link'));
+    // Not path.join, which would drop `link/..` as resolve() did.
+    const r = await corral(['snapshots', 'export', '--output', `${place}/link/../made/x.jsonl`]);
+    expect(r.code, r.stderr).toBe(0);
+    expect((await readFile(join(place, 'target/made/x.jsonl'), 'utf8')).length).toBeGreaterThan(0);
+    // No stray folder where `..` would have led without following the link.
+    expect((await readdir(place)).sort()).toEqual(['link', 'target']);
   });
 });
 

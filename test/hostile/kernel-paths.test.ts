@@ -7,7 +7,7 @@
  * (folders.ts). Each case runs in a child process with an outer time limit.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -40,13 +40,16 @@ describe.runIf(process.platform === 'linux')('a store and a cache under /proc', 
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({
       ok: true,
-      snapshot: { id: expect.any(String), error: expect.stringMatching(/its folder \/proc\/corral-nowhere cannot be created: ENOENT/) },
+      snapshot: {
+        id: expect.any(String),
+        error: expect.stringMatching(/cannot create the folder \/proc\/corral-nowhere: the system refuses to create it there \(ENOENT\)/),
+      },
     });
   }, 90_000);
 
   it('makeFolders refuses at the first folder the kernel will not make, both ways', async () => {
-    expect(() => makeFoldersSync(`${NOWHERE}/a/b`)).toThrow(expect.objectContaining({ code: 'ENOENT', path: NOWHERE }));
-    await expect(makeFolders(`${NOWHERE}/a/b`)).rejects.toMatchObject({ code: 'ENOENT', path: NOWHERE });
+    expect(() => makeFoldersSync(`${NOWHERE}/a/b`)).toThrow(expect.objectContaining({ code: 'ENOENT', folder: NOWHERE }));
+    await expect(makeFolders(`${NOWHERE}/a/b`)).rejects.toMatchObject({ code: 'ENOENT', folder: NOWHERE });
   });
 });
 
@@ -61,9 +64,35 @@ describe('makeFolders', () => {
       expect([statSync(join(root, 'a/b/c')).isDirectory(), statSync(join(root, 'd/e')).mode & 0o777]).toEqual([true, 0o700]);
       writeFileSync(join(root, 'file'), 'in the way');
       for (const path of [join(root, 'file'), join(root, 'file/below')]) {
-        expect(() => makeFoldersSync(path)).toThrow(expect.objectContaining({ code: 'EEXIST' }));
-        await expect(makeFolders(path)).rejects.toMatchObject({ code: 'EEXIST' });
+        const inTheWay = {
+          code: 'EEXIST',
+          folder: join(root, 'file'),
+          message: expect.stringMatching(/a file that is not a folder is in the way$/),
+        };
+        expect(() => makeFoldersSync(path)).toThrow(expect.objectContaining(inTheWay));
+        await expect(makeFolders(path)).rejects.toMatchObject(inTheWay);
       }
+      // A link to nothing is in the way too; its target is never made.
+      symlinkSync(join(root, 'nothing'), join(root, 'dangling'));
+      const dangling = { code: 'EEXIST', message: expect.stringMatching(/a symbolic link that leads nowhere is in the way$/) };
+      expect(() => makeFoldersSync(join(root, 'dangling/x'))).toThrow(expect.objectContaining(dangling));
+      await expect(makeFolders(join(root, 'dangling/x'))).rejects.toMatchObject(dangling);
+      expect(existsSync(join(root, 'nothing'))).toBe(false);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('walks the path as the kernel does: link/../made is made beside the link target, as mkdir -p makes it, both ways', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'corral-folders-'));
+    try {
+      mkdirSync(join(root, 'target/sub'), { recursive: true });
+      symlinkSync(join(root, 'target/sub'), join(root, 'link'));
+      makeFoldersSync(`${root}/link/../made-sync/x`);
+      await makeFolders(`${root}/link/../made/x`);
+      expect(statSync(join(root, 'target/made-sync/x')).isDirectory()).toBe(true);
+      expect(statSync(join(root, 'target/made/x')).isDirectory()).toBe(true);
+      expect(readdirSync(root).sort()).toEqual(['link', 'target']);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -223,7 +223,22 @@ const NEW_FILE_HEADER = ` Corral policy: what tools called through MCP or HTTP m
 export async function updatePolicyFile(path: string, edit: (doc: Document) => void): Promise<Policy> {
   // A policy file that is a symlink (kept in a dotfiles repository, say) is edited where it points: the rename
   // replaces the file, not the link.
-  const location = await plannedRealpath(path);
+  let location = path;
+  try {
+    location = await plannedRealpath(path);
+    return await updateAt(location, edit);
+  } catch (err) {
+    // A place the system refuses (a folder under /proc, a file in the way, no permission) is the user's to change.
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (err instanceof CorralError || typeof code !== 'string') throw err;
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Cannot write the policy file ${location}: ${(err as Error).message}`, {
+      source: location,
+      cause: code,
+    });
+  }
+}
+
+async function updateAt(location: string, edit: (doc: Document) => void): Promise<Policy> {
   const dir = dirname(location);
   await makeFolders(dir, 0o700);
   const release = await lock(`${location}.lock`);

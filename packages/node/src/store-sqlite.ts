@@ -116,7 +116,7 @@ import {
 import { CHECK_FAILED, batchCommitter, type BatchCommitter, type Row, type WriteOp, type WriteResult } from './store-commit.js';
 import type { CommitReply, WriterConfig } from './store-writer.js';
 import { packageUrl } from './package-files.js';
-import { makeFoldersSync } from './folders.js';
+import { FolderError, makeFoldersSync } from './folders.js';
 
 /** The schema this code writes. A store from a newer Corral (higher user_version) is refused. */
 export const SCHEMA_VERSION = 5;
@@ -393,6 +393,7 @@ export class SqliteStore implements Store {
       try {
         makeFoldersSync(dirname(location));
       } catch (err) {
+        if (err instanceof FolderError) throw storeError(location, err.message, { sqlite_code: err.code, unwritable: true });
         throw unwritable(`its folder ${dirname(location)} cannot be created`, err);
       }
     }

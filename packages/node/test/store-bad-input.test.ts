@@ -230,7 +230,7 @@ describe('a store that cannot be written never costs a call its result', () => {
     try {
       const result = await corral.invoke('echo', { d: 4 });
       expect(result).toMatchObject({ ok: true, output: { d: 4 } });
-      expect(result.snapshot?.error).toMatch(/its folder .*a-file cannot be created: a file is in the way/);
+      expect(result.snapshot?.error).toMatch(/cannot create the folder .*a-file: a file that is not a folder is in the way/);
       await expect(corral.recordDecision({ prompt: 'p', output: 'o' })).rejects.toMatchObject({ code: 'E_STORE' });
     } finally {
       await corral.close();
@@ -431,13 +431,13 @@ describe('a --store path that is not a regular file is refused with E_STORE, wit
     const path = join(blocker, 'snapshots.db');
     await expect(SqliteStore.open(path)).rejects.toMatchObject({
       code: 'E_STORE',
-      message: expect.stringMatching(/its folder .*parent-file cannot be created: a file is in the way/),
+      message: expect.stringMatching(/cannot create the folder .*parent-file: a file that is not a folder is in the way/),
       details: { unwritable: true },
     });
     const r = await corral(['run', 'echo', '--tools', TOOLS, '--input', '{"e":5}', '--store', path], { timeout: 20_000 });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ e: 5 });
-    expect(r.stderr).toMatch(/^corral: warning: snapshot \S+ not saved: .*a file is in the way/m);
+    expect(r.stderr).toMatch(/^corral: warning: snapshot \S+ not saved: .*a file that is not a folder is in the way/m);
     expect(readFileSync(blocker, 'utf8')).toBe('not a folder');
   });
 });

@@ -1,5 +1,5 @@
 /** `corral init NAME --lang c|rust|js`: a new tool folder that builds and passes `corral test` at once. */
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
 import { makeFolders } from '../folders.js';
@@ -31,16 +31,32 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     throw new UsageError(`unknown --lang ${JSON.stringify(values.lang)}: use ${LANGUAGE_NAMES.join(', ')}.`);
 
   const dir = resolve(values.dir ?? name);
-  const existing = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
+  const existing = await readdir(dir).catch(async (err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return [];
-    throw new UsageError(`cannot use ${dir}: ${err.code === 'ENOTDIR' ? 'it is a file' : err.message}`);
+    // ENOTDIR: dir itself is a file, or a file is on the way to it.
+    const isFile =
+      err.code === 'ENOTDIR' &&
+      (await stat(dir).then(
+        (st) => !st.isDirectory(),
+        () => false,
+      ));
+    throw new UsageError(
+      `cannot use ${dir}: ${isFile ? 'it is a file' : err.code === 'ENOTDIR' ? 'a file that is not a folder is on the way' : err.message}`,
+    );
   });
   if (existing.length > 0) throw new UsageError(`${dir} already exists and is not empty: choose another name or --dir.`);
 
   const files = (await language(values.lang)).scaffold(name);
-  for (const [path, text] of Object.entries(files)) {
-    await makeFolders(dirname(join(dir, path)));
-    await writeFile(join(dir, path), text);
+  try {
+    for (const [path, text] of Object.entries(files)) {
+      await makeFolders(dirname(join(dir, path)));
+      await writeFile(join(dir, path), text);
+    }
+  } catch (err) {
+    // A place the system refuses: a folder under /proc, a file in the way, no permission.
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (typeof code !== 'string') throw err;
+    throw new UsageError(`cannot create the tool in ${dir}: ${(err as Error).message}`, { cause: code });
   }
   const shown = relative(process.cwd(), dir) || '.';
   io.stderr.write(`Created ${values.lang} tool ${name} in ${shown}/: ${Object.keys(files).sort().join(', ')}\n`);

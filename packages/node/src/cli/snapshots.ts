@@ -21,7 +21,7 @@ import { defaultStorePath } from '../store-sqlite.js';
 import { isPostgresUrl } from '../store-url.js';
 import { EXIT_OK, EXIT_USAGE, UsageError, cell, indent, parse, type Cli, type Print } from './shared.js';
 import { noStore, openExisting } from './store.js';
-import { makeFolders } from '../folders.js';
+import { FolderError, makeFolders } from '../folders.js';
 
 export const help = `corral snapshots list [--tool NAME] [--since WHEN] [--error CODE] [--decision ID]
                       [--status ok|failed|interrupted] [--limit N] [--json]
@@ -302,13 +302,19 @@ async function writeJsonl(
     const code = (err as NodeJS.ErrnoException | null)?.code;
     // The store's own failures (E_STORE) pass; a file the user named that cannot be written is theirs to change.
     if (err instanceof CorralError || typeof code !== 'string') throw err;
-    const why = code === 'EEXIST' ? 'it exists, and Corral never overwrites an export or an archive' : (err as Error).message;
+    const why =
+      err instanceof FolderError
+        ? err.message
+        : code === 'EEXIST'
+          ? 'it exists, and Corral never overwrites an export or an archive'
+          : (err as Error).message;
     throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Cannot write ${path} (${flag}): ${why}`, { option: flag, cause: code });
   }
 }
 
 async function writeJsonlFile(path: string, records: Iterable<SnapshotRecord> | AsyncIterable<SnapshotRecord>): Promise<number> {
-  await makeFolders(dirname(resolve(path)));
+  // The folder the kernel will open the file in: `link/../x` is beside the link's target, not here.
+  await makeFolders(dirname(path));
   const file = await open(path, 'wx'); // never overwrite an earlier archive
   let n = 0;
   try {
@@ -323,7 +329,7 @@ async function writeJsonlFile(path: string, records: Iterable<SnapshotRecord> | 
   } finally {
     await file.close();
   }
-  const dir = await open(dirname(resolve(path)), 'r');
+  const dir = await open(dirname(path), 'r');
   try {
     await dir.sync();
   } finally {
