@@ -167,3 +167,28 @@ it('a probe that runs its worker out of heap is a problem, and the process lives
     expect.objectContaining({ path: '/component', message: expect.stringMatching(/out of JS heap.*E_RESOURCE_EXHAUSTED/) }),
   ]);
 }, 150_000);
+
+// The probe's clock used to start while its worker was still booting (50-300 ms here), so a
+// module with no start section at all failed with a small timeout_ms, blamed on a start function.
+it('a module with no start section validates under a small timeout_ms: the worker boot is not counted', async () => {
+  const module = await parse(`(module
+    (memory (export "memory") 1)
+    (func (export "_start")))`);
+  writeFileSync(join(root, 'no-start.wasm'), module);
+  const spec = join(root, 'no-start-spec.json');
+  writeFileSync(
+    spec,
+    JSON.stringify({
+      name: 'no-start',
+      version: '1.0.0',
+      description: 'no start section',
+      component: 'no-start.wasm',
+      kind: 'module',
+      input_schema: { type: 'object' },
+      resources: { timeout_ms: 25 },
+    }),
+  );
+  const r = await corral(['validate', spec, '--json']);
+  expect(JSON.parse(r.stdout)).toMatchObject({ ok: true });
+  expect(r.code).toBe(0);
+}, 60_000);

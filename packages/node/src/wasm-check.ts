@@ -195,6 +195,11 @@ async function probe(bytes: Uint8Array, name: string, { memoryMb, timeoutMs }: P
   const cache = options.cache === false ? undefined : (options.cache ?? new ComponentCache());
   const executor = new PoolExecutor(pool, { cache, mountSources: hostMountChecks });
   try {
+    // The limit is instantiation's, as in a call on a running worker: the worker's own boot
+    // (100-300 ms on a busy machine) is not counted, or a small timeout_ms blames a start function.
+    pool.prestart(1);
+    const worker = pool.workers[0]!;
+    await Promise.race([worker.api.ping(), worker.crashed]);
     const result = await executor.exec(
       {
         name,
