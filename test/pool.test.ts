@@ -187,6 +187,42 @@ describe('the worker pool', () => {
     }
   });
 
+  // An executor whose close() closes its own host (a wrapper that closes everything) re-entered
+  // close() before the first one was remembered, until the stack overflowed.
+  it('an executor that closes its own host from its close(): close resolves once, and the workers stop', async () => {
+    let corral: Corral | undefined;
+    let entered = 0;
+    const wrappers = [
+      (local: WorkerExecutor) => ({ execute: local.execute.bind(local), close: () => (entered++, corral!.close()) }),
+      (local: WorkerExecutor) => ({ execute: local.execute.bind(local), close: async () => (entered++, await corral!.close()) }),
+    ];
+    for (const executor of wrappers) {
+      entered = 0;
+      corral = await Corral.create({ size: 1, store: false, toolDirs: [FIXTURES], executor });
+      expect((await corral.invoke('echo', { text: 'before close' })).ok).toBe(true);
+      await corral.close();
+      expect(entered).toBe(1);
+      expect(corral.executor.pool.workerCount).toBe(0);
+    }
+  });
+
+  it('an executor whose close() throws at once: the workers still stop, and close rejects with its error', async () => {
+    const corral = await Corral.create({
+      size: 1,
+      store: false,
+      toolDirs: [FIXTURES],
+      executor: (local: WorkerExecutor) => ({
+        execute: local.execute.bind(local),
+        close: () => {
+          throw new Error('remote gone');
+        },
+      }),
+    });
+    expect((await corral.invoke('echo', { text: 'x' })).ok).toBe(true);
+    await expect(corral.close()).rejects.toThrow('remote gone');
+    expect(corral.executor.pool.workerCount).toBe(0);
+  });
+
   // A stopped worker's calls said nothing and hung: its comlink proxies were not released with it.
   it("a stopped worker's calls fail at once", async () => {
     const worker = new SandboxWorker({});

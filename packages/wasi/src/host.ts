@@ -58,6 +58,8 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   readonly #invokeExecutor: Executor | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  /** True while the executors' close() calls are being made (a close() from inside one must not wait for itself). */
+  #closingExecutors = false;
 
   protected constructor(parts: CorralHostParts<E>) {
     this.registry = parts.registry ?? new Registry();
@@ -126,6 +128,9 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
 
   /** Stop the workers (calls still queued are refused) and close a store this object opened. Closing again waits for the first close. */
   close(): Promise<void> {
+    // Called back from an executor's own close (a wrapper that closes everything): the close under way is
+    // that executor's caller, and waiting for it from inside would wait for itself.
+    if (this.#closingExecutors) return Promise.resolve();
     this.#closing ??= this.#close();
     return this.#closing;
   }
@@ -134,11 +139,18 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
     this.#closed = true;
     // An invoke executor may be the executor itself (a host passed `(local) => local`): closed once.
     const invoke = this.#invokeExecutor === this.executor ? undefined : this.#invokeExecutor;
+    let closes: Promise<unknown>[];
+    this.#closingExecutors = true;
     try {
-      await Promise.all([this.executor.close(), invoke?.close?.()]);
+      // Each is closed even when another throws at once: the workers stop whatever a remote executor does.
+      closes = [settle(() => this.executor.close()), settle(() => invoke?.close?.())];
     } finally {
-      await this.#ownedStore?.close();
+      this.#closingExecutors = false;
     }
+    const outcomes = await Promise.allSettled(closes);
+    await this.#ownedStore?.close();
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 }
 
@@ -247,5 +259,14 @@ export async function openHostStore(location: string, open: () => Promise<Store>
   } catch (err) {
     if (CorralError.is(err, ErrorCodes.STORE) && err.details.unwritable === true) return new UnavailableStore(location, err);
     throw err;
+  }
+}
+
+/** `work()`'s promise, with a synchronous throw as its rejection. */
+function settle(work: () => unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(work());
+  } catch (err) {
+    return Promise.reject(err);
   }
 }
