@@ -57,6 +57,11 @@ describe('makeFolders', () => {
   it('makes every missing level, again without complaint, and names a file in the way (EEXIST), both ways', async () => {
     const root = mkdtempSync(join(tmpdir(), 'corral-folders-'));
     try {
+      // The current folder, however it is written, is there already.
+      for (const here of ['', '.', './']) {
+        makeFoldersSync(here);
+        await makeFolders(here);
+      }
       makeFoldersSync(join(root, 'a/b/c'));
       await makeFolders(join(root, 'd/e'), 0o700);
       makeFoldersSync(join(root, 'a/b/c'));

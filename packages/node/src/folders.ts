@@ -28,7 +28,7 @@ export class FolderError extends Error {
 /** Make `path` and any missing folders above it (`mode` for each one made). */
 export function makeFoldersSync(path: string, mode?: number): void {
   const missing: string[] = [];
-  let at = path;
+  let at = path || '.';
   for (; !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
   // A file in the way: mkdir says so (EEXIST), as a recursive mkdir did.
   if (!isFolderSync(at)) missing.unshift(at);
@@ -49,7 +49,7 @@ export async function makeFolders(path: string, mode?: number): Promise<void> {
       () => false,
     );
   const missing: string[] = [];
-  let at = path;
+  let at = path || '.';
   for (; !(await found(at)) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
   if (!(await isFolder(at))) missing.unshift(at);
   for (const dir of missing) {
