@@ -36,7 +36,9 @@ export interface CorralHostParts<E extends HostExecutor> {
   executor: E;
   /**
    * Runs the registered tools' calls instead of `executor` (which still runs
-   * `exec`): e.g. the fleet's remote executor. Closed by `close()`.
+   * `exec`): e.g. the fleet's remote executor. Closed by `close()`, which
+   * waits for its close: that close may call the host's close() at once (it
+   * returns at once), but must not wait for a later one (it would wait for itself).
    */
   invokeExecutor?: Executor | undefined;
   /** Where snapshots go; undefined: recording is off. */
