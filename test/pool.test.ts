@@ -223,6 +223,21 @@ describe('the worker pool', () => {
     expect(corral.executor.pool.workerCount).toBe(0);
   });
 
+  it('a create that fails (a store path that is a folder) says why, even when the executor it made throws on close', async () => {
+    const create = Corral.create({
+      size: 1,
+      store: tmpdir(),
+      toolDirs: [FIXTURES],
+      executor: (local: WorkerExecutor) => ({
+        execute: local.execute.bind(local),
+        close: () => {
+          throw new Error('remote gone');
+        },
+      }),
+    });
+    await expect(create).rejects.toMatchObject({ code: 'E_STORE' });
+  });
+
   // A stopped worker's calls said nothing and hung: its comlink proxies were not released with it.
   it("a stopped worker's calls fail at once", async () => {
     const worker = new SandboxWorker({});

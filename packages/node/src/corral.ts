@@ -131,7 +131,9 @@ export class Corral extends CorralHost<WorkerExecutor> {
       }
       store = given === false ? undefined : typeof given === 'object' ? given : await openStore(location as string, storeOptions);
     } catch (err) {
-      await Promise.all([executor.close(), invokeExecutor?.close?.()]);
+      // The failure is what the caller needs to read, whatever the executors' close does (a throw included).
+      const closeInvoke = async () => invokeExecutor?.close?.();
+      await Promise.allSettled([executor.close(), closeInvoke()]);
       throw err;
     }
     return new Corral(
