@@ -83,6 +83,17 @@ describe('makeFolders', () => {
       expect(() => makeFoldersSync(join(root, 'dangling/x'))).toThrow(expect.objectContaining(dangling));
       await expect(makeFolders(join(root, 'dangling/x'))).rejects.toMatchObject(dangling);
       expect(existsSync(join(root, 'nothing'))).toBe(false);
+      // A link to a file, and a link that loops, are named for what they are (the loop threw a bare ELOOP from stat).
+      symlinkSync(join(root, 'file'), join(root, 'to-file'));
+      symlinkSync(join(root, 'loop'), join(root, 'loop'));
+      for (const [link, what] of [
+        ['to-file', /a symbolic link to a file that is not a folder is in the way$/],
+        ['loop', /a symbolic link that loops is in the way$/],
+      ] as const) {
+        const inTheWay = { code: 'EEXIST', folder: join(root, link), message: expect.stringMatching(what) };
+        expect(() => makeFoldersSync(join(root, link, 'x'))).toThrow(expect.objectContaining(inTheWay));
+        await expect(makeFolders(join(root, link, 'x'))).rejects.toMatchObject(inTheWay);
+      }
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

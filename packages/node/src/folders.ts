@@ -36,7 +36,7 @@ export function makeFoldersSync(path: string, mode?: number): void {
     try {
       mkdirSync(dir, { mode });
     } catch (err) {
-      if (!(exists(err) && isFolderSync(dir))) throw folderError(dir, err, () => lstatSync(dir).isSymbolicLink());
+      if (!(exists(err) && isFolderSync(dir))) throw folderError(dir, err, () => inTheWaySync(dir));
     }
   }
 }
@@ -57,16 +57,20 @@ export async function makeFolders(path: string, mode?: number): Promise<void> {
       await mkdir(dir, { mode });
     } catch (err) {
       if (exists(err) && (await isFolder(dir))) continue;
-      const link = await lstat(dir).then(
-        (st) => st.isSymbolicLink(),
-        () => false,
-      );
-      throw folderError(dir, err, () => link);
+      const what = exists(err) ? await inTheWay(dir) : '';
+      throw folderError(dir, err, () => what);
     }
   }
 }
 
-const isFolderSync = (at: string) => statSync(at, { throwIfNoEntry: false })?.isDirectory() === true;
+// Not a folder, too, when stat fails otherwise than ENOENT (ELOOP: a link that loops): mkdir then says what is there.
+const isFolderSync = (at: string) => {
+  try {
+    return statSync(at).isDirectory();
+  } catch {
+    return false;
+  }
+};
 const isFolder = (at: string) =>
   stat(at).then(
     (st) => st.isDirectory(),
@@ -89,11 +93,39 @@ const REASONS: Record<string, string> = {
   ENOTDIR: 'a file that is not a folder is on the way (ENOTDIR)',
 };
 
-function folderError(dir: string, err: unknown, isLink: () => boolean): FolderError | unknown {
+function folderError(dir: string, err: unknown, inTheWay: () => string): FolderError | unknown {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   if (typeof code !== 'string') return err;
-  let reason = REASONS[code] ?? (err as Error).message;
-  if (code === 'EEXIST')
-    reason = isLink() ? 'a symbolic link that leads nowhere is in the way' : 'a file that is not a folder is in the way';
-  return new FolderError(dir, code, reason);
+  return new FolderError(dir, code, code === 'EEXIST' ? inTheWay() : (REASONS[code] ?? (err as Error).message));
+}
+
+/** What mkdir found in the way of a folder (EEXIST, and not a folder), from how stat and lstat see it. */
+function inTheWaySync(dir: string): string {
+  let statCode: string | undefined;
+  try {
+    statSync(dir);
+  } catch (err) {
+    statCode = (err as NodeJS.ErrnoException).code ?? '';
+  }
+  return wayReason(statCode, lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() === true);
+}
+
+async function inTheWay(dir: string): Promise<string> {
+  const statCode = await stat(dir).then(
+    () => undefined,
+    (err: NodeJS.ErrnoException) => err.code ?? '',
+  );
+  const isLink = await lstat(dir).then(
+    (st) => st.isSymbolicLink(),
+    () => false,
+  );
+  return wayReason(statCode, isLink);
+}
+
+function wayReason(statCode: string | undefined, isLink: boolean): string {
+  if (!isLink) return 'a file that is not a folder is in the way';
+  // stat follows the link: it finds a file, a loop, or nothing.
+  if (statCode === undefined) return 'a symbolic link to a file that is not a folder is in the way';
+  if (statCode === 'ELOOP') return 'a symbolic link that loops is in the way';
+  return 'a symbolic link that leads nowhere is in the way';
 }
