@@ -9,12 +9,12 @@
  *
  * Prints one line of JSON: medians in ms, and their ratio.
  */
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { BUNDLED_TOOLS_DIR, Corral } from '@corral/node';
 import { syntheticDiff } from './diffs.js';
+import { nodeWasiScratch } from './node-wasi-io.js';
 import { median } from './stats.js';
 
 const bytes = Number(process.argv[2] ?? 2 ** 20);
@@ -44,7 +44,7 @@ const pool = await timed(async () => {
 await corral.close();
 
 const module = await WebAssembly.compile(readFileSync(join(BUNDLED_TOOLS_DIR, 'diff-summary/diff-summary.module.wasm')));
-const scratch = mkdtempSync(join(tmpdir(), 'corral-large-input-'));
+const scratch = nodeWasiScratch('corral-large-input-');
 writeFileSync(join(scratch, 'in.json'), JSON.stringify(input));
 const nodeWasi = await timed(async () => {
   const stdin = openSync(join(scratch, 'in.json'), 'r');

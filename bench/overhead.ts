@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { Corral, ComponentCache } from '@corral/node';
+import { nodeWasiScratch } from './node-wasi-io.js';
 import { fmt, median, quantile, sample } from './stats.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -87,8 +88,9 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
 
     // Baselines: the same preview1 module under node:wasi, @wasmer/sdk, and a native build spawned per call.
     const module = await WebAssembly.compile(readFileSync(P1_ECHO));
-    const inPath = join(scratch, 'in.json');
-    const outPath = join(scratch, 'out.json');
+    const wasiScratch = nodeWasiScratch('corral-bench-overhead-wasi-');
+    const inPath = join(wasiScratch, 'in.json');
+    const outPath = join(wasiScratch, 'out.json');
     writeFileSync(inPath, JSON.stringify(input));
     const nodeWasi = await sample(runs, async () => {
       const stdin = openSync(inPath, 'r');
@@ -102,6 +104,7 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
         closeSync(stdout);
       }
     });
+    rmSync(wasiScratch, { recursive: true, force: true });
     const wasmer = await wasmerBaseline(readFileSync(P1_ECHO), runs);
     const native = nativeBaseline(scratch, runs);
 

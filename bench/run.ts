@@ -11,6 +11,7 @@ import { WASI } from 'node:wasi';
 import { Corral, BUNDLED_TOOLS_DIR, ComponentCache } from '@corral/node';
 import { ComponentRunner, Preview1Runner, transpileComponent, type RunRequest } from '@corral/wasi';
 import { availableParallelism } from 'node:os';
+import { nodeWasiScratch } from './node-wasi-io.js';
 import { fmt, median, quantile, sample, table } from './stats.js';
 import { benchOverhead } from './overhead.js';
 import { benchRecordedCalls, benchSnapshots } from './snapshots.js';
@@ -40,6 +41,7 @@ const inputs = {
   '1 MB': { diff: syntheticDiff(1024 * 1024) },
 };
 const scratch = mkdtempSync(join(tmpdir(), 'corral-bench-'));
+const wasiScratch = nodeWasiScratch('corral-bench-wasi-');
 const log = (s: string) => process.stderr.write(s + '\n');
 
 /** The diff-summary table: cold start, warm calls through the pool, and the baselines. */
@@ -112,7 +114,8 @@ async function benchDiffSummary(): Promise<string[][]> {
   };
   // Warmed as pool-rate.ts warms, so that the measured window holds neither the spare worker's
   // boot and compile (it starts once a call has run) nor the first, unoptimized calls.
-  for (let i = 0; i < (quick ? 20 : 300); i++) await Promise.all([callPair(), callPair()]);
+  const warmUpCalls = quick ? 40 : 600;
+  for (let i = 0; i < warmUpCalls / 2; i++) await Promise.all([callPair(), callPair()]);
   const totalCalls = quick ? 400 : 6000;
   const callsPerSecondOver = async (calls: number) => {
     let issued = 0;
@@ -153,8 +156,8 @@ async function benchDiffSummary(): Promise<string[][]> {
   const module = await WebAssembly.compile(moduleBytes);
   const nodeWasi: Record<string, number[]> = {};
   for (const [label, input] of Object.entries(inputs)) {
-    const inPath = join(scratch, `in-${label}.json`);
-    const outPath = join(scratch, `out-${label}.json`);
+    const inPath = join(wasiScratch, `in-${label}.json`);
+    const outPath = join(wasiScratch, `out-${label}.json`);
     writeFileSync(inPath, JSON.stringify(input));
     nodeWasi[label] = await sampleWarm(label, async () => {
       const stdin = openSync(inPath, 'r');
@@ -269,7 +272,7 @@ async function benchDiffSummary(): Promise<string[][]> {
     ]);
   }
   rows.push([
-    `throughput, small diff: 8 callers, Corral pool of 2 workers, the first ${totalCalls} calls`,
+    `throughput, small diff: 8 callers, Corral pool of 2 workers, ${totalCalls} calls after ${warmUpCalls} to warm up`,
     `${callsPerSecond.toFixed(0)} calls/s`,
     '',
     `${(callsPerSecond / (1000 / median(nodeWasi.small!))).toFixed(2)}× node:wasi one call at a time`,
@@ -338,3 +341,4 @@ for (const [title, note, make] of sections) {
   console.log(`\n## ${title}\n\n${note}\n\n${body}`);
 }
 rmSync(scratch, { recursive: true, force: true });
+rmSync(wasiScratch, { recursive: true, force: true });
