@@ -40,6 +40,7 @@ const inputs = {
   small: { diff: example.diff },
   '1 MB': { diff: syntheticDiff(1024 * 1024) },
 };
+const CORRAL_BIN = new URL('../../packages/node/bin/corral.js', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'corral-bench-'));
 const wasiScratch = nodeWasiScratch('corral-bench-wasi-');
 const log = (s: string) => process.stderr.write(s + '\n');
@@ -69,6 +70,20 @@ async function benchDiffSummary(): Promise<string[][]> {
   const emptyScript = Array.from({ length: N_COLD }, () =>
     Number(execFileSync(process.execPath, ['-e', 'process.stdout.write(String(performance.now()))'], { encoding: 'utf8' })),
   );
+  // What an agent waits for: `corral run` in a new process, from spawn to exit, against `node -e 0` timed the same way.
+  const wallMs = (args: string[]) => {
+    const started = performance.now();
+    execFileSync(process.execPath, args, { env: { ...process.env, CORRAL_STORE: join(scratch, 'cli-store.db') }, stdio: 'ignore' });
+    return performance.now() - started;
+  };
+  const cliArgs = [CORRAL_BIN, 'run', 'diff-summary', '--input-file', join(BUNDLED_TOOLS_DIR, 'diff-summary/examples/example.diff.json')];
+  wallMs(cliArgs); // its store created, its files in the page cache
+  const cliRun: number[] = [];
+  const nodeAlone: number[] = [];
+  for (let i = 0; i < 2 * N_COLD; i++) {
+    cliRun.push(wallMs(cliArgs));
+    nodeAlone.push(wallMs(['-e', '0']));
+  }
 
   // --- warm calls -----------------------------------------------------------------
   log('warm calls through the worker pool…');
@@ -218,6 +233,12 @@ async function benchDiffSummary(): Promise<string[][]> {
     fmt(median(coldWarmCache)),
     '',
     `an empty script's first line: ${fmt(emptyMs)}; +${fmt(median(coldWarmCache) - emptyMs)}`,
+  ]);
+  rows.push([
+    '`corral run diff-summary` on the example: spawn → exit (default store)',
+    fmt(median(cliRun)),
+    '',
+    `node -e 0, spawn → exit: ${fmt(median(nodeAlone))}; +${fmt(median(cliRun) - median(nodeAlone))}`,
   ]);
   rows.push([
     'cold: new process → first result (empty transpile cache: the bundled tools come transpiled)',

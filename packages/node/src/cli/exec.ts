@@ -122,7 +122,8 @@ export async function command(args: string[], { io, fail }: Cli): Promise<number
     new Promise<void>((done) => void stream.write(chunk, () => done()));
 
   // One worker, no tool registry and no snapshot store: a program, not a tool.
-  const executor = new WorkerExecutor({ size: 1 });
+  // One run, then exit: no spare worker booting beside it only to be stopped again.
+  const executor = new WorkerExecutor({ size: 1, spareWorker: false });
   try {
     const result = await executor.exec(
       execRequest({

@@ -145,6 +145,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     toolDirs,
     bundled: !direct,
     size: 1,
+    // One call, then exit: a spare worker would boot beside the output only to be stopped again.
+    spareWorker: false,
     ...prepareProgress(io.stderr),
     ...(store !== undefined ? { store } : {}),
     ...(values['no-record-input'] ? { recordInputs: false } : {}),
