@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Corral, ComponentCache, WorkerPool, SandboxWorker, CorralError, DEFAULT_RESOURCE_LIMITS, type WorkerExecutor } from '@corral/node';
+import { EXECUTOR_CLOSE_GRACE_MS } from '@corral/wasi/host-kit';
 import { startExitsAndCatches } from '../packages/wasi/test/start-exits.js';
 
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
@@ -222,6 +223,47 @@ describe('the worker pool', () => {
     await expect(corral.close()).rejects.toThrow('remote gone');
     expect(corral.executor.pool.workerCount).toBe(0);
   });
+
+  // A close() that never ended, or one that awaited something and then its Corral's close (which waits for
+  // it), hung corral.close() for ever, and the snapshot store stayed open with it.
+  it('an executor whose close never ends, or waits for its own Corral: close gives up after the grace, stops the workers, closes the store', async () => {
+    const wrappers = {
+      'never ends': () => () => new Promise<void>(() => {}),
+      'awaits, then closes its Corral': (corral: () => Corral) => async () => {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        await corral().close();
+      },
+    };
+    await Promise.all([
+      ...Object.entries(wrappers).map(async ([what, close]) => {
+        let corral: Corral | undefined;
+        corral = await Corral.create({
+          size: 1,
+          store: join(mkdtempSync(join(tmpdir(), 'corral-close-')), 'snapshots.db'),
+          toolDirs: [FIXTURES],
+          executor: (local: WorkerExecutor) => ({ execute: local.execute.bind(local), close: close(() => corral!) }),
+        });
+        expect((await corral.invoke('echo', { text: what })).ok).toBe(true);
+        const started = performance.now();
+        await expect(corral.close(), what).rejects.toMatchObject({
+          code: 'E_CLOSED',
+          details: { reason: 'executor_close_timeout', waited_ms: EXECUTOR_CLOSE_GRACE_MS },
+        });
+        expect(performance.now() - started).toBeGreaterThanOrEqual(EXECUTOR_CLOSE_GRACE_MS - 50);
+        expect(corral.executor.pool.workerCount, what).toBe(0);
+        await expect(corral.store!.listExecutions(), what).rejects.toMatchObject({ code: 'E_STORE' });
+      }),
+      // A create that fails closes what it made the same way, and still says why.
+      expect(
+        Corral.create({
+          size: 1,
+          store: tmpdir(),
+          toolDirs: [FIXTURES],
+          executor: (local: WorkerExecutor) => ({ execute: local.execute.bind(local), close: () => new Promise<void>(() => {}) }),
+        }),
+      ).rejects.toMatchObject({ code: 'E_STORE' }),
+    ]);
+  }, 30_000);
 
   it('a create that fails (a store path that is a folder) says why, even when the executor it made throws on close', async () => {
     const create = Corral.create({

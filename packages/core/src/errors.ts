@@ -435,6 +435,10 @@ export interface ErrorDetailsByCode {
   E_CLOSED: {
     /** True when the call was running (its worker was stopped), false when it was waiting or new. */
     running?: boolean;
+    /** executor_close_timeout: close() stopped waiting for an executor's close() (see EXECUTOR_CLOSE_GRACE_MS). */
+    reason?: 'executor_close_timeout';
+    /** How long close() waited for it. */
+    waited_ms?: number;
   };
   E_POLICY_DENIED: PolicyDeniedDetails;
 }

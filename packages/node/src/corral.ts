@@ -1,7 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { CorralError, ErrorCodes, Registry, type Executor, type Store, type Tool } from '@corral/core';
-import { CorralHost, checkHostOptions, decodePreparedFile, openHostStore, type CorralHostParts } from '@corral/wasi/host-kit';
+import {
+  CorralHost,
+  EXECUTOR_CLOSE_GRACE_MS,
+  checkHostOptions,
+  decodePreparedFile,
+  openHostStore,
+  settledWithin,
+  type CorralHostParts,
+} from '@corral/wasi/host-kit';
 import { WorkerExecutor, type WorkerExecutorOptions } from './executor.js';
 import { loadToolFolder } from './tool-folder.js';
 import { SqliteStore, defaultStorePath, type SqliteStoreOptions } from './store-sqlite.js';
@@ -47,7 +55,10 @@ export interface CorralOptions extends WorkerExecutorOptions {
    * pool's executor that returns the one to use, e.g.
    * `(local) => routed({ local, fleet: remote({ servers }) })` to send each
    * call locally or to the fleet. The pipeline around it (input and output
-   * checks, snapshots) is the same; `exec` still runs locally. Closed with Corral.
+   * checks, snapshots) is the same; `exec` still runs locally. Closed with
+   * Corral: `close()` waits up to EXECUTOR_CLOSE_GRACE_MS (5 s) for its close,
+   * then closes the store anyway and rejects (E_CLOSED). Its close may call
+   * Corral's close at once, but must not wait for it (that waits for it).
    */
   executor?: Executor | ((local: WorkerExecutor) => Executor);
 }
@@ -131,9 +142,9 @@ export class Corral extends CorralHost<WorkerExecutor> {
       }
       store = given === false ? undefined : typeof given === 'object' ? given : await openStore(location as string, storeOptions);
     } catch (err) {
-      // The failure is what the caller needs to read, whatever the executors' close does (a throw included).
+      // The failure is what the caller needs to read, whatever the executors' close does (a throw, or never ending).
       const closeInvoke = async () => invokeExecutor?.close?.();
-      await Promise.allSettled([executor.close(), closeInvoke()]);
+      await settledWithin([executor.close(), closeInvoke()], EXECUTOR_CLOSE_GRACE_MS);
       throw err;
     }
     return new Corral(

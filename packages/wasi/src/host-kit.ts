@@ -18,7 +18,16 @@ export {
   type PrepareEvent,
 } from './executor.js';
 export type { SandboxWorkerApi, RunJob } from './worker-api.js';
-export { CorralHost, checkHostOptions, openHostStore, type CorralHostParts, type HostExecutor, type HostOptionKind } from './host.js';
+export {
+  CorralHost,
+  EXECUTOR_CLOSE_GRACE_MS,
+  checkHostOptions,
+  openHostStore,
+  settledWithin,
+  type CorralHostParts,
+  type HostExecutor,
+  type HostOptionKind,
+} from './host.js';
 export { decodePreparedFile } from './prepared-file.js';
 export { PREPARED_FORMAT } from './prepared-format.js';
 export type { PreparedComponent } from './transpile.js';

@@ -38,9 +38,12 @@ export interface CorralHostParts<E extends HostExecutor> {
    * Runs the registered tools' calls instead of `executor` (which still runs
    * `exec`): e.g. the fleet's remote executor. Closed by `close()`, which
    * waits for its close: that close may call the host's close() at once (it
-   * returns at once), but must not wait for a later one (it would wait for itself).
+   * returns at once), but must not wait for a later one (it would wait for
+   * itself). close() waits `closeGraceMs` for it, then closes the store anyway.
    */
   invokeExecutor?: Executor | undefined;
+  /** How long close() waits for the executors' own close. Default EXECUTOR_CLOSE_GRACE_MS. */
+  closeGraceMs?: number | undefined;
   /** Where snapshots go; undefined: recording is off. */
   store: Store | undefined;
   /** True when the host opened the store itself, so `close` closes it. */
@@ -48,6 +51,15 @@ export interface CorralHostParts<E extends HostExecutor> {
   /** Keep each call's input in its snapshot (the hash is always kept). Default true. */
   recordInputs?: boolean | undefined;
 }
+
+/**
+ * How long a host's close() waits for its executors' close() before it closes
+ * its store anyway and rejects: an executor whose close never ends (or waits
+ * for the host's close, which waits for it) must not keep the store open.
+ * Long enough for a remote executor to drain its calls, whose results are
+ * recorded in that store.
+ */
+export const EXECUTOR_CLOSE_GRACE_MS = 5_000;
 
 export class CorralHost<E extends HostExecutor = HostExecutor> {
   readonly registry: Registry;
@@ -62,6 +74,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
   #closing: Promise<void> | undefined;
   /** True while the executors' close() calls are being made (a close() from inside one must not wait for itself). */
   #closingExecutors = false;
+  readonly #closeGraceMs: number;
 
   protected constructor(parts: CorralHostParts<E>) {
     this.registry = parts.registry ?? new Registry();
@@ -69,6 +82,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
     this.store = parts.store;
     this.#ownedStore = parts.ownsStore ? parts.store : undefined;
     this.#invokeExecutor = parts.invokeExecutor;
+    this.#closeGraceMs = parts.closeGraceMs ?? EXECUTOR_CLOSE_GRACE_MS;
     this.runtime = new Runtime({
       registry: this.registry,
       executor: parts.invokeExecutor ?? parts.executor,
@@ -149,7 +163,7 @@ export class CorralHost<E extends HostExecutor = HostExecutor> {
     } finally {
       this.#closingExecutors = false;
     }
-    const outcomes = await Promise.allSettled(closes);
+    const outcomes = await settledWithin(closes, this.#closeGraceMs);
     await this.#ownedStore?.close();
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (failed) throw failed.reason;
@@ -265,6 +279,44 @@ export async function openHostStore(location: string, open: () => Promise<Store>
 }
 
 /** `work()`'s promise, with a synchronous throw as its rejection. */
+/**
+ * Promise.allSettled, except that what has not settled after `ms` counts as
+ * rejected (E_CLOSED, reason executor_close_timeout): see EXECUTOR_CLOSE_GRACE_MS.
+ */
+export async function settledWithin(closes: readonly Promise<unknown>[], ms: number): Promise<PromiseSettledResult<unknown>[]> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<PromiseRejectedResult>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          status: 'rejected',
+          reason: new CorralError(
+            ErrorCodes.CLOSED,
+            `An executor's close() had not finished after ${ms} ms, so Corral closed its store without it. ` +
+              "An executor's close must not wait for its Corral's close, which waits for it.",
+            { reason: 'executor_close_timeout', waited_ms: ms },
+          ),
+        }),
+      ms,
+    );
+  });
+  try {
+    return await Promise.all(
+      closes.map((close) =>
+        Promise.race([
+          close.then(
+            (value): PromiseSettledResult<unknown> => ({ status: 'fulfilled', value }),
+            (reason: unknown): PromiseSettledResult<unknown> => ({ status: 'rejected', reason }),
+          ),
+          late,
+        ]),
+      ),
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function settle(work: () => unknown): Promise<unknown> {
   try {
     return Promise.resolve(work());
