@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
@@ -488,6 +488,36 @@ describe.runIf(process.platform === 'linux')('corral writing where the system re
     expect((await readFile(join(place, 'target/made/x.jsonl'), 'utf8')).length).toBeGreaterThan(0);
     // No stray folder where `..` would have led without following the link.
     expect((await readdir(place)).sort()).toEqual(['link', 'target']);
+  });
+
+  // path.resolve folded `link/..` away by text: the archive and the policy went beside the link, not its target.
+  it('a prune --archive and a --policy through link/.. land where the kernel opens them, beside the link target', async () => {
+    const place = join(home, 'dotdot-more');
+    await mkdir(join(place, 'target/sub'), { recursive: true });
+    await symlink(join(place, 'target/sub'), join(place, 'link'));
+    const store = join(place, 'target/snapshots.db');
+    expect((await corral(['run', 'diff-summary', '--input', '{"diff": ""}', '--store', store])).code).toBe(0);
+    const pruned = await corral(['snapshots', 'prune', '--keep', '0', '--store', store, '--archive', `${place}/link/../made/a.jsonl`]);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toContain(`Archive: ${place}/link/../made/a.jsonl`);
+    expect((await readFile(join(place, 'target/made/a.jsonl'), 'utf8')).length).toBeGreaterThan(0);
+    const policy = `${place}/link/../policy.yaml`;
+    const granted = await corral(['policy', 'unlisted', 'deny', '--policy', policy]);
+    expect(granted.code, granted.stderr).toBe(0);
+    expect(await readFile(join(place, 'target/policy.yaml'), 'utf8')).toMatch(/^unlisted_tools: deny$/m);
+    expect((await corral(['policy', 'path', '--policy', policy])).stdout.trim()).toBe(policy);
+    expect((await readdir(place)).sort()).toEqual(['link', 'target']);
+  });
+
+  // A policy file that is a link to a file not made yet (a dotfiles repository, say) was replaced by a regular file.
+  it('a policy file that is a link leading nowhere yet is made where it points, and stays a link', async () => {
+    const place = join(home, 'policy-link');
+    await mkdir(join(place, 'dotfiles'), { recursive: true });
+    await symlink(join(place, 'dotfiles/policy.yaml'), join(place, 'policy.yaml'));
+    const r = await corral(['policy', 'unlisted', 'deny'], '', { CORRAL_POLICY: join(place, 'policy.yaml') });
+    expect(r.code, r.stderr).toBe(0);
+    expect((await lstat(join(place, 'policy.yaml'))).isSymbolicLink()).toBe(true);
+    expect(await readFile(join(place, 'dotfiles/policy.yaml'), 'utf8')).toMatch(/^unlisted_tools: deny$/m);
   });
 });
 

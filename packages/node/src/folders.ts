@@ -11,7 +11,17 @@
  */
 import { existsSync, lstatSync, mkdirSync, statSync } from 'node:fs';
 import { access, lstat, mkdir, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, isAbsolute, sep } from 'node:path';
+
+/**
+ * A path the user gave, made absolute as the kernel reads it: the working
+ * folder put in front, and `..` left for the kernel to follow (`link/..` is
+ * the parent of the link's target). path.resolve folds `..` away by text,
+ * and so names another file whenever a link comes before it.
+ */
+export function absoluteAsGiven(path: string): string {
+  return isAbsolute(path) ? path : `${process.cwd()}${sep}${path}`;
+}
 
 /** A folder that could not be made: `folder` is the first one refused, `code` the system's reason (EEXIST: a file is in the way). */
 export class FolderError extends Error {

@@ -6,9 +6,9 @@
  * does, and only the CLI calls that.
  */
 import { constants } from 'node:fs';
-import { open, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, sep } from 'node:path';
 import {
   Document,
   isMap,
@@ -19,11 +19,11 @@ import {
   type ToJSOptions,
 } from '@corral/workflow/deps';
 import { CorralError, ErrorCodes, POLICY_VERSION, validatePolicy, type Policy, type PolicySource } from '@corral/core';
-import { makeFolders } from './folders.js';
+import { absoluteAsGiven, makeFolders } from './folders.js';
 
 /** $CORRAL_POLICY, else $XDG_CONFIG_HOME/corral/policy.yaml, else ~/.config/corral/policy.yaml. */
 export function defaultPolicyPath(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.CORRAL_POLICY) return resolve(env.CORRAL_POLICY);
+  if (env.CORRAL_POLICY) return absoluteAsGiven(env.CORRAL_POLICY);
   return join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'corral', 'policy.yaml');
 }
 
@@ -158,7 +158,7 @@ export class PolicyFile implements PolicySource {
   #cached: Policy | CorralError | undefined;
 
   constructor(path: string = defaultPolicyPath()) {
-    this.location = resolve(path);
+    this.location = absoluteAsGiven(path);
   }
 
   async load(): Promise<Policy> {
@@ -309,16 +309,27 @@ async function lock(path: string): Promise<() => Promise<void>> {
   }
 }
 
-/** The real path of a file that may not exist yet: realpath of its nearest existing folder, plus the rest. */
+/**
+ * The real path of a file that may not exist yet: realpath of its nearest
+ * existing folder, plus the rest. A file that is a link leading nowhere yet
+ * is followed, as the kernel's open(O_CREAT) would: the file is made where
+ * the link points, and the link stays.
+ */
 export async function plannedRealpath(path: string): Promise<string> {
   const rest: string[] = [];
-  let current = resolve(path);
-  for (;;) {
+  let current = absoluteAsGiven(path);
+  for (let hops = 0; ; ) {
     try {
       return join(await realpath(current), ...rest.reverse());
     } catch {
+      const target = rest.length === 0 && hops < 40 ? await readlink(current).catch(() => undefined) : undefined;
+      if (target !== undefined) {
+        hops++;
+        current = isAbsolute(target) ? target : `${dirname(current)}${sep}${target}`;
+        continue;
+      }
       const parent = dirname(current);
-      if (parent === current) return resolve(path);
+      if (parent === current) return absoluteAsGiven(path);
       rest.push(basename(current));
       current = parent;
     }

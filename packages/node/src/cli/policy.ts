@@ -17,6 +17,7 @@ import {
   type ToolPolicy,
 } from '@corral/core';
 import { defaultCacheDir } from '../cache.js';
+import { absoluteAsGiven } from '../folders.js';
 import { corralCodePaths } from '../policy-gate.js';
 import { BUNDLED_TOOLS_DIR } from '../corral.js';
 import { parseMountFlag, type HostMountSource } from '../mounts.js';
@@ -102,7 +103,7 @@ export async function command(args: string[], cli: Cli): Promise<number> {
     case 'path': {
       const { values } = parse(rest, { policy: COMMON.policy }, false);
       if (values.help) return (cli.print(help), EXIT_OK);
-      cli.print(resolve(values.policy ?? defaultPolicyPath()));
+      cli.print(absoluteAsGiven(values.policy ?? defaultPolicyPath()));
       return EXIT_OK;
     }
     default:
@@ -189,8 +190,8 @@ async function grant(args: string[], print: Print): Promise<number> {
   const toolDirs = toolDirsFlag(values.tools);
   const name = toolName(positionals, 'grant');
   const by = actor(values.by);
-  const policyPath = resolve(values.policy ?? defaultPolicyPath());
-  const storePath = resolve(values.store ?? defaultStorePath());
+  const policyPath = absoluteAsGiven(values.policy ?? defaultPolicyPath());
+  const storePath = absoluteAsGiven(values.store ?? defaultStorePath());
   if (values.versions !== undefined && semver.validRange(values.versions) === null)
     throw new UsageError(`bad --versions ${JSON.stringify(values.versions)}: a semver range, like ^1.2.`);
   if (values.approval !== undefined && values.approval !== 'required' && values.approval !== 'never')
@@ -379,7 +380,7 @@ async function deny(args: string[], print: Print): Promise<number> {
   const { values, positionals } = parse(args, { ...COMMON }, true);
   if (values.help) return (print(help), EXIT_OK);
   const name = toolName(positionals, 'deny');
-  const policyPath = resolve(values.policy ?? defaultPolicyPath());
+  const policyPath = absoluteAsGiven(values.policy ?? defaultPolicyPath());
   const store = await openStore(values.store);
   try {
     await updatePolicyFile(policyPath, (doc) => {
@@ -422,7 +423,7 @@ async function revoke(args: string[], print: Print): Promise<number> {
     return EXIT_OK;
   }
   const name = toolName(positionals, 'revoke');
-  const policyPath = resolve(values.policy ?? defaultPolicyPath());
+  const policyPath = absoluteAsGiven(values.policy ?? defaultPolicyPath());
   // A folder to revoke matches as written, made absolute, and as the OS resolves it now.
   const mountArgs = await Promise.all(
     (values.mount ?? []).map(async (given) => {
@@ -505,7 +506,7 @@ async function unlisted(args: string[], print: Print): Promise<number> {
   if (values.help) return (print(help), EXIT_OK);
   const [rule] = positionals;
   if (positionals.length !== 1 || (rule !== 'allow' && rule !== 'deny')) throw new UsageError('policy unlisted takes allow or deny.');
-  const policyPath = resolve(values.policy ?? defaultPolicyPath());
+  const policyPath = absoluteAsGiven(values.policy ?? defaultPolicyPath());
   const store = await openStore(values.store);
   try {
     await updatePolicyFile(policyPath, (doc) => doc.set('unlisted_tools', rule));

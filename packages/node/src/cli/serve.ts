@@ -1,6 +1,7 @@
 /** `corral serve`: the HTTP API (server/http.ts) until SIGTERM or SIGINT, then a graceful shutdown. */
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { absoluteAsGiven } from '../folders.js';
 import type { HttpServerOptions } from '../server/http.js';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli, toolDirsFlag } from './shared.js';
@@ -165,7 +166,7 @@ export async function command(args: string[], { print, fail }: Cli): Promise<num
     );
   // The --tools folders are never mountable: a tool that could write there could replace another tool and get its grants.
   const gate = openServerGate(corral.store, {
-    ...(values.policy !== undefined ? { policyPath: resolve(values.policy) } : {}),
+    ...(values.policy !== undefined ? { policyPath: absoluteAsGiven(values.policy) } : {}),
     protectedPaths: toolDirs.map((dir) => resolve(dir)),
   });
   try {

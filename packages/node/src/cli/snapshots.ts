@@ -4,7 +4,7 @@
  */
 import { statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   CorralError,
   ErrorCodes,
@@ -21,7 +21,7 @@ import { defaultStorePath } from '../store-sqlite.js';
 import { isPostgresUrl } from '../store-url.js';
 import { EXIT_OK, EXIT_USAGE, UsageError, cell, indent, parse, type Cli, type Print } from './shared.js';
 import { noStore, openExisting } from './store.js';
-import { FolderError, makeFolders } from '../folders.js';
+import { FolderError, absoluteAsGiven, makeFolders } from '../folders.js';
 
 export const help = `corral snapshots list [--tool NAME] [--since WHEN] [--error CODE] [--decision ID]
                       [--status ok|failed|interrupted] [--limit N] [--json]
@@ -108,7 +108,11 @@ async function listCommand(args: string[], print: Print): Promise<number> {
   if (values.json) return (print(JSON.stringify(found, null, 2)), EXIT_OK);
   if (found.length === 0)
     return (
-      print(store ? 'No snapshots match.' : `No snapshots recorded yet (${resolve(values.store ?? defaultStorePath())} does not exist).`),
+      print(
+        store
+          ? 'No snapshots match.'
+          : `No snapshots recorded yet (${absoluteAsGiven(values.store ?? defaultStorePath())} does not exist).`,
+      ),
       EXIT_OK
     );
   // Where calls ran, when any listed call was routed (a fleet): "local" or "fleet NAME"; `show` says why.
@@ -270,7 +274,7 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
   const before = fileBytes(store.location);
   try {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    const archivePath = resolve(values.archive ?? join(dirname(store.location), 'archive', `snapshots-${stamp}.jsonl`));
+    const archivePath = absoluteAsGiven(values.archive ?? join(dirname(store.location), 'archive', `snapshots-${stamp}.jsonl`));
     const removed = await store.prune({
       ...(olderThan !== undefined ? { olderThan } : {}),
       ...(keep !== undefined ? { keep } : {}),
