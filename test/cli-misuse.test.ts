@@ -551,3 +551,43 @@ describe('corral run with a store that does not answer', () => {
     }
   }, 90_000);
 });
+
+// Node starts no worker thread in a folder that was removed (uv_cwd): `corral run` there said "The sandbox
+// worker stopped unexpectedly", and a relative path anywhere else said "internal error, please report it".
+describe('corral run from a folder that was deleted', () => {
+  /** `node ARGS` started from inside a folder removed just before. */
+  const fromDeletedFolder = (args: string[]): Promise<Ran> =>
+    new Promise((resolve) => {
+      const place = join(home, `gone-${Math.random().toString(36).slice(2)}`);
+      const script = `mkdir "$1" && cd "$1" && rmdir "$1" && shift && exec "$@"`;
+      execFile('sh', ['-c', script, 'sh', place, process.execPath, ...args], { env: env() }, (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
+      );
+    });
+
+  it('the CLI says the folder is gone, as a usage error', async () => {
+    const r = await fromDeletedFolder([CLI, 'run', 'diff-summary', '--input', '{"diff": ""}']);
+    expect(r.stderr).toMatch(/^corral: the current folder no longer exists \(it was deleted or moved\): cd to a folder that exists/);
+    expect(r.stderr).not.toMatch(/internal error|stopped unexpectedly/);
+    expect(r.code).toBe(2);
+  });
+
+  it("the library's call says why its worker could not start", async () => {
+    const script = join(home, 'cwd-gone.mjs');
+    await writeFile(
+      script,
+      `import { Corral } from ${JSON.stringify(join(ROOT, 'packages/node/dist/index.js'))};
+const corral = await Corral.create({ store: false, size: 1 });
+const r = await corral.invoke('diff-summary', { diff: '' });
+await corral.close();
+process.stdout.write(JSON.stringify(r.error));`,
+    );
+    const r = await fromDeletedFolder([script]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      code: 'E_UNEXPECTED_EXIT',
+      message: expect.stringMatching(/current folder no longer exists/),
+      details: { reason: 'worker_crashed', cause: 'cwd_missing' },
+    });
+  });
+});

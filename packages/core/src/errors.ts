@@ -190,6 +190,8 @@ export type UnexpectedExitDetails =
       reason: 'worker_crashed';
       worker_exit_code?: number;
       worker_error?: string;
+      /** cwd_missing: the process's current folder was gone, and Node starts no thread without one. */
+      cause?: 'cwd_missing';
     }
   | {
       /** The tool ran, but what it changed in a read-write OPFS folder could not be saved. */

@@ -104,6 +104,28 @@ export interface PoolOptions {
   toolCacheBytes?: number;
 }
 
+/** Why a sandbox thread ended under its call: `error` is what its 'error' event gave, if anything. */
+function crashError(error: unknown, code: number, heapLimitMb: number | undefined): CorralError {
+  const nodeCode = (error as { code?: unknown } | undefined)?.code;
+  if (nodeCode === 'ERR_WORKER_OUT_OF_MEMORY')
+    return new CorralError(
+      ErrorCodes.RESOURCE_EXHAUSTED,
+      `The call ran its sandbox worker out of JS heap (${heapLimitMb} MB, resourceLimits.maxOldGenerationSizeMb); the worker was stopped and replaced.`,
+      { resource: 'memory', worker_heap_limit_mb: heapLimitMb, worker_exit_code: code },
+    );
+  // Node's own message (uv_cwd), not the tool's: a thread cannot start in a folder that was removed.
+  if (nodeCode === 'ENOENT' && /\buv_cwd\b/.test((error as Error).message))
+    return new CorralError(
+      ErrorCodes.UNEXPECTED_EXIT,
+      "The sandbox worker could not start: this process's current folder no longer exists (it was deleted or moved), and Node starts no thread without one. Run from a folder that exists.",
+      { reason: 'worker_crashed', worker_exit_code: code, cause: 'cwd_missing' },
+    );
+  return new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly (exit code ${code}).`, {
+    reason: 'worker_crashed',
+    worker_exit_code: code,
+  });
+}
+
 /** One sandbox thread and what it has already compiled. */
 export class SandboxWorker implements PoolWorker {
   readonly thread: Worker;
@@ -149,18 +171,7 @@ export class SandboxWorker implements PoolWorker {
         this.alive = false;
       });
     });
-    this.crashed = this.exited.then((code) =>
-      (error as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'
-        ? new CorralError(
-            ErrorCodes.RESOURCE_EXHAUSTED,
-            `The call ran its sandbox worker out of JS heap (${resourceLimits.maxOldGenerationSizeMb} MB, resourceLimits.maxOldGenerationSizeMb); the worker was stopped and replaced.`,
-            { resource: 'memory', worker_heap_limit_mb: resourceLimits.maxOldGenerationSizeMb, worker_exit_code: code },
-          )
-        : new CorralError(ErrorCodes.UNEXPECTED_EXIT, `The sandbox worker stopped unexpectedly (exit code ${code}).`, {
-            reason: 'worker_crashed',
-            worker_exit_code: code,
-          }),
-    );
+    this.crashed = this.exited.then((code) => crashError(error, code, resourceLimits.maxOldGenerationSizeMb));
   }
 
   /** Stop the thread; stopping it again waits for the first stop. */

@@ -112,6 +112,11 @@ export async function main(
             `unknown command '${command}'.${near ? ` Did you mean ${near}?` : ''} Commands: ${Object.keys(COMMANDS).join(', ')}.`,
           );
         }
+        // Node starts no worker thread there, and every relative path fails: say so, not "internal error".
+        if (!currentFolderExists())
+          throw new UsageError(
+            'the current folder no longer exists (it was deleted or moved): cd to a folder that exists and run corral again.',
+          );
         loaded = await COMMANDS[command]!();
         return await loaded.command(rest, cli);
       }
@@ -134,6 +139,16 @@ export async function main(
     }
     if (json) cli.print(JSON.stringify(loaded?.failure?.(error, rest) ?? { ok: false, error }, null, 2));
     return err instanceof UsageError ? EXIT_USAGE : EXIT_TOOL_FAILED;
+  }
+}
+
+function currentFolderExists(): boolean {
+  try {
+    process.cwd();
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
   }
 }
 
