@@ -192,3 +192,19 @@ it('a module with no start section validates under a small timeout_ms: the worke
   expect(JSON.parse(r.stdout)).toMatchObject({ ok: true });
   expect(r.code).toBe(0);
 }, 60_000);
+
+// At a timeout_ms too small for this machine, a tool with no start function at all was told its start function loops.
+it('a tool with no start function that cannot be instantiated within a tiny timeout_ms is not blamed for a loop', async () => {
+  const spec = JSON.parse(readFileSync(join(ROOT, 'wasm-tools/diff-summary/tool-spec.json'), 'utf8')) as { resources?: object };
+  writeFileSync(join(root, 'diff-summary.wasm'), readFileSync(join(ROOT, 'wasm-tools/diff-summary/diff-summary.wasm')));
+  writeFileSync(join(root, 'tiny-timeout-spec.json'), JSON.stringify({ ...spec, resources: { ...spec.resources, timeout_ms: 1 } }));
+  const r = await corral(['validate', join(root, 'tiny-timeout-spec.json'), '--json']);
+  expect(r.code).toBe(1);
+  const { problems } = JSON.parse(r.stdout) as { problems: { path: string; message: string; hint?: string }[] };
+  expect(problems).toEqual([
+    {
+      path: '/component',
+      message: expect.stringContaining('instantiation did not finish within 1 ms: none of its own code ran (it has no start function)'),
+    },
+  ]);
+}, 60_000);

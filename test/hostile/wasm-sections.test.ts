@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CorralError, adapterReallocProblem, componentCoreModules, coreModuleInterface } from '@corral/core';
+import { CorralError, adapterReallocProblem, componentCoreModules, coreModuleInterface, hasStartFunction } from '@corral/core';
 
 const VALIDATE = new URL('../fixtures/validate/', import.meta.url).pathname;
 const NO_REALLOC = new Uint8Array(readFileSync(`${VALIDATE}no-realloc.wasm`));
@@ -51,7 +51,13 @@ const inComponent = (...modules: Uint8Array[]): Uint8Array => concat(COMPONENT_H
 
 /** Every parser entry point on `bytes`: an answer or E_REGISTRATION, nothing else. */
 function readAll(bytes: Uint8Array): void {
-  for (const read of [() => coreModuleInterface(bytes), () => componentCoreModules(bytes), () => adapterReallocProblem(bytes)]) {
+  for (const read of [
+    () => coreModuleInterface(bytes),
+    () => componentCoreModules(bytes),
+    () => adapterReallocProblem(bytes),
+    () => hasStartFunction(bytes, 'module'),
+    () => hasStartFunction(bytes, 'component'),
+  ]) {
     try {
       read();
     } catch (err) {
@@ -120,6 +126,19 @@ describe('the section reader on hostile bytes', () => {
     refused([...CORE_HEADER, 2, 5, 0xff, 0xff, 0xff, 0xff, 0x0f]);
     refused([...CORE_HEADER, 2, 4, 1, 1, 0xff, 0]);
   });
+});
+
+// `corral validate` blames a start function for a slow instantiation only when there is one.
+it('finds a start section in a core module, in a module a component embeds, and in the component itself', () => {
+  const withStart = concat(CORE_HEADER, section(8, [0]));
+  const withoutStart = concat(CORE_HEADER, section(2, [0]));
+  expect(hasStartFunction(withStart, 'module')).toBe(true);
+  expect(hasStartFunction(withoutStart, 'module')).toBe(false);
+  expect(hasStartFunction(inComponent(withoutStart, withStart), 'component')).toBe(true);
+  expect(hasStartFunction(inComponent(withoutStart), 'component')).toBe(false);
+  expect(hasStartFunction(concat(COMPONENT_HEADER, section(9, [0, 0, 0])), 'component')).toBe(true);
+  expect(hasStartFunction(WITH_REALLOC, 'component')).toBe(false);
+  expect(() => hasStartFunction(concat(CORE_HEADER, [8, 5]), 'module')).toThrow(expect.objectContaining({ code: 'E_REGISTRATION' }));
 });
 
 describe('what a hostile file can make the host hold', () => {

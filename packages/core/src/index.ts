@@ -49,6 +49,7 @@ export {
   adapterReallocProblem,
   componentCoreModules,
   coreModuleInterface,
+  hasStartFunction,
   CABI_REALLOC_HINT,
   type WasmKind,
   type CoreExport,

@@ -47,6 +47,8 @@ const KINDS: CoreExternKind[] = ['function', 'table', 'memory', 'global', 'tag']
 const HEADER = 8;
 const CORE_SECTION_IMPORT = 2;
 const CORE_SECTION_EXPORT = 7;
+const CORE_SECTION_START = 8;
+const COMPONENT_SECTION_START = 9;
 const COMPONENT_SECTION_CORE_MODULE = 1;
 const COMPONENT_SECTION_COMPONENT = 4;
 /**
@@ -181,6 +183,30 @@ export function componentCoreModules(bytes: Uint8Array, source = 'component'): U
     return malformed(err, source, 'component');
   }
   return found;
+}
+
+/**
+ * Whether instantiating runs code of the binary's own: a core module's start
+ * section, or in a component a start section of its own or of a core module
+ * it embeds. Throws E_REGISTRATION when the bytes cannot be read.
+ */
+export function hasStartFunction(bytes: Uint8Array, kind: 'module' | 'component', source: string = kind): boolean {
+  const hasSection = (at: Uint8Array, id: number) => {
+    for (const [found] of sections(at, HEADER, at.length)) if (found === id) return true;
+    return false;
+  };
+  try {
+    if (bytes.length < HEADER) throw new Malformed('too short for a wasm header', 0);
+    if (kind === 'module') return hasSection(bytes, CORE_SECTION_START);
+  } catch (err) {
+    return malformed(err, source, kind);
+  }
+  const modules = componentCoreModules(bytes, source);
+  try {
+    return hasSection(bytes, COMPONENT_SECTION_START) || modules.some((module) => hasSection(module, CORE_SECTION_START));
+  } catch (err) {
+    return malformed(err, source, kind);
+  }
 }
 
 /** The module name a preview1 program imports WASI from. */

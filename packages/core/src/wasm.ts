@@ -5,6 +5,7 @@ export {
   adapterReallocProblem,
   componentCoreModules,
   coreModuleInterface,
+  hasStartFunction,
   CABI_REALLOC_HINT,
   type CoreExport,
   type CoreExternKind,

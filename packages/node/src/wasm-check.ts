@@ -26,6 +26,7 @@ import {
   CorralError,
   detectWasmKind,
   ErrorCodes,
+  hasStartFunction,
   specDefaults,
   type ExecutionResult,
   type WasmKind,
@@ -219,15 +220,27 @@ async function probe(bytes: Uint8Array, name: string, { memoryMb, timeoutMs }: P
     // The call's time limit ran out (a transpile's is 120 s, longer than any probeTimeoutMs).
     const details = CorralError.is(err) ? (err.details as { resource?: unknown; timeout_ms?: unknown }) : {};
     if (details.resource === 'time' && details.timeout_ms === timeoutMs) {
-      throw new CorralError(
-        ErrorCodes.RESOURCE_EXHAUSTED,
-        `instantiation did not finish within ${timeoutMs} ms: does a start function loop?`,
-        { resource: 'time', timeout_ms: timeoutMs },
-      );
+      // Blame a start function only when there is one: without, the machine was slower than a tiny timeout_ms.
+      const why = startsCode(bytes)
+        ? 'does a start function loop?'
+        : 'none of its own code ran (it has no start function), so this machine needs longer to instantiate it: raise resources.timeout_ms';
+      throw new CorralError(ErrorCodes.RESOURCE_EXHAUSTED, `instantiation did not finish within ${timeoutMs} ms: ${why}`, {
+        resource: 'time',
+        timeout_ms: timeoutMs,
+      });
     }
     throw err;
   } finally {
     await pool.close();
+  }
+}
+
+/** Whether instantiating runs the binary's own code (a start section); true when that cannot be read, as before. */
+function startsCode(bytes: Uint8Array): boolean {
+  try {
+    return hasStartFunction(bytes, detectWasmKind(bytes));
+  } catch {
+    return true;
   }
 }
 
@@ -271,7 +284,11 @@ function problemOf(err: unknown, at: At): WasmCheckProblem {
     hint = /preview1/.test(err.message) ? MODULE_IMPORTS_HINT : COMPONENT_IMPORTS_HINT;
   } else if (err.code === 'E_REGISTRATION' && Array.isArray(details.exports)) {
     hint = 'build it as a WASI command: a main() linked with the default start-up files or your own _start, not -mexec-model=reactor';
-  } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'time' && /^instantiation/.test(err.message)) {
+  } else if (
+    err.code === 'E_RESOURCE_EXHAUSTED' &&
+    details.resource === 'time' &&
+    /^instantiation.*start function loop/.test(err.message)
+  ) {
     hint =
       'a wasm start section runs while the tool is instantiated, before every call: make it return (move the work into _start or main); validate allows resources.timeout_ms, at most 30000 ms';
   } else if (err.code === 'E_RESOURCE_EXHAUSTED' && details.resource === 'memory' && details.worker_heap_limit_mb !== undefined) {
