@@ -64,3 +64,44 @@ describe('corral build writes only inside the tool folder', () => {
     expect(readdirSync(outside)).toEqual([]);
   });
 });
+
+// The folders on the way to the component were checked, then made by path: a build step swapping one for a
+// link out between the two made empty folders outside the tool folder. Each is now made and opened through
+// the one above it (Linux, /proc/self/fd), and a link on the way is refused.
+describe('writeBuilt while the folders on the way are swapped for links', () => {
+  it('makes nothing outside the tool folder, and refuses a link on the way', async () => {
+    const { writeBuilt } = await import('../../packages/node/dist/author/language.js');
+    const base = mkdtempSync(join(root, 'race-'));
+    const [dir, outside] = [join(base, 'tool'), join(base, 'outside')];
+    mkdirSync(dir);
+    mkdirSync(outside);
+    const bytes = new Uint8Array([0, 0x61, 0x73, 0x6d]);
+    symlinkSync(outside, join(dir, 'link'));
+    await expect(writeBuilt(dir, join(dir, 'link/made/x.wasm'), bytes)).rejects.toThrow(
+      /link is a symbolic link, which the build does not follow/,
+    );
+    let stop = false;
+    const swapper = (async () => {
+      // writeBuilt's own mkdirs run on other threads meanwhile: a step that loses the race is skipped.
+      const attempt = (step: () => void) => {
+        try {
+          step();
+        } catch {}
+      };
+      while (!stop) {
+        attempt(() => rmSync(join(dir, 'a'), { recursive: true, force: true }));
+        attempt(() => mkdirSync(join(dir, 'a')));
+        await new Promise((r) => setImmediate(r));
+        attempt(() => rmSync(join(dir, 'a'), { recursive: true, force: true }));
+        attempt(() => symlinkSync(outside, join(dir, 'a')));
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    for (let i = 0; i < 600; i++) await writeBuilt(dir, join(dir, `a/b${i % 5}/c/x.wasm`), bytes).catch(() => undefined);
+    stop = true;
+    await swapper;
+    expect(readdirSync(outside)).toEqual([]);
+    await writeBuilt(dir, join(dir, 'out/deep/x.wasm'), bytes);
+    expect(readFileSync(join(dir, 'out/deep/x.wasm'))).toEqual(Buffer.from(bytes));
+  }, 60_000);
+});

@@ -5,7 +5,8 @@
  * rust.ts, js.ts); the commands know only this interface.
  */
 import { randomBytes } from 'node:crypto';
-import { lstat, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, lstat, mkdir, open, realpath, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { makeFolders } from '../folders.js';
 
@@ -47,12 +48,82 @@ export interface Language {
  * A hostile tool folder may hold `tool.wasm -> ~/.bashrc`, or a folder on
  * the way to it that is a symlink out: writing through either overwrote a
  * file outside the folder with the build's bytes (which the tool's source
- * chooses in part). So the folder `out` lands in is resolved and must be
- * inside `dir`, the bytes go to a new file (O_EXCL, never through a link)
- * beside it, and a rename puts that file in `out`'s place, replacing a
- * symlink there instead of following it.
+ * chooses in part). So the folders on the way are made and opened one by
+ * one from `dir`, none of them a link (on Linux, through /proc/self/fd, so a
+ * build step swapping one for a link meanwhile changes nothing), the bytes go
+ * to a new file (O_EXCL, never through a link) in the last one, and a rename
+ * puts that file in `out`'s place, replacing a symlink there instead of
+ * following it.
  */
 export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): Promise<void> {
+  const rel = relative(dir, dirname(out));
+  if (leadsOut(rel)) throw new Error(`${out} is not inside the tool folder ${dir}; refusing to write there`);
+  const root = await open(await realpath(dir), constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    // Linux: each folder is made and opened through the one above it, held open, so a build step
+    // that swaps a folder for a link meanwhile cannot send a mkdir or the file anywhere else.
+    if (await reachable(`/proc/self/fd/${root.fd}`)) return await writeBuiltAt(root, rel, dir, out, bytes);
+  } finally {
+    await root.close();
+  }
+  // Elsewhere: checked before and after; a swap between the two can make empty folders outside.
+  await writeBuiltChecked(dir, out, bytes);
+}
+
+/** writeBuilt through /proc/self/fd: no path is walked twice, and no link on the way is followed. */
+async function writeBuiltAt(root: FileHandle, rel: string, dir: string, out: string, bytes: Uint8Array): Promise<void> {
+  const opened: FileHandle[] = [];
+  let folder = root;
+  try {
+    let walked = dir;
+    for (const name of rel.split(sep).filter((part) => part !== '' && part !== '.')) {
+      walked = join(walked, name);
+      const at = `/proc/self/fd/${folder.fd}/${name}`;
+      try {
+        await mkdir(at).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err;
+        });
+        folder = await open(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        const link = await lstat(at).then(
+          (st) => st.isSymbolicLink(),
+          () => false,
+        );
+        const what = link
+          ? 'a symbolic link, which the build does not follow'
+          : code === 'ENOTDIR' || code === 'EEXIST'
+            ? 'not a folder'
+            : `not a folder it can make or open (${code}; did something change it meanwhile?)`;
+        throw new Error(`${out} is not inside the tool folder ${dir}: ${walked} is ${what}; refusing to write there`);
+      }
+      opened.push(folder);
+    }
+    const here = `/proc/self/fd/${folder.fd}`;
+    const tmp = `${here}/.${basename(out)}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+    await writeFile(tmp, bytes, { mode: 0o644, flag: 'wx' });
+    try {
+      // A link in `out`'s place is replaced, not followed.
+      await rename(tmp, `${here}/${basename(out)}`);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  } finally {
+    for (const handle of opened) await handle.close();
+  }
+}
+
+async function reachable(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function writeBuiltChecked(dir: string, out: string, bytes: Uint8Array): Promise<void> {
   // A component path in a folder not made yet ("out/x.wasm") gets it, once the part that exists is found inside.
   let existing = dirname(out);
   while (!(await exists(existing)) && dirname(existing) !== existing) existing = dirname(existing);
