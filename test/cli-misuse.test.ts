@@ -83,6 +83,25 @@ interface Row {
 }
 
 const ROWS: Row[] = [
+  // Paths that name nothing to write: a store path ending in a slash became a file named like the folder.
+  {
+    case: 'run with a --store path that ends in a slash',
+    args: () => ['run', 'diff-summary', '--input', '{"diff": ""}', '--store', join(home, 'store-folder/')],
+    code: 1,
+    says: /store-folder\/: ends in a slash, so it names a folder; the store is a file/,
+  },
+  {
+    case: 'snapshots export --output with an empty path',
+    args: () => ['snapshots', 'export', '--output', ''],
+    code: 2,
+    says: /--output needs a file path/,
+  },
+  {
+    case: 'snapshots prune --archive with an empty path',
+    args: () => ['snapshots', 'prune', '--keep', '0', '--archive', ''],
+    code: 2,
+    says: /--archive needs a file path/,
+  },
   // --tools
   {
     case: 'run with a --tools folder that does not exist',

@@ -375,6 +375,9 @@ export class SqliteStore implements Store {
    * running calls and report each snapshot as not written (see Corral.create).
    */
   static async open(path: string = defaultStorePath(), options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    // resolve() drops a trailing slash: "dir/" became a file named dir.
+    if (/[\\/]$/.test(path))
+      throw storeError(path, 'ends in a slash, so it names a folder; the store is a file: give one, e.g. dir/snapshots.db');
     const location = resolve(path);
     if (options.maxBytes !== undefined && !(Number.isFinite(options.maxBytes) && options.maxBytes > 0)) {
       throw new CorralError(
