@@ -75,6 +75,43 @@ describe('corral serve', () => {
     }
   });
 
+  it('fetch() sending a body over --max-body-mb reads the 413 and its reason, not a reset connection', async () => {
+    // fetch (undici) goes on writing the body after the answer came: a socket closed outright made it fail with EPIPE.
+    const s = await serve(['--no-store', '--quiet', '--max-body-mb', '1', '--mcp']);
+    try {
+      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      for (const [path, size] of [
+        ['/execute', 3 * 2 ** 20],
+        ['/execute', 20 * 2 ** 20],
+        ['/mcp', 3 * 2 ** 20],
+      ] as const) {
+        const r = await fetch(`${s.url}${path}`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ tool: 'diff-summary', input: { diff: 'x'.repeat(size) } }),
+        });
+        expect(r.status, `${path} ${size}`).toBe(413);
+        expect(r.headers.get('connection')).toBe('close');
+        expect(((await r.json()) as { error: { details: { reason: string } } }).error.details.reason).toBe('body_too_large');
+      }
+      // Streamed, with no length: refused once past the limit, and read as such.
+      const chunk = new Uint8Array(256 * 1024).fill(0x20);
+      let n = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (n++ < 16) controller.enqueue(chunk);
+          else controller.close();
+        },
+      });
+      const streamed = await fetch(`${s.url}/execute`, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+      expect(streamed.status).toBe(413);
+      expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+    } finally {
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+    }
+  });
+
   it('refuses to listen beyond loopback without a token (exit 2, says what to do)', async () => {
     const r = await serveFails(['--host', '0.0.0.0', '--no-store']);
     expect(r.code).toBe(2);

@@ -1085,10 +1085,17 @@ export class CorralHttpServer {
     if (unread) res.setHeader('Connection', 'close');
     this.#fail(res, ctx, status, code, message, details, retryable);
     if (!unread) return;
+    const socket = req.socket;
+    // Node ends a "Connection: close" answer with destroySoon(), which closes the socket outright: the
+    // body still on its way then meets a reset, and clients such as fetch() report that, not the answer.
+    // Close in stages instead (RFC 9112 §9.6): the write side once the answer is out, reading on a moment.
+    socket.destroySoon = () => {
+      if (socket.writable) socket.end();
+    };
     let dropped = 0;
     const stop = () => {
       clearTimeout(timer);
-      req.socket.destroy();
+      socket.destroy();
     };
     const timer = setTimeout(stop, LINGER_MS);
     timer.unref();
@@ -1097,7 +1104,11 @@ export class CorralHttpServer {
       dropped += chunk.length;
       if (dropped > LINGER_BYTES) stop();
     });
-    req.once('end', () => clearTimeout(timer));
+    // The whole body is in: nothing more to wait for once the answer is written.
+    req.once('end', () => {
+      if (socket.writableFinished) stop();
+      else socket.once('finish', stop);
+    });
     req.resume();
   }
 }
