@@ -21,6 +21,7 @@ import {
   LoggingLevelSchema,
   RootsListChangedNotificationSchema,
   SetLevelRequestSchema,
+  type CallToolRequest,
   type CallToolResult,
   type LoggingLevel,
   type Root,
@@ -118,6 +119,11 @@ export interface CorralMcpServer {
   toolsChanged(): Promise<void>;
   /** The client's roots as this server sees them (asks the client when none are cached). */
   roots(): Promise<RootsState>;
+  /**
+   * Stop every tool call in flight, now and after (a server shutting down): each is still answered,
+   * an isError result E_CANCELLED, where closing the connection would leave the client without one.
+   */
+  abortCalls(reason?: string): void;
   /** Close the connection. */
   close(): Promise<void>;
 }
@@ -258,7 +264,27 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
     return { kind: 'mcp', id: clientName(), roots };
   };
 
+  // Aborted by abortCalls. A call's signal ends with it, or with the SDK's own (the client cancelled, the connection closed).
+  const stopping = new AbortController();
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    // Not the SDK's signal itself: once that one is aborted, the SDK sends the call no answer.
+    const call = new AbortController();
+    const stop = (from: AbortSignal) => () => call.abort(from.reason);
+    const onCancel = stop(extra.signal);
+    const onStop = stop(stopping.signal);
+    extra.signal.addEventListener('abort', onCancel, { once: true });
+    stopping.signal.addEventListener('abort', onStop, { once: true });
+    if (extra.signal.aborted) onCancel();
+    if (stopping.signal.aborted) onStop();
+    try {
+      return await callTool(request, { ...extra, signal: call.signal });
+    } finally {
+      extra.signal.removeEventListener('abort', onCancel);
+      stopping.signal.removeEventListener('abort', onStop);
+    }
+  });
+
+  const callTool = async (request: CallToolRequest, extra: CallExtra): Promise<CallToolResult> => {
     const { name } = request.params;
     const tool = listedTool(corral.registry, name);
     if (!tool && workflows && gate && typeof name === 'string' && name.length <= 128) {
@@ -349,7 +375,7 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
       log,
     });
     return toCallToolResult(result);
-  });
+  };
 
   return {
     server,
@@ -367,6 +393,9 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
         const result = await server.listRoots(undefined, { timeout });
         return result.roots;
       }),
+    abortCalls(reason = 'the server is shutting down') {
+      stopping.abort(new Error(reason));
+    },
     close: () => server.close(),
   };
 }

@@ -94,6 +94,8 @@ const VERSION = (() => {
  */
 export interface HttpMount {
   handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void>;
+  /** Stop its calls in flight, each still answered: shutdown calls it when they outlive the drain. */
+  abortCalls?(reason: string): void;
   close(): Promise<void>;
 }
 
@@ -331,6 +333,7 @@ export class CorralHttpServer {
   /** Stop waiting for calls in flight: cancel them now (a second SIGTERM), approved calls the server runs on its own too. */
   abortCalls(reason = 'the server is shutting down'): void {
     for (const controller of this.#calls) controller.abort(new Error(reason));
+    this.#mcp?.abortCalls?.(reason);
     this.#runner.abort(reason);
     this.#workflows.abort(reason);
   }

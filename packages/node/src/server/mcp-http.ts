@@ -51,6 +51,8 @@ export interface McpHttpHandler {
   toolsChanged(): Promise<void>;
   /** Live sessions. */
   readonly sessions: number;
+  /** Stop every session's tool calls in flight; each is still answered (E_CANCELLED). */
+  abortCalls(reason?: string): void;
   /** End every session and stop the idle sweep. */
   close(): Promise<void>;
 }
@@ -205,6 +207,10 @@ export function createMcpHttpHandler(corral: McpHttpCorral, options: McpHttpOpti
 
     async toolsChanged() {
       await Promise.all([...sessions.values()].map((s) => s.mcp.toolsChanged()));
+    },
+
+    abortCalls(reason) {
+      for (const session of sessions.values()) session.mcp.abortCalls(reason);
     },
 
     async close() {
