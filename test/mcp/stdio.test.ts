@@ -93,6 +93,70 @@ describe('corral mcp on stdio', () => {
     }
   });
 
+  it('a message over 10 MiB is answered with an error to its request, and the session goes on', async () => {
+    const workspace = makeWorkspace();
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
+      cwd: ROOT,
+      env: env(),
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    try {
+      const { client } = await connectClient(transport);
+      // Over 10 MiB: the SDK's own transport closed the session here, and every later call waited for nothing.
+      const big = client.callTool({ name: 'diff-summary', arguments: { diff: 'x'.repeat(11 * 2 ** 20) } });
+      await expect(big).rejects.toMatchObject({ code: -32600, data: { reason: 'message_too_large' } });
+      const after = await client.callTool({ name: 'diff-summary', arguments: EXAMPLE_DIFF });
+      expect(after).toMatchObject({ structuredContent: { totals: { files: 3 } } });
+      expect(stderr).toMatch(/a message over 10485760 bytes was dropped \(request id \d+\)/);
+      await client.close();
+    } finally {
+      await transport.close();
+      workspace.cleanup();
+    }
+  });
+
+  it('a line that is not JSON, or not JSON-RPC, is answered with the JSON-RPC error (id null), logged, and the next is served', async () => {
+    const workspace = makeWorkspace();
+    try {
+      const child = spawn(process.execPath, [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store], {
+        cwd: ROOT,
+        env: process.env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const messages = () =>
+        stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { id?: unknown; error?: { code: number } });
+      const init = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } };
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: init })}\n`);
+      await expect.poll(() => messages().length, { timeout: 15_000 }).toBe(1);
+      child.stdin.write(
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}\nnot json\n[1, 2]\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n',
+      );
+      await expect.poll(() => messages().length).toBe(4);
+      expect(messages().slice(1)).toEqual([
+        { jsonrpc: '2.0', id: null, error: { code: -32700, message: expect.any(String) } },
+        { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.any(String) } },
+        { jsonrpc: '2.0', id: 2, result: {} },
+      ]);
+      expect(stderr).toMatch(/a line that is not JSON was dropped/);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.stdin.end();
+      expect(await exited).toBe(0);
+    } finally {
+      workspace.cleanup();
+    }
+  });
+
   it('--help and misuse do not start a server', async () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

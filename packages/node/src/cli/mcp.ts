@@ -84,10 +84,10 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   }
 
   const log = (message: string) => void io.stderr.write(`corral mcp: ${forTerminal(message, { oneLine: true })}\n`);
-  const [{ Corral }, { createMcpServer }, { StdioServerTransport }, { watchToolFolders }, folders, { openServerGate }] = await Promise.all([
+  const [{ Corral }, { createMcpServer }, { LineStdioTransport }, { watchToolFolders }, folders, { openServerGate }] = await Promise.all([
     import('../corral.js'),
     import('@corral/mcp'),
-    import('@modelcontextprotocol/sdk/server/stdio.js'),
+    import('../server/mcp-stdio.js'),
     import('../tool-watch.js'),
     import('../mcp-folders.js'),
     import('../server-gate.js'),
@@ -145,7 +145,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   });
   await workflows?.start();
 
-  const transport = new StdioServerTransport(io.stdin as NodeJS.ReadStream, io.stdout as NodeJS.WriteStream);
+  // Not the SDK's StdioServerTransport: a message over its limit closed the session, silently.
+  const transport = new LineStdioTransport(io.stdin as NodeJS.ReadStream, io.stdout as NodeJS.WriteStream, { log });
   const server = mcp;
   await server.server.connect(transport);
   log(`serving ${corral.registry.list().length} tool(s) over stdio`);
