@@ -210,6 +210,15 @@ describe('grants', () => {
     expect((await evaluatePolicy(everything, request({ '/workspace': t.src }), host(t))).decision).toBe('allow');
   });
 
+  it('protects a path written link/../x where the OS puts it, not where its name says', async () => {
+    const t = tree();
+    const grant: Policy = { version: 1, tools: { 'file-stats': { mounts: { '/workspace': [{ folder: t.secret, access: 'read' }] } } } };
+    // src/link-out -> home/secret: src/link-out/../secret/policy.yaml is in home/secret (by name it would be src/secret/).
+    const guarded = { ...host(t), protectedPaths: [join(t.src, 'link-out') + '/../secret/policy.yaml'] };
+    const d = await evaluatePolicy(grant, request({ '/workspace': t.secret }), guarded);
+    expect(d.decision === 'deny' && d.error.details.reason).toBe('protected_folder');
+  });
+
   it('keeps a mount inside the caller’s roots when the caller gives roots', async () => {
     const t = tree();
     const policy = grantSrc(t);

@@ -271,10 +271,17 @@ function normalize(path: string): string {
   return `/${out.join('/')}`;
 }
 
-/** realpath of the longest existing prefix, plus the rest: where a file that may not exist yet would be. */
+/**
+ * realpath of the longest existing prefix, plus the rest: where a file that may not exist yet would be.
+ * `..` is left for realpath, which walks it as the OS does (`link/..` is above the link's target);
+ * only the part that does not exist is collapsed by name.
+ */
 export async function realpathOrPlanned(realpath: PolicyHost['realpath'], path: string): Promise<string> {
   const rest: string[] = [];
-  let current = normalize(path);
+  let current = `/${path
+    .split('/')
+    .filter((s) => s !== '' && s !== '.')
+    .join('/')}`;
   for (let i = 0; i < 256; i++) {
     try {
       const real = await realpath(current);

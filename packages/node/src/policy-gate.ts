@@ -40,17 +40,15 @@ export function openPolicyGate(options: OpenPolicyGateOptions): PolicyGate {
   const policy = new PolicyFile(policyPath ?? defaultPolicyPath());
   // Hints say how to grant; a policy other than the default needs its path in the command.
   const grantArgs =
-    policyPath !== undefined && resolve(policyPath) !== resolve(defaultPolicyPath())
-      ? `--policy ${shellWord(resolve(policyPath))}`
-      : undefined;
+    policyPath !== undefined && policy.location !== defaultPolicyPath() ? `--policy ${shellWord(policy.location)}` : undefined;
   const storeFile = storePath ?? (isAbsolute(store.location) ? store.location : undefined);
   const guarded = [
+    // Absolute already, with any `link/..` kept: resolve() would guard the folder beside the link instead.
     policy.location,
-    ...(storeFile ? [storeFile] : []),
-    cacheDir ?? defaultCacheDir(),
-    ...corralCodePaths(),
-    ...(protectedPaths ?? []),
-  ].map((path) => resolve(path)); // relative ones ($CORRAL_CACHE_DIR=.cache) are where the process uses them: under its cwd, not under /
+    ...[...(storeFile ? [storeFile] : []), cacheDir ?? defaultCacheDir(), ...corralCodePaths(), ...(protectedPaths ?? [])].map((path) =>
+      resolve(path),
+    ), // relative ones ($CORRAL_CACHE_DIR=.cache) are where the process uses them: under its cwd, not under /
+  ];
   const source = env ?? process.env;
   return new PolicyGate({
     ...rest,
