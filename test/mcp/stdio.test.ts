@@ -37,23 +37,29 @@ mcpScenarios('corral mcp over stdio', async () => {
   };
 });
 
+/** `corral mcp` on raw pipes, with what it has written so far on each. */
+function rawMcp(workspace: { tools: string; store: string }) {
+  const child = spawn(process.execPath, [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store], {
+    cwd: ROOT,
+    env: process.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const io = { child, stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (io.stdout += d.toString('utf8')));
+  child.stderr.on('data', (d: Buffer) => (io.stderr += d.toString('utf8')));
+  return io;
+}
+
 describe('corral mcp on stdio', () => {
   it('writes nothing but JSON-RPC on stdout, logs on stderr, and exits 0 when the client closes stdin', async () => {
     const workspace = makeWorkspace();
     try {
-      const child = spawn(process.execPath, [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store], {
-        cwd: ROOT,
-        env: process.env,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const io = rawMcp(workspace);
+      const { child } = io;
       const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
       const responses = (n: number) =>
         new Promise<void>((resolve) => {
-          const check = () => (stdout.split('\n').filter((l) => l.includes('"id"')).length >= n ? resolve() : setTimeout(check, 20));
+          const check = () => (io.stdout.split('\n').filter((l) => l.includes('"id"')).length >= n ? resolve() : setTimeout(check, 20));
           check();
         });
       send({
@@ -68,14 +74,14 @@ describe('corral mcp on stdio', () => {
       send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
       send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'diff-summary', arguments: { diff: 5 } } });
       send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'nope' } });
-      // A tool that writes to its own stdout: that must stay inside the sandbox.
+      // A tool that writes to its own io.stdout: that must stay inside the sandbox.
       send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'diff-summary', arguments: { diff: 'not a diff at all' } } });
       await responses(6);
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
       child.stdin.end();
       expect(await exited).toBe(0);
 
-      const lines = stdout.split('\n');
+      const lines = io.stdout.split('\n');
       expect(lines.pop()).toBe(''); // every message ends with a newline
       const messages = lines.map((line) => JSON.parse(line) as { jsonrpc: string; id?: number; result?: unknown; error?: unknown });
       for (const m of messages) expect(m.jsonrpc).toBe('2.0');
@@ -86,7 +92,7 @@ describe('corral mcp on stdio', () => {
       expect(answer(4)).toMatchObject({ result: { isError: true } });
       expect(answer(5)).toMatchObject({ error: { code: -32602 } });
       expect(answer(6)).toMatchObject({ result: { isError: true, content: [{ text: expect.stringMatching(/^E_UNEXPECTED_EXIT/) }] } });
-      expect(stderr).toMatch(/^corral mcp: serving \d+ tool\(s\) over stdio$/m);
+      expect(io.stderr).toMatch(/^corral mcp: serving \d+ tool\(s\) over stdio$/m);
       expect(existsSync(workspace.store)).toBe(true);
     } finally {
       workspace.cleanup();
@@ -122,17 +128,10 @@ describe('corral mcp on stdio', () => {
   it('a line that is not JSON, or not JSON-RPC, is answered with the JSON-RPC error (id null), logged, and the next is served', async () => {
     const workspace = makeWorkspace();
     try {
-      const child = spawn(process.execPath, [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store], {
-        cwd: ROOT,
-        env: process.env,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const io = rawMcp(workspace);
+      const { child } = io;
       const messages = () =>
-        stdout
+        io.stdout
           .split('\n')
           .filter(Boolean)
           .map((line) => JSON.parse(line) as { id?: unknown; error?: { code: number } });
@@ -148,7 +147,7 @@ describe('corral mcp on stdio', () => {
         { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.any(String) } },
         { jsonrpc: '2.0', id: 2, result: {} },
       ]);
-      expect(stderr).toMatch(/a line that is not JSON was dropped/);
+      expect(io.stderr).toMatch(/a line that is not JSON was dropped/);
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
       child.stdin.end();
       expect(await exited).toBe(0);

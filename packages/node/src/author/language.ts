@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, lstat, mkdir, open, realpath, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, realpath, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { makeFolders } from '../folders.js';
 
@@ -62,7 +62,7 @@ export async function writeBuilt(dir: string, out: string, bytes: Uint8Array): P
   try {
     // Linux: each folder is made and opened through the one above it, held open, so a build step
     // that swaps a folder for a link meanwhile cannot send a mkdir or the file anywhere else.
-    if (await reachable(`/proc/self/fd/${root.fd}`)) return await writeBuiltAt(root, rel, dir, out, bytes);
+    if (await exists(`/proc/self/fd/${root.fd}`)) return await writeBuiltAt(root, rel, dir, out, bytes);
   } finally {
     await root.close();
   }
@@ -99,27 +99,9 @@ async function writeBuiltAt(root: FileHandle, rel: string, dir: string, out: str
       }
       opened.push(folder);
     }
-    const here = `/proc/self/fd/${folder.fd}`;
-    const tmp = `${here}/.${basename(out)}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
-    await writeFile(tmp, bytes, { mode: 0o644, flag: 'wx' });
-    try {
-      // A link in `out`'s place is replaced, not followed.
-      await rename(tmp, `${here}/${basename(out)}`);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
+    await placeFile(`/proc/self/fd/${folder.fd}`, basename(out), bytes);
   } finally {
     for (const handle of opened) await handle.close();
-  }
-}
-
-async function reachable(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -138,11 +120,15 @@ async function writeBuiltChecked(dir: string, out: string, bytes: Uint8Array): P
   if (leadsOut(inside)) {
     throw new Error(`${out} is not inside the tool folder ${dir}: ${dirname(out)} leads to ${folder}; refusing to write there`);
   }
-  const target = join(folder, basename(out));
-  const tmp = join(folder, `.${basename(out)}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  await placeFile(folder, basename(out), bytes);
+}
+
+/** `bytes` as `folder/name`: a new file (O_EXCL, never through a link) renamed into place, so a link there is replaced, not followed. */
+async function placeFile(folder: string, name: string, bytes: Uint8Array): Promise<void> {
+  const tmp = `${folder}/.${name}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
   await writeFile(tmp, bytes, { mode: 0o644, flag: 'wx' });
   try {
-    await rename(tmp, target);
+    await rename(tmp, `${folder}/${name}`);
   } catch (err) {
     await rm(tmp, { force: true });
     throw err;
