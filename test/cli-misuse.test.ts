@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { execFile, execFileSync } from 'node:child_process';
-import { lstat, mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
@@ -487,12 +487,49 @@ describe.runIf(process.platform === 'linux')('corral writing where the system re
         1,
         /cannot create the folder \S*\/dangling: a symbolic link that leads nowhere is in the way/,
       ],
+      [
+        ['snapshots', 'export', '--output', join(place, 'dangling')],
+        {},
+        1,
+        /Cannot write \S*\/dangling \(--output\): a symbolic link that leads nowhere is there, and Corral never writes an export or an archive through a link/,
+      ],
     ];
     for (const [args, extraEnv, code, says] of cases) {
       const r = await corral(args, '', extraEnv);
       expect(r.stderr, args.join(' ')).toMatch(says);
       expect(r.stderr).not.toMatch(/internal error|exists, and Corral never overwrites/);
       expect(r.code, args.join(' ')).toBe(code);
+    }
+  });
+
+  // Root searches any folder: the user who meets this is anyone else, so the CLI runs as nobody when the tests run as root.
+  it('a folder above that cannot be searched: "cannot reach", naming it, never "cannot create" or "does not exist"', async () => {
+    const place = await mkdtemp(join(tmpdir(), 'corral-unsearchable-'));
+    try {
+      await mkdir(join(place, 'locked/sub'), { recursive: true });
+      await chmod(place, 0o777);
+      await chmod(join(place, 'locked'), 0o000);
+      const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+      const run = (args: string[], extraEnv: Record<string, string>) =>
+        new Promise<Ran>((done) =>
+          execFile(
+            process.execPath,
+            [CLI, ...args],
+            { cwd: place, ...asUser, env: { ...env(), HOME: place, CORRAL_STORE: join(place, 'snapshots.db'), ...extraEnv } },
+            (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
+          ),
+        );
+      const unreachable = `cannot reach the folder ${place}/locked/sub: the folder ${place}/locked cannot be searched (permission denied, EACCES)`;
+      const policy = await run(['policy', 'unlisted', 'deny'], { CORRAL_POLICY: join(place, 'locked/sub/policy.yaml') });
+      expect(policy.stderr).toContain(unreachable);
+      expect(policy.code).toBe(1);
+      const list = await run(['snapshots', 'list'], { CORRAL_STORE: join(place, 'locked/sub/snapshots.db') });
+      expect(list.stderr).toContain(unreachable);
+      expect(list.stdout).not.toMatch(/does not exist/);
+      expect(list.code).toBe(1);
+    } finally {
+      await chmod(join(place, 'locked'), 0o755);
+      await rm(place, { recursive: true, force: true });
     }
   });
 

@@ -29,8 +29,10 @@ export class FolderError extends Error {
     readonly folder: string,
     readonly code: string,
     reason: string,
+    /** `reach` when a folder above cannot be searched: whether this one exists cannot be known. */
+    action: 'create' | 'reach' = 'create',
   ) {
-    super(`cannot create the folder ${folder}: ${reason}`);
+    super(`cannot ${action} the folder ${folder}: ${reason}`);
     this.name = 'FolderError';
   }
 }
@@ -46,7 +48,7 @@ export function makeFoldersSync(path: string, mode?: number): void {
     try {
       mkdirSync(dir, { mode });
     } catch (err) {
-      if (!(exists(err) && isFolderSync(dir))) throw folderError(dir, err, () => inTheWaySync(dir));
+      if (!(exists(err) && isFolderSync(dir))) throw folderError(dir, err, () => inTheWaySync(dir), unsearchableSync(dir, err));
     }
   }
 }
@@ -68,7 +70,7 @@ export async function makeFolders(path: string, mode?: number): Promise<void> {
     } catch (err) {
       if (exists(err) && (await isFolder(dir))) continue;
       const what = exists(err) ? await inTheWay(dir) : '';
-      throw folderError(dir, err, () => what);
+      throw folderError(dir, err, () => what, await unsearchable(dir, err));
     }
   }
 }
@@ -103,10 +105,43 @@ const REASONS: Record<string, string> = {
   ENOTDIR: 'a file that is not a folder is on the way (ENOTDIR)',
 };
 
-function folderError(dir: string, err: unknown, inTheWay: () => string): FolderError | unknown {
+function folderError(dir: string, err: unknown, inTheWay: () => string, unsearchable: string | undefined): FolderError | unknown {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   if (typeof code !== 'string') return err;
+  if (unsearchable !== undefined)
+    return new FolderError(dir, code, `the folder ${unsearchable} cannot be searched (permission denied, EACCES)`, 'reach');
   return new FolderError(dir, code, code === 'EEXIST' ? inTheWay() : (REASONS[code] ?? (err as Error).message));
+}
+
+/**
+ * mkdir's EACCES means either "may not write in the parent" or "may not even look there". In the second
+ * case the folder may well exist: name the folder above that cannot be searched (the nearest one stat reaches).
+ */
+function unsearchableSync(dir: string, err: unknown): string | undefined {
+  const code = (path: string) => {
+    try {
+      statSync(path);
+      return undefined;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code;
+    }
+  };
+  if ((err as NodeJS.ErrnoException | null)?.code !== 'EACCES' || code(dir) !== 'EACCES') return undefined;
+  let above = dirname(dir);
+  while (dirname(above) !== above && code(above) === 'EACCES') above = dirname(above);
+  return above;
+}
+
+async function unsearchable(dir: string, err: unknown): Promise<string | undefined> {
+  const code = (path: string) =>
+    stat(path).then(
+      () => undefined,
+      (e: NodeJS.ErrnoException) => e.code,
+    );
+  if ((err as NodeJS.ErrnoException | null)?.code !== 'EACCES' || (await code(dir)) !== 'EACCES') return undefined;
+  let above = dirname(dir);
+  while (dirname(above) !== above && (await code(above)) === 'EACCES') above = dirname(above);
+  return above;
 }
 
 /** What mkdir found in the way of a folder (EEXIST, and not a folder), from how stat and lstat see it. */

@@ -3,7 +3,7 @@
  * trimming the store.
  */
 import { statSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { lstat, open, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import {
   CorralError,
@@ -312,7 +312,12 @@ async function writeJsonl(
       err instanceof FolderError
         ? err.message
         : code === 'EEXIST'
-          ? 'it exists, and Corral never overwrites an export or an archive'
+          ? // O_EXCL refuses a link too, even one to nothing: "it exists" would send the user looking for a file.
+            await brokenLink(path).then((link) =>
+              link
+                ? `${link} is there, and Corral never writes an export or an archive through a link`
+                : 'it exists, and Corral never overwrites an export or an archive',
+            )
           : (err as Error).message;
     throw new CorralError(ErrorCodes.INPUT_VALIDATION, `Cannot write ${path} (${flag}): ${why}`, { option: flag, cause: code });
   }
@@ -342,6 +347,19 @@ async function writeJsonlFile(path: string, records: Iterable<SnapshotRecord> | 
     await dir.close();
   }
   return n;
+}
+
+/** What is at `path` when it is a symbolic link that opens nothing: one to a missing target, or one that loops. */
+async function brokenLink(path: string): Promise<string | undefined> {
+  const isLink = await lstat(path).then(
+    (st) => st.isSymbolicLink(),
+    () => false,
+  );
+  if (!isLink) return undefined;
+  return stat(path).then(
+    () => undefined,
+    (err: NodeJS.ErrnoException) => (err.code === 'ELOOP' ? 'a symbolic link that loops' : 'a symbolic link that leads nowhere'),
+  );
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };

@@ -1,5 +1,5 @@
 /** The snapshot store the `snapshots` and `replay` commands read: one that already exists. */
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Store } from '@corral/core';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
@@ -12,7 +12,12 @@ export async function openExisting(path: string | undefined): Promise<Store | un
   const given = path ?? defaultStorePath();
   if (isPostgresUrl(given)) return openPostgresStore(given);
   const location = resolve(given);
-  if (!existsSync(location)) return undefined;
+  // Only a store that is not there is "none yet": one that cannot be looked at (EACCES) is opened, which says why.
+  try {
+    statSync(location);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+  }
   return SqliteStore.open(location, { onProgress: storeProgress });
 }
 
