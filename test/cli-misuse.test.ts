@@ -472,7 +472,7 @@ describe.runIf(process.platform === 'linux')('corral writing where the system re
       [
         ['init', 'tt', '--lang', 'c', '--dir', '/proc/corral-nowhere/tt'],
         {},
-        2,
+        1,
         /cannot create the folder \/proc\/corral-nowhere: the system refuses/,
       ],
       [
@@ -502,31 +502,55 @@ describe.runIf(process.platform === 'linux')('corral writing where the system re
     }
   });
 
-  // Root searches any folder: the user who meets this is anyone else, so the CLI runs as nobody when the tests run as root.
+  // Root searches and writes any folder: the user who meets these is anyone else, so the CLI runs as nobody when the tests run as root.
+  const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+  /** The CLI as that user, in `place` (which it can write), with its store and home there. */
+  const runIn = (place: string, args: string[], extraEnv: Record<string, string> = {}) =>
+    new Promise<Ran>((done) =>
+      execFile(
+        process.execPath,
+        [CLI, ...args],
+        { cwd: place, ...asUser, env: { ...env(), HOME: place, CORRAL_STORE: join(place, 'snapshots.db'), ...extraEnv } },
+        (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
+      ),
+    );
+
   it('a folder above that cannot be searched: "cannot reach", naming it, never "cannot create" or "does not exist"', async () => {
     const place = await mkdtemp(join(tmpdir(), 'corral-unsearchable-'));
     try {
       await mkdir(join(place, 'locked/sub'), { recursive: true });
       await chmod(place, 0o777);
       await chmod(join(place, 'locked'), 0o000);
-      const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-      const run = (args: string[], extraEnv: Record<string, string>) =>
-        new Promise<Ran>((done) =>
-          execFile(
-            process.execPath,
-            [CLI, ...args],
-            { cwd: place, ...asUser, env: { ...env(), HOME: place, CORRAL_STORE: join(place, 'snapshots.db'), ...extraEnv } },
-            (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr }),
-          ),
-        );
       const unreachable = `cannot reach the folder ${place}/locked/sub: the folder ${place}/locked cannot be searched (permission denied, EACCES)`;
-      const policy = await run(['policy', 'unlisted', 'deny'], { CORRAL_POLICY: join(place, 'locked/sub/policy.yaml') });
+      const policy = await runIn(place, ['policy', 'unlisted', 'deny'], { CORRAL_POLICY: join(place, 'locked/sub/policy.yaml') });
       expect(policy.stderr).toContain(unreachable);
       expect(policy.code).toBe(1);
-      const list = await run(['snapshots', 'list'], { CORRAL_STORE: join(place, 'locked/sub/snapshots.db') });
+      const list = await runIn(place, ['snapshots', 'list'], { CORRAL_STORE: join(place, 'locked/sub/snapshots.db') });
       expect(list.stderr).toContain(unreachable);
       expect(list.stdout).not.toMatch(/does not exist/);
       expect(list.code).toBe(1);
+    } finally {
+      await chmod(join(place, 'locked'), 0o755);
+      await rm(place, { recursive: true, force: true });
+    }
+  });
+
+  it('init where the system refuses to write: exit 1, as every refused write, not 2 (the command line was right)', async () => {
+    const place = await mkdtemp(join(tmpdir(), 'corral-init-refused-'));
+    try {
+      await mkdir(join(place, 'locked'));
+      await mkdir(join(place, 'read-only'));
+      await chmod(place, 0o777);
+      await chmod(join(place, 'locked'), 0o000);
+      await chmod(join(place, 'read-only'), 0o555);
+      const locked = await runIn(place, ['init', 'tt', '--lang', 'c', '--dir', join(place, 'locked/tt')]);
+      expect(locked.stderr).toBe(`corral: cannot use ${place}/locked/tt: permission denied (EACCES) (E_INPUT_VALIDATION)\n`);
+      expect(locked.code).toBe(1);
+      const readOnly = await runIn(place, ['init', 'tt', '--lang', 'c', '--dir', join(place, 'read-only')]);
+      expect(readOnly.stderr).toBe(
+        `corral: cannot create the tool in ${place}/read-only: cannot write ${place}/read-only/tool-spec.json: permission denied (EACCES) (E_INPUT_VALIDATION)\n`,
+      );
+      expect(readOnly.code).toBe(1);
     } finally {
       await chmod(join(place, 'locked'), 0o755);
       await rm(place, { recursive: true, force: true });

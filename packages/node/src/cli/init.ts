@@ -1,8 +1,9 @@
 /** `corral init NAME --lang c|rust|js`: a new tool folder that builds and passes `corral test` at once. */
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
-import { EXIT_OK, UsageError, parse, type Cli } from './shared.js';
-import { makeFolders } from '../folders.js';
+import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { EXIT_OK, UsageError, fileProblem, parse, type Cli } from './shared.js';
+import { FolderError, makeFolders } from '../folders.js';
 
 export const help = `corral init NAME --lang c|rust|js [--dir PATH]
 
@@ -40,9 +41,10 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
         (st) => !st.isDirectory(),
         () => false,
       ));
-    throw new UsageError(
-      `cannot use ${dir}: ${isFile ? 'it is a file' : err.code === 'ENOTDIR' ? 'a file that is not a folder is on the way' : err.message}`,
-    );
+    const message = `cannot use ${dir}: ${isFile ? 'it is a file' : err.code === 'ENOTDIR' ? 'a file that is not a folder is on the way' : `${fileProblem(err)} (${err.code})`}`;
+    // A file where the folder should be is the user's choice of name; any other refusal (EACCES…) is the system's.
+    if (err.code === 'ENOTDIR') throw new UsageError(message);
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, message, { path: dir, cause: err.code ?? '' });
   });
   if (existing.length > 0) throw new UsageError(`${dir} already exists and is not empty: choose another name or --dir.`);
 
@@ -53,10 +55,17 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       await writeFile(join(dir, path), text);
     }
   } catch (err) {
-    // A place the system refuses: a folder under /proc, a file in the way, no permission.
+    // A place the system refuses (a folder under /proc, no permission, a read-only file system): not a misuse
+    // of the command, so exit 1 as every other refused write does, not 2.
     const code = (err as NodeJS.ErrnoException | null)?.code;
     if (typeof code !== 'string') throw err;
-    throw new UsageError(`cannot create the tool in ${dir}: ${(err as Error).message}`, { cause: code });
+    // makeFolders says which folder and why; a file's own refusal gets the same words (not "EACCES: …, open '…'").
+    const file = (err as NodeJS.ErrnoException).path;
+    const why = err instanceof FolderError || !file ? (err as Error).message : `cannot write ${file}: ${fileProblem(err)} (${code})`;
+    throw new CorralError(ErrorCodes.INPUT_VALIDATION, `cannot create the tool in ${dir}: ${why}`, {
+      path: dir,
+      cause: code,
+    });
   }
   const shown = relative(process.cwd(), dir) || '.';
   io.stderr.write(`Created ${values.lang} tool ${name} in ${shown}/: ${Object.keys(files).sort().join(', ')}\n`);
