@@ -193,6 +193,19 @@ const ROWS: Row[] = [
     code: 2,
     says: /--input needs a value\./,
   },
+  {
+    case: 'an empty --output (an unset shell variable): a usage error naming the flag',
+    args: () => ['snapshots', 'export', '--output', ''],
+    code: 2,
+    says: /^corral: --output needs a path, not an empty string\.\n/,
+  },
+  {
+    case: 'an empty --policy, with --json',
+    args: () => ['policy', 'show', '--policy', '', '--json'],
+    code: 2,
+    says: /--policy needs a path, not an empty string/,
+    envelope: 'E_USAGE',
+  },
   // input
   {
     case: 'malformed --input JSON: the call is refused (exit 1), as HTTP refuses a body that is not JSON',

@@ -74,7 +74,6 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   if (values['store-max-mb'] !== undefined && values['no-store']) throw new UsageError('--store-max-mb caps a store; --no-store has none.');
   const { storeCapFlag } = await import('./store.js');
   const storeMaxBytes = storeCapFlag(values['store-max-mb']);
-  if (values.policy === '') throw new UsageError('--policy needs a file.');
   let approvalTimeoutMs: number | undefined;
   if (values['approval-timeout'] !== undefined) {
     const ms = Number(values['approval-timeout']);

@@ -88,14 +88,40 @@ type WithHelp<T extends Options> = {
   strict: true;
 };
 
+/**
+ * Flags whose value is a file or folder (or a store URL). An empty one (`--output ''`, often an unset
+ * shell variable) names nothing: said as such, before it becomes the current folder or a bare ENOENT.
+ */
+const PATH_FLAGS = new Set([
+  'output',
+  'archive',
+  'policy',
+  'store',
+  'dir',
+  'input-file',
+  'inputs',
+  'wasm',
+  'spec',
+  'tools',
+  'workflows',
+  'token-file',
+  'approver-token-file',
+]);
+
 /** Parse a command's flags (and -h/--help) strictly; a bad flag is a UsageError. */
 export function parse<T extends Options>(args: string[], options: T, allowPositionals: boolean): ReturnType<typeof parseArgs<WithHelp<T>>> {
   const all = { ...options, help: { type: 'boolean', short: 'h' } } as const;
+  let parsed: ReturnType<typeof parseArgs<WithHelp<T>>>;
   try {
-    return parseArgs({ args, options: all, allowPositionals, strict: true });
+    parsed = parseArgs({ args, options: all, allowPositionals, strict: true });
   } catch (err) {
     throw usageFromParseArgs(err, all);
   }
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (PATH_FLAGS.has(name) && (value === '' || (Array.isArray(value) && value.includes(''))))
+      throw new UsageError(`--${name} needs a path, not an empty string.`, { option: `--${name}` });
+  }
+  return parsed;
 }
 
 /**
