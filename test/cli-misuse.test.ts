@@ -612,6 +612,20 @@ describe.runIf(process.platform === 'linux')('corral writing where the system re
     expect((await lstat(join(place, 'policy.yaml'))).isSymbolicLink()).toBe(true);
     expect(await readFile(join(place, 'dotfiles/policy.yaml'), 'utf8')).toMatch(/^unlisted_tools: deny$/m);
   });
+
+  it('init --dir link/../x makes the tool beside the link target, and build and test look for it there', async () => {
+    const place = join(home, 'dotdot-init');
+    await mkdir(join(place, 'target/sub'), { recursive: true });
+    await symlink(join(place, 'target/sub'), join(place, 'link'));
+    const made = await corral(['init', 'tt', '--lang', 'c', '--dir', `${place}/link/../tt`]);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toBe(`Next: corral build ${place}/link/../tt && corral test ${place}/link/../tt\n`);
+    expect((await readdir(join(place, 'target/tt'))).sort()).toEqual(['README.md', 'examples', 'src', 'tool-spec.json']);
+    // Not built yet: test says so about the folder init made (by name, link/.. would be a folder that does not exist).
+    const tested = await corral(['test', `${place}/link/../tt`]);
+    expect(tested.stderr).toContain(`${place}/target/tt/tt.wasm does not exist`);
+    expect((await readdir(place)).sort()).toEqual(['link', 'target']);
+  });
 });
 
 describe('corral run with a store that does not answer', () => {

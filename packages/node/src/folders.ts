@@ -10,8 +10,8 @@
  * does, so a file opened there afterwards lands in the folder just made.
  */
 import { existsSync, lstatSync, mkdirSync, statSync } from 'node:fs';
-import { access, lstat, mkdir, stat } from 'node:fs/promises';
-import { dirname, isAbsolute, sep } from 'node:path';
+import { access, lstat, mkdir, realpath, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, resolve, sep } from 'node:path';
 
 /**
  * A path the user gave, made absolute as the kernel reads it: the working
@@ -21,6 +21,17 @@ import { dirname, isAbsolute, sep } from 'node:path';
  */
 export function absoluteAsGiven(path: string): string {
   return isAbsolute(path) ? path : `${process.cwd()}${sep}${path}`;
+}
+
+/**
+ * An existing folder the user named, as an absolute path safe to join() onto: its real path when it
+ * climbs with `..` (`link/..` is above the link's target, which resolve() would not find), else
+ * resolve()'s answer, so an ordinary path is shown as the user knows it. A path that is not there is
+ * resolved by name, for the caller to say so.
+ */
+export async function folderAsGiven(path: string): Promise<string> {
+  if (!path.split(/[\\/]/).includes('..')) return resolve(path);
+  return realpath(path).catch(() => resolve(path));
 }
 
 /** A folder that could not be made: `folder` is the first one refused, `code` the system's reason (EEXIST: a file is in the way). */

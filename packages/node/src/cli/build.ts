@@ -2,6 +2,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { folderAsGiven } from '../folders.js';
 import { forTerminal } from '../terminal.js';
 import { EXIT_OK, EXIT_TOOL_FAILED, UsageError, parse, type Cli } from './shared.js';
 
@@ -19,7 +20,8 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   const { values, positionals } = parse(args, { lang: { type: 'string' } }, true);
   if (values.help) return (print(help), EXIT_OK);
   if (positionals.length > 1) throw new UsageError('build one tool folder at a time, e.g. corral build word-count');
-  const dir = resolve(positionals[0] ?? '.');
+  // `link/..` is the folder above the link's target, where `corral init --dir link/../x` made the tool.
+  const dir = await folderAsGiven(positionals[0] ?? '.');
   const specPath = join(dir, 'tool-spec.json');
   const isDir = await stat(dir).then(
     (s) => s.isDirectory(),

@@ -1,9 +1,9 @@
 /** `corral init NAME --lang c|rust|js`: a new tool folder that builds and passes `corral test` at once. */
 import { readdir, stat, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, relative } from 'node:path';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { EXIT_OK, UsageError, fileProblem, parse, type Cli } from './shared.js';
-import { FolderError, makeFolders } from '../folders.js';
+import { FolderError, absoluteAsGiven, makeFolders } from '../folders.js';
 
 export const help = `corral init NAME --lang c|rust|js [--dir PATH]
 
@@ -31,7 +31,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   if (!isLanguageName(values.lang))
     throw new UsageError(`unknown --lang ${JSON.stringify(values.lang)}: use ${LANGUAGE_NAMES.join(', ')}.`);
 
-  const dir = resolve(values.dir ?? name);
+  // As given, like every path Corral creates: `link/../x` is made beside the link's target (resolve() and join() would not).
+  const dir = absoluteAsGiven(values.dir ?? name);
   const existing = await readdir(dir).catch(async (err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return [];
     // ENOTDIR: dir itself is a file, or a file is on the way to it.
@@ -51,8 +52,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   const files = (await language(values.lang)).scaffold(name);
   try {
     for (const [path, text] of Object.entries(files)) {
-      await makeFolders(dirname(join(dir, path)));
-      await writeFile(join(dir, path), text);
+      await makeFolders(dirname(`${dir}/${path}`));
+      await writeFile(`${dir}/${path}`, text);
     }
   } catch (err) {
     // A place the system refuses (a folder under /proc, no permission, a read-only file system): not a misuse
@@ -67,7 +68,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
       cause: code,
     });
   }
-  const shown = relative(process.cwd(), dir) || '.';
+  // relative() would drop `link/..` by name: such a --dir is shown as typed.
+  const shown = dir.split('/').includes('..') ? values.dir! : relative(process.cwd(), dir) || '.';
   io.stderr.write(`Created ${values.lang} tool ${name} in ${shown}/: ${Object.keys(files).sort().join(', ')}\n`);
   print(`Next: corral build ${shown} && corral test ${shown}`);
   return EXIT_OK;

@@ -4,8 +4,9 @@
  * expected one, like snapshot tests.
  */
 import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
+import { join, relative } from 'node:path';
 import type { InvokeResult } from '@corral/core';
+import { folderAsGiven } from '../folders.js';
 import { forTerminal } from '../terminal.js';
 import { EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE, UsageError, indent, parse, prepareProgress, type Cli } from './shared.js';
 
@@ -29,7 +30,8 @@ export async function command(args: string[], { print, fail, io }: Cli): Promise
   const { values, positionals } = parse(args, { update: { type: 'boolean' } }, true);
   if (values.help) return (print(help), EXIT_OK);
   if (positionals.length > 1) throw new UsageError('test one tool folder at a time, e.g. corral test word-count');
-  const dir = resolve(positionals[0] ?? '.');
+  // `link/..` is the folder above the link's target, where `corral init --dir link/../x` made the tool.
+  const dir = await folderAsGiven(positionals[0] ?? '.');
   const specPath = join(dir, 'tool-spec.json');
   const isFile = await stat(specPath).then(
     (s) => s.isFile(),
