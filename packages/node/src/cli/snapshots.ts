@@ -223,7 +223,6 @@ async function exportCommand(args: string[], print: Print): Promise<number> {
   if (values.help) return (print(help), EXIT_OK);
   if (positionals.length > 0) throw new UsageError('snapshots export takes no arguments; use --output FILE to write a file.');
   if ((values.format ?? 'jsonl') !== 'jsonl') throw new UsageError(`bad --format ${values.format}: only jsonl is supported.`);
-  if (values.output === '') throw new UsageError('--output needs a file path.');
   const store = await openExisting(values.store);
   if (!store) throw noStore(values.store);
   try {
@@ -254,7 +253,6 @@ async function pruneCommand(args: string[], print: Print): Promise<number> {
   );
   if (values.help) return (print(help), EXIT_OK);
   if (positionals.length > 0) throw new UsageError('snapshots prune takes --older-than DURATION or --keep N, not arguments.');
-  if (values.archive === '') throw new UsageError('--archive needs a file path.');
   if ((values['older-than'] === undefined) === (values.keep === undefined)) {
     throw new UsageError('give one of --older-than DURATION (e.g. 30d) or --keep N.');
   }
