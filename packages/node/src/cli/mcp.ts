@@ -150,20 +150,26 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
   await server.server.connect(transport);
   log(`serving ${corral.registry.list().length} tool(s) over stdio`);
 
-  // Serve until the client closes stdin or the process is told to stop.
+  // Serve until the client closes stdin and every request it sent is answered (a client that sends its
+  // last call and closes stdin still gets the answer), or until the process is told to stop.
   await new Promise<void>((done) => {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      io.stdin.off('end', stop);
-      io.stdin.off('close', stop);
+      io.stdin.off('end', ended);
+      io.stdin.off('close', ended);
       server.server.onclose = undefined;
       done();
     };
+    const ended = () => {
+      io.stdin.off('end', ended);
+      io.stdin.off('close', ended);
+      void transport.idle().then(stop);
+    };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-    io.stdin.once('end', stop);
-    io.stdin.once('close', stop);
+    io.stdin.once('end', ended);
+    io.stdin.once('close', ended);
     server.server.onclose = stop;
   });
   watcher.close();

@@ -32,6 +32,16 @@ export class LineStdioTransport implements Transport {
   /** Skipping a line over the limit: its first and latest bytes, for its id. */
   #skipping: { head: Buffer; tail: Buffer } | undefined;
   #started = false;
+  #closed = false;
+  /** The rest of a chunk not read yet: stdout was backed up (a client that does not read its answers). */
+  #held: Buffer | undefined;
+  /** Requests read and not answered yet (how many, by JSON of their id), and who waits for there to be none. */
+  readonly #open = new Map<string, number>();
+  #idle: (() => void)[] = [];
+  /** Lines dropped so far; only some are logged, so a flood of them cannot fill an unread stderr. */
+  #dropped = 0;
+  /** Resolves when stdout drains, for the answers written while it was backed up. */
+  #drained: Promise<void> | undefined;
 
   constructor(stdin: Readable, stdout: Writable, options: { maxMessageBytes?: number; log?: (message: string) => void } = {}) {
     this.#stdin = stdin;
@@ -48,27 +58,77 @@ export class LineStdioTransport implements Transport {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    this.#held = undefined;
+    this.#stdout.off('drain', this.#onDrain);
     this.#stdin.off('data', this.#onData);
     this.#stdin.off('error', this.#onError);
     if (this.#stdin.listenerCount('data') === 0) this.#stdin.pause();
     this.#chunks = [];
     this.#size = 0;
     this.#skipping = undefined;
+    this.#open.clear();
+    this.#settle();
     this.onclose?.();
   }
 
+  /**
+   * Resolves once every request read so far has been answered (at once when none waits). `corral mcp`
+   * waits for it when the client closes stdin, so a call in flight then still gets its answer.
+   */
+  idle(): Promise<void> {
+    if (this.#open.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #answered(id: unknown): void {
+    const key = JSON.stringify(id);
+    const n = this.#open.get(key);
+    if (n === undefined) return;
+    if (n > 1) this.#open.set(key, n - 1);
+    else this.#open.delete(key);
+    this.#settle();
+  }
+
+  #settle(): void {
+    if (this.#open.size > 0) return;
+    const waiting = this.#idle;
+    this.#idle = [];
+    for (const resolve of waiting) resolve();
+  }
+
   send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.#stdout.write(`${JSON.stringify(message)}\n`)) resolve();
-      else this.#stdout.once('drain', resolve);
-    });
+    const m = message as { id?: unknown; method?: unknown };
+    if (m.method === undefined && m.id !== undefined) this.#answered(m.id);
+    if (this.#stdout.write(`${JSON.stringify(message)}\n`)) return Promise.resolve();
+    // One 'drain' listener for every answer waiting, not one each (Node warns past ten).
+    this.#drained ??= new Promise((resolve) =>
+      this.#stdout.once('drain', () => {
+        this.#drained = undefined;
+        resolve();
+      }),
+    );
+    return this.#drained;
   }
 
   readonly #onError = (error: Error) => this.onerror?.(error);
 
-  readonly #onData = (chunk: Buffer) => {
+  readonly #onData = (chunk: Buffer) => this.#read(chunk);
+
+  /**
+   * Lines of `chunk`, until stdout is backed up: then the rest is held and stdin paused until stdout
+   * drains. Read on regardless, a client that never read its answers (each line may be answered, if
+   * only with an error) grew this process's memory without bound, hundreds of bytes per line sent.
+   */
+  #read(chunk: Buffer): void {
     let at = 0;
     while (at < chunk.length) {
+      if (this.#stdout.writableNeedDrain) {
+        this.#held = chunk.subarray(at);
+        this.#stdin.pause();
+        this.#stdout.once('drain', this.#onDrain);
+        return;
+      }
       const end = chunk.indexOf(0x0a, at);
       const piece = chunk.subarray(at, end === -1 ? chunk.length : end);
       this.#take(piece);
@@ -76,6 +136,14 @@ export class LineStdioTransport implements Transport {
       this.#lineEnded();
       at = end + 1;
     }
+  }
+
+  readonly #onDrain = () => {
+    const held = this.#held;
+    this.#held = undefined;
+    if (this.#closed) return;
+    if (held) this.#read(held);
+    if (this.#held === undefined) this.#stdin.resume();
   };
 
   /** Part of the current line. */
@@ -102,7 +170,7 @@ export class LineStdioTransport implements Transport {
     if (skipped) {
       this.#skipping = undefined;
       const id = idOf(skipped.head, skipped.tail);
-      this.#log(`a message over ${this.#maxBytes} bytes was dropped${id === undefined ? '' : ` (request id ${JSON.stringify(id)})`}`);
+      this.#drop(`a message over ${this.#maxBytes} bytes was dropped${id === undefined ? '' : ` (request id ${JSON.stringify(id)})`}`);
       // A notification, or an id that cannot be read: nothing to answer, or answered to nobody in particular (null).
       if (id !== undefined)
         this.#reply(id, ErrorCode.InvalidRequest, `The message is over ${this.#maxBytes} bytes, the most this server reads`, {
@@ -119,12 +187,12 @@ export class LineStdioTransport implements Transport {
     try {
       value = JSON.parse(text);
     } catch {
-      this.#log('a line that is not JSON was dropped');
+      this.#drop('a line that is not JSON was dropped');
       return this.#reply(null, ErrorCode.ParseError, 'Parse error: the line is not JSON');
     }
     const parsed = JSONRPCMessageSchema.safeParse(value);
     if (!parsed.success) {
-      this.#log('a line that is not a JSON-RPC message was dropped');
+      this.#drop('a line that is not a JSON-RPC message was dropped');
       const id = (value as { id?: unknown } | null)?.id;
       return this.#reply(
         typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null,
@@ -132,7 +200,21 @@ export class LineStdioTransport implements Transport {
         'Invalid Request: not a JSON-RPC 2.0 message',
       );
     }
+    const message = parsed.data as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
+    if (message.method !== undefined && message.id !== undefined) {
+      const key = JSON.stringify(message.id);
+      this.#open.set(key, (this.#open.get(key) ?? 0) + 1);
+    }
+    // The SDK sends no answer to a request the client cancelled: it waits for none.
+    if (message.method === 'notifications/cancelled' && message.params?.requestId !== undefined) this.#answered(message.params.requestId);
     this.onmessage?.(parsed.data);
+  }
+
+  /** Log a dropped line: the first hundred, then one at each power of ten, with the count. */
+  #drop(message: string): void {
+    const n = ++this.#dropped;
+    if (n <= 100) return this.#log(message);
+    if (/^10+$/.test(String(n))) this.#log(`${message} (${n} lines dropped so far; only some are logged)`);
   }
 
   #reply(id: Id, code: number, message: string, data?: Record<string, unknown>): void {
