@@ -216,6 +216,10 @@ describe('corral policy on a policy file that is a symlink', () => {
     const refused = await corral(e, ['policy', 'grant', 'file-stats', '--mount', `${join(e.dir, 'dotfiles')}:/workspace`]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/holds the policy file/);
+    // The folder holding the link too: a tool that may write there could point the link at its own policy.
+    const holding = await corral(e, ['policy', 'grant', 'edit', '--mount', `${join(e.dir, 'config')}:/workspace:rw`]);
+    expect(holding.code).toBe(1);
+    expect(holding.stderr).toMatch(/holds a link on the way to the policy file/);
     expect((await corral(e, ['policy', 'revoke', 'file-stats', '--mount', `${e.src}:/workspace:ro`])).code).toBe(0);
     expect(readFileSync(real, 'utf8')).not.toContain(e.src);
   });

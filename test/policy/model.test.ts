@@ -219,6 +219,34 @@ describe('grants', () => {
     expect(d.decision === 'deny' && d.error.details.reason).toBe('protected_folder');
   });
 
+  // Only where the links led was guarded: a tool that may write the folder holding a link on the way to the
+  // policy (~/.config/corral/policy.yaml -> ~/dotfiles/...) could replace the link with its own policy.
+  it('protects the folder holding a link on the way to the policy, not only where the link leads', async () => {
+    const t = tree();
+    const rw = (folder: string): Policy => ({
+      version: 1,
+      tools: { 'file-stats': { mounts: { '/out': [{ folder, access: 'read-write' }] } } },
+    });
+    const cfg = join(t.src, 'sub');
+    writeFileSync(t.policyFile, 'version: 1\n');
+    symlinkSync(t.policyFile, join(cfg, 'policy.yaml')); // the policy file is a link to state/policy.yaml
+    symlinkSync(t.state, join(t.src, 'state-link')); // a folder on the way is a link to state/
+    for (const policyPath of [join(cfg, 'policy.yaml'), join(t.src, 'state-link', 'policy.yaml')]) {
+      const guarded = { ...host(t), protectedPaths: [policyPath] };
+      const d = await evaluatePolicy(rw(cfg), request({ '/out': cfg }), guarded);
+      const holding = policyPath.startsWith(cfg) ? d : await evaluatePolicy(rw(t.src), request({ '/out': t.src }), guarded);
+      expect(holding.decision === 'deny' && holding.error.details.reason, policyPath).toBe('protected_folder');
+      // Where the link leads stays guarded, and a folder beside the link is not.
+      const target = await evaluatePolicy(rw(t.state), request({ '/out': t.state }), guarded);
+      expect(target.decision === 'deny' && target.error.details.reason).toBe('protected_folder');
+    }
+    const beside = await evaluatePolicy(rw(t.secret), request({ '/out': t.secret }), {
+      ...host(t),
+      protectedPaths: [join(cfg, 'policy.yaml')],
+    });
+    expect(beside.decision).toBe('allow');
+  });
+
   it('keeps a mount inside the caller’s roots when the caller gives roots', async () => {
     const t = tree();
     const policy = grantSrc(t);

@@ -94,6 +94,7 @@ export {
   policyDenied,
   toolPolicy,
   isWithin,
+  linksOnTheWay,
   approvalCovers,
   type Policy,
   type ToolPolicy,

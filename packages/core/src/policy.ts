@@ -296,6 +296,31 @@ export async function realpathOrPlanned(realpath: PolicyHost['realpath'], path: 
   return normalize(path);
 }
 
+/**
+ * Where each symbolic link on the way to `path` lies (the link itself, not what it leads to). A tool
+ * that may write the folder holding one could point it elsewhere: `~/.config/corral/policy.yaml ->
+ * ~/dotfiles/policy.yaml` with ~/.config mounted read-write let the tool put its own policy file
+ * there. A link is an entry whose real path is not its folder's real path plus its name.
+ */
+export async function linksOnTheWay(realpath: PolicyHost['realpath'], path: string): Promise<string[]> {
+  const links: string[] = [];
+  const parts = path.split('/').filter((s) => s !== '' && s !== '.');
+  for (let i = 0; i < parts.length; i++) {
+    const name = parts[i]!;
+    if (name === '..') continue;
+    const folder = `/${parts.slice(0, i).join('/')}`;
+    let entry: string;
+    try {
+      entry = `${(await realpath(folder)).replace(/\/$/, '')}/${name}`;
+    } catch {
+      break; // the rest does not exist: no link there to follow
+    }
+    const real = await realpath(`${folder === '/' ? '' : folder}/${name}`).catch(() => undefined);
+    if (real !== entry) links.push(normalize(entry));
+  }
+  return links;
+}
+
 /** The policy entry that applies to a tool version, if any. */
 export function toolPolicy(policy: Policy, name: string, version: string): ToolPolicy | undefined {
   const tools = policy.tools ?? {};
@@ -390,7 +415,17 @@ export async function evaluatePolicy(policy: Policy, request: PolicyRequest, hos
   // Folders, each on real paths: symlinks, '..' and (where the OS folds it) case resolved before any comparison.
   const declared = spec.mounts ?? [];
   const roots = checked.roots && (await Promise.all(checked.roots.map((r) => realpathOrPlanned(host.realpath, r))));
-  const protectedReal = await Promise.all((host.protectedPaths ?? []).map((p) => realpathOrPlanned(host.realpath, p)));
+  // Only a call that binds folders needs them (every link on the way to each is a realpath or two).
+  const protectedReal = (
+    checked.bindings.length === 0
+      ? []
+      : await Promise.all(
+          (host.protectedPaths ?? []).map(async (p) => [
+            await realpathOrPlanned(host.realpath, p),
+            ...(await linksOnTheWay(host.realpath, p)),
+          ]),
+        )
+  ).flat();
   const mounts: MountBinding[] = [];
   const folders: FolderUse[] = [];
   for (const [guest, asked] of checked.bindings) {

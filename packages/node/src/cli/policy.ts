@@ -9,6 +9,7 @@ import {
   Registry,
   type ErrorDetails,
   isWithin,
+  linksOnTheWay,
   nowNs,
   type ApprovalRecord,
   type MountAccess,
@@ -147,7 +148,17 @@ async function guardedPaths(policyPath: string, storePath: string, toolDirs: str
     { path: defaultCacheDir(), what: 'the transpile cache' },
     ...corralCodePaths().map((path) => ({ path, what: "Corral's own code or bundled tools" })),
     ...toolDirs.map((dir) => ({ path: resolve(dir), what: 'a --tools folder' })),
-  ]).then((list) => Promise.all(list.map(async (g) => ({ ...g, path: await plannedRealpath(g.path) }))));
+  ]).then(async (list) =>
+    (
+      await Promise.all(
+        list.map(async (g) => [
+          { ...g, path: await plannedRealpath(g.path) },
+          // A link on the way (policy.yaml -> ~/dotfiles/...): a tool that may write its folder could repoint it.
+          ...(await linksOnTheWay((p) => realpath(p), g.path)).map((path) => ({ path, what: `a link on the way to ${g.what}` })),
+        ]),
+      )
+    ).flat(),
+  );
 }
 
 function refuse(message: string, details: ErrorDetails<'E_INPUT_VALIDATION'> = {}): never {
