@@ -104,4 +104,13 @@ describe('writeBuilt while the folders on the way are swapped for links', () => 
     await writeBuilt(dir, join(dir, 'out/deep/x.wasm'), bytes);
     expect(readFileSync(join(dir, 'out/deep/x.wasm'))).toEqual(Buffer.from(bytes));
   }, 60_000);
+
+  // The temporary file was named after the component: a name of 240 bytes (legal) went over NAME_MAX with its suffix.
+  it('writes a component whose name is as long as the system allows', async () => {
+    const { writeBuilt } = await import('../../packages/node/dist/author/language.js');
+    const dir = mkdtempSync(join(root, 'long-'));
+    const name = `${'n'.repeat(250)}.wasm`;
+    await writeBuilt(dir, join(dir, name), new Uint8Array([0, 0x61, 0x73, 0x6d]));
+    expect(readdirSync(dir)).toEqual([name]);
+  });
 });

@@ -125,7 +125,8 @@ async function writeBuiltChecked(dir: string, out: string, bytes: Uint8Array): P
 
 /** `bytes` as `folder/name`: a new file (O_EXCL, never through a link) renamed into place, so a link there is replaced, not followed. */
 async function placeFile(folder: string, name: string, bytes: Uint8Array): Promise<void> {
-  const tmp = `${folder}/.${name}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+  // Not named after `name`: a name near NAME_MAX (255 bytes) plus a suffix failed with ENAMETOOLONG.
+  const tmp = `${folder}/.corral-build-${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
   await writeFile(tmp, bytes, { mode: 0o644, flag: 'wx' });
   try {
     await rename(tmp, `${folder}/${name}`);
