@@ -230,7 +230,7 @@ describe("a damaged prepared component from a cache of one's own", () => {
   it('a core module whose code is not valid WebAssembly is E_REGISTRATION that names it', async () => {
     // Before: E_UNEXPECTED_EXIT "sandbox worker failed: WebAssembly.compile(): …" (jco checks structure, not code).
     let damaged = '';
-    const result = await withDamagedCache((prepared) => {
+    const result = await withDamagedCache(({ preview1: _runsTheGlue, ...prepared }) => {
       const names = Object.keys(prepared.modules);
       const sizes = names.map((name) => prepared.modules[name]!.length);
       damaged = names[sizes.indexOf(Math.max(...sizes))]!;
@@ -240,6 +240,18 @@ describe("a damaged prepared component from a cache of one's own", () => {
     });
     expect(result.error).toMatchObject({ code: 'E_REGISTRATION', details: { module: damaged } });
     expect(result.error?.message).toMatch(/not valid WebAssembly/);
+  }, 60_000);
+
+  it('an adapted preview1 module whose code is not valid WebAssembly is E_REGISTRATION too', async () => {
+    const result = await withDamagedCache((prepared) => {
+      // echo is a preview1 module in jco's adapter: prepared with that module, which runs instead of the glue.
+      expect(prepared.preview1).toBeInstanceOf(Uint8Array);
+      const bytes = prepared.preview1!.slice();
+      bytes[codeSectionEnd(bytes) - 1] = 0xff;
+      return { ...prepared, preview1: bytes };
+    });
+    expect(result.error).toMatchObject({ code: 'E_REGISTRATION' });
+    expect(result.error?.message).toMatch(/not valid WebAssembly|compile/);
   }, 60_000);
 });
 

@@ -9,6 +9,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { detectWasmKind } from '@corral/core';
 import { decodePreparedFile, encodePreparedFile, prepareComponent } from '@corral/wasi';
+// The build's own copy of what a Node sandbox worker asks when it prepares a component.
+import { findPreview1 } from '../packages/node/dist/adapted.js';
 
 const here = new URL('.', import.meta.url).pathname;
 for (const name of readdirSync(here).sort()) {
@@ -21,5 +23,7 @@ for (const name of readdirSync(here).sort()) {
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const out = wasmFile.replace(/\.wasm$/, '.prepared.json');
   if (existsSync(out) && decodePreparedFile(readFileSync(out, 'utf8'), sha256)) continue;
-  writeFileSync(out, encodePreparedFile(sha256, await prepareComponent(bytes, name)));
+  const prepared = await prepareComponent(bytes, name);
+  const preview1 = await findPreview1(bytes);
+  writeFileSync(out, encodePreparedFile(sha256, preview1 ? { ...prepared, preview1 } : prepared));
 }

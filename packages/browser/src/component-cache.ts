@@ -103,6 +103,7 @@ function isPrepared(value: unknown): value is PreparedComponent {
     Array.isArray(v.imports) &&
     typeof v.modules === 'object' &&
     v.modules !== null &&
-    Object.values(v.modules).every((m) => m instanceof Uint8Array)
+    Object.values(v.modules).every((m) => m instanceof Uint8Array) &&
+    (v.preview1 === undefined || v.preview1 instanceof Uint8Array)
   );
 }

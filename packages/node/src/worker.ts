@@ -11,11 +11,13 @@ import type { Endpoint } from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { exposeSandboxWorker } from '@corral/wasi/worker';
 import { hostMountOpeners } from './mounts.js';
+import { findPreview1 } from './adapted.js';
 
 if (!parentPort) throw new Error('worker.js must run in a worker thread');
 exposeSandboxWorker(
   {
     mountOpeners: hostMountOpeners(),
+    findPreview1,
     ...(typeof workerData?.toolCacheBytes === 'number' ? { cacheBytes: workerData.toolCacheBytes as number } : {}),
   },
   (nodeEndpoint as unknown as (port: unknown) => Endpoint)(parentPort),

@@ -81,7 +81,17 @@ export function workerCalls(remote: Remote<SandboxWorkerApi>): WorkerCalls {
 const RECENT_TOOLS = 2;
 
 /** What a call runs: a preview1 module as it is, or a component transpiled by jco. */
-type Program = { kind: 'module'; bytes: Uint8Array } | { kind: 'component'; prepared: PreparedComponent };
+type Program = { kind: 'module'; bytes: Uint8Array; adapted?: true } | { kind: 'component'; prepared: PreparedComponent };
+
+/**
+ * What runs a component: the preview1 module it merely wraps in the preview1
+ * adapter (PreparedComponent.preview1), marked so that it exits as the
+ * component would; else its glue. The module needs one instance a call where
+ * the glue needs four, and no lifting and lowering between them.
+ */
+function componentProgram(prepared: PreparedComponent): Program {
+  return prepared.preview1 ? { kind: 'module', bytes: prepared.preview1, adapted: true } : { kind: 'component', prepared };
+}
 
 /** What a worker compiles ahead of a call: the program, for calls capped at `memoryLimitBytes`. */
 function preloadJob(key: string, program: Program, memoryLimitBytes: number, toolName: string): PreloadJob {
@@ -92,7 +102,14 @@ function preloadJob(key: string, program: Program, memoryLimitBytes: number, too
 
 /** The job for one worker: the program goes along only when the worker has not compiled it yet. */
 function runJob(worker: ExecutorWorker, key: string, program: Program, request: RunRequest): RunJob {
-  return worker.loaded.has(key) ? { kind: program.kind, key, request } : { ...program, key, request };
+  return worker.loaded.has(key) ? { kind: program.kind, key, request } : jobWithProgram(key, program, request);
+}
+
+/** A job that carries its program, for a worker that may not hold it. */
+function jobWithProgram(key: string, program: Program, request: RunRequest): RunJob {
+  return program.kind === 'module'
+    ? { kind: 'module', key, bytes: program.bytes, request }
+    : { kind: 'component', key, prepared: program.prepared, request };
 }
 
 /** Send a job, with its input's buffer moved rather than copied when the caller gave it up. */
@@ -214,7 +231,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const mounts = await checkMountSources(request.mounts, this.#options.mountSources);
     // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
     const kind = tool.spec.kind ?? 'component';
-    const program: Program = kind === 'module' ? { kind, bytes: tool.wasm } : { kind, prepared: await this.prepare(tool) };
+    const program: Program = kind === 'module' ? { kind, bytes: tool.wasm } : componentProgram(await this.prepare(tool));
     const runRequest: RunRequest = {
       toolName: tool.spec.name,
       stdin: request.stdin,
@@ -224,6 +241,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
       outputLimitBytes: request.outputLimitBytes,
       memoryLimitBytes: request.memoryLimitBytes,
       diskLimitBytes: request.diskLimitBytes,
+      ...(program.kind === 'module' && program.adapted ? { adapterExit: true } : {}),
     };
     this.#remember(key, program, runRequest);
     return this.pool.run((worker) => runOn(worker, key, program, runRequest, request), {
@@ -251,7 +269,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const key = await sha256Hex(wasm);
     const mounts = await checkMountSources(request.mounts, this.#options.mountSources);
     const program: Program =
-      kind === 'module' ? { kind, bytes: wasm } : { kind, prepared: await this.#prepareBytes(key, wasm, request.name, request.onPrepare) };
+      kind === 'module' ? { kind, bytes: wasm } : componentProgram(await this.#prepareBytes(key, wasm, request.name, request.onPrepare));
     // The channel also carries `terminals`: without it the program would see none.
     const streamed =
       request.onStdout !== undefined ||
@@ -270,6 +288,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
       diskLimitBytes: request.diskLimitBytes,
       scratchTmp: false,
       ...(stdio ? { stdio: stdio.channel } : {}),
+      ...(program.kind === 'module' && program.adapted ? { adapterExit: true } : {}),
     };
     try {
       const result = await this.pool.run(
@@ -277,7 +296,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
           if (!stdio) return runOn(worker, key, program, runRequest);
           // The stdio port moves to the worker (a MessagePort cannot be copied), so this job
           // cannot be sent twice: it carries its program even to a worker that holds it.
-          const job: RunJob = { ...program, key, request: runRequest };
+          const job = jobWithProgram(key, program, runRequest);
           const outcome = await worker.api.run(transfer(job, [stdio.channel.port]));
           if (!outcome.ok) throw CorralError.fromJSON(outcome.error);
           worker.loaded.add(key);
@@ -345,9 +364,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const toolName = tool.spec.name;
     const memoryLimitBytes = options.memoryLimitBytes ?? (tool.spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20;
     const program: Program =
-      (tool.spec.kind ?? 'component') === 'module'
-        ? { kind: 'module', bytes: tool.wasm }
-        : { kind: 'component', prepared: await this.prepare(tool) };
+      (tool.spec.kind ?? 'component') === 'module' ? { kind: 'module', bytes: tool.wasm } : componentProgram(await this.prepare(tool));
     const job = preloadJob(key, program, memoryLimitBytes, toolName);
     const timeoutMs = options.timeoutMs ?? 30_000;
     await this.pool.run((worker) => this.#preload(worker, job), {

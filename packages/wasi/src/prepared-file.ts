@@ -18,12 +18,21 @@ interface PreparedFile {
   imports: string[];
   /** Core module name → its bytes in base64. */
   modules: Record<string, string>;
+  /** PreparedComponent.preview1 in base64, when the component is an adapted preview1 module. */
+  preview1?: string;
 }
 
 /** The file's text for `prepared`, made from the component whose SHA-256 is `sha256`. */
 export function encodePreparedFile(sha256: string, prepared: PreparedComponent): string {
   const modules = Object.fromEntries(Object.entries(prepared.modules).map(([name, bytes]) => [name, toBase64(bytes)]));
-  const file: PreparedFile = { format: PREPARED_FORMAT, sha256, glue: prepared.glue, imports: prepared.imports, modules };
+  const file: PreparedFile = {
+    format: PREPARED_FORMAT,
+    sha256,
+    glue: prepared.glue,
+    imports: prepared.imports,
+    modules,
+    ...(prepared.preview1 ? { preview1: toBase64(prepared.preview1) } : {}),
+  };
   return JSON.stringify(file);
 }
 
@@ -44,8 +53,15 @@ export function decodePreparedFile(text: string, sha256: string): PreparedCompon
   if (typeof file.modules !== 'object' || file.modules === null) return undefined;
   const decoded = Object.entries(file.modules).map(([name, base64]) => [name, typeof base64 === 'string' ? fromBase64(base64) : undefined]);
   if (decoded.some(([, bytes]) => bytes === undefined)) return undefined;
+  const preview1 = typeof file.preview1 === 'string' ? fromBase64(file.preview1) : undefined;
+  if (file.preview1 !== undefined && preview1 === undefined) return undefined;
   // fromEntries: a module named __proto__ stays a module.
-  return { glue: file.glue, imports: file.imports, modules: Object.fromEntries(decoded) as Record<string, Uint8Array> };
+  return {
+    glue: file.glue,
+    imports: file.imports,
+    modules: Object.fromEntries(decoded) as Record<string, Uint8Array>,
+    ...(preview1 ? { preview1 } : {}),
+  };
 }
 
 function toBase64(bytes: Uint8Array): string {

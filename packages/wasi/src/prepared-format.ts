@@ -13,10 +13,10 @@ export const GLUE_REWRITES = '32febdf79c54';
  * v2: `imports` holds the declared imports (from the binary), not jco's list
  * of used ones. v3: the glue is rewritten (glue.ts), by the rewrites
  * GLUE_REWRITES names. v4: each core module's memory.grows are watched
- * (grow-watch.ts). A module of its own: hosts read it without loading the
+ * (grow-watch.ts). v5: `preview1`, an adapted module run as itself. A module of its own: hosts read it without loading the
  * transpiler or the rewrites.
  */
-export const PREPARED_FORMAT = `jco-1.15.4/v4/${GLUE_REWRITES}`;
+export const PREPARED_FORMAT = `jco-1.15.4/v5/${GLUE_REWRITES}`;
 
 /** How a glue Corral rewrote begins (glue.ts): this, then the GLUE_REWRITES that did it. */
 export const REWRITTEN_MARK = '// rewritten by corral ';
@@ -56,7 +56,7 @@ const typedArrayName = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uin
 export function copyPrepared(value: unknown): PreparedComponent | undefined {
   try {
     if (typeof value !== 'object' || value === null) return undefined;
-    const { glue, modules, imports } = value as Record<string, unknown>;
+    const { glue, modules, imports, preview1 } = value as Record<string, unknown>;
     if (typeof glue !== 'string' || rewrittenByOtherVersion(glue)) return undefined;
     if (typeof modules !== 'object' || modules === null || !Array.isArray(imports)) return undefined;
     const asked = modulesAskedFor(glue);
@@ -74,8 +74,14 @@ export function copyPrepared(value: unknown): PreparedComponent | undefined {
       if (typeof name !== 'string') return undefined;
       names.push(name);
     }
+    if (preview1 !== undefined && typedArrayName.call(preview1) !== 'Uint8Array') return undefined;
     // fromEntries: a module named __proto__ stays a module, not the object's prototype.
-    return { glue, modules: Object.fromEntries(copied), imports: names };
+    return {
+      glue,
+      modules: Object.fromEntries(copied),
+      imports: names,
+      ...(preview1 === undefined ? {} : { preview1: new Uint8Array(preview1 as Uint8Array) }),
+    };
   } catch {
     return undefined;
   }

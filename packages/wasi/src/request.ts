@@ -40,6 +40,12 @@ export interface RunRequest {
   scratchTmp?: boolean;
   /** Stream stdio through this channel instead of capturing it (`corral exec`); `stdin` is then used only when the channel does not stream it. */
   stdio?: StdioChannel;
+  /**
+   * A preview1 module run for the component that wraps it in the preview1
+   * adapter (PreparedComponent.preview1): it exits as that component would,
+   * with 1 for any code but 0 (the adapter's wasi:cli/exit takes ok or err).
+   */
+  adapterExit?: boolean;
 }
 
 export interface RunnerOptions {

@@ -19,6 +19,13 @@ export interface PreparedComponent {
    * prepared components also come from caches.
    */
   imports: string[];
+  /**
+   * The component's preview1 module, when the component is nothing but that
+   * module wrapped in jco's preview1 command adapter (the host checked that
+   * wrapping it again gives the same bytes): hosts run it on the preview1
+   * host instead of the glue, with exit codes as the adapter reports them.
+   */
+  preview1?: Uint8Array;
 }
 
 /**

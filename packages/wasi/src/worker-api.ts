@@ -52,6 +52,13 @@ export interface SandboxWorkerOptions extends RunnerOptions {
    * write back what the tool changed).
    */
   aroundRun?: (request: RunRequest, run: () => Promise<ExecutionResult>) => Promise<ExecutionResult>;
+  /**
+   * The preview1 module a component merely wraps in the preview1 adapter, or
+   * undefined (PreparedComponent.preview1): asked when a component is
+   * prepared, by a host that can rebuild the component to check. Without
+   * one, every component runs through its glue.
+   */
+  findPreview1?: (component: Uint8Array) => Promise<Uint8Array | undefined>;
 }
 
 /**
@@ -68,7 +75,7 @@ const onNextTurn: AfterReply = setImmediateOf ? (work) => void setImmediateOf(wo
 
 /** The worker side of the API: one runner per flavour, kept for the worker's life. */
 export function sandboxWorkerApi(options: SandboxWorkerOptions = {}, afterReply: AfterReply = onNextTurn): SandboxWorkerApi {
-  const { aroundRun, ...runnerOptions } = options;
+  const { aroundRun, findPreview1, ...runnerOptions } = options;
   // One byte budget for all the code the worker keeps, whatever its kind.
   const codeCache = runnerOptions.codeCache ?? new CodeCache(runnerOptions.cacheBytes);
   const components = new ComponentRunner({ ...runnerOptions, codeCache });
@@ -79,7 +86,12 @@ export function sandboxWorkerApi(options: SandboxWorkerOptions = {}, afterReply:
     job.kind === 'module' ? modules.run(job.key, job.bytes, job.request) : components.run(job.key, job.prepared, job.request);
   return {
     ping: () => true,
-    prepare: (wasm, toolName) => outcomeOf(() => prepareComponent(wasm, toolName)),
+    prepare: (wasm, toolName) =>
+      outcomeOf(async () => {
+        // Side by side: each loads a transpiler of its own the first time.
+        const [prepared, preview1] = await Promise.all([prepareComponent(wasm, toolName), findPreview1?.(wasm).catch(() => undefined)]);
+        return preview1 ? { ...prepared, preview1 } : prepared;
+      }),
     preload: (job) =>
       outcomeOf(() =>
         job.kind === 'module'

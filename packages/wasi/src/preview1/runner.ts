@@ -39,14 +39,14 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
           if (host.exitCode === undefined) throw err;
         }
         // A start function that exited (even one that caught its own unwinding and returned): _start never runs.
-        if (host.exitCode !== undefined) throw this.exitedWhileInstantiated(host.exitCode, request.toolName);
+        if (host.exitCode !== undefined) throw this.exitedWhileInstantiated(exitCode(host.exitCode, request), request.toolName);
         try {
           this.enter(host, instance!);
         } catch (err) {
           if (host.exitCode === undefined) throw err;
         }
         // A module that caught its own exit and went on (returned, or trapped later) still exited.
-        if (host.exitCode !== undefined) throw new ProcExit(host.exitCode);
+        if (host.exitCode !== undefined) throw new ProcExit(exitCode(host.exitCode, request));
       },
       // A guest that reached for the network ends E_NETWORK_BLOCKED, unless it was stopped at a limit.
       settle(end: RunEnd): RunEnd {
@@ -75,4 +75,9 @@ export class Preview1Runner extends Runner<Uint8Array, LoadedModule> {
   protected exitedWhileInstantiated(code: number, _toolName: string): Error {
     return new ProcExit(code);
   }
+}
+
+/** The exit code a call reports: the module's own, or as the component it stands for would (RunRequest.adapterExit). */
+function exitCode(code: number, request: RunRequest): number {
+  return request.adapterExit && code !== 0 ? 1 : code;
 }

@@ -1,0 +1,40 @@
+/**
+ * A component that is only a preview1 command module wrapped in jco's
+ * preview1 command adapter (what `corral build` makes of C and Rust tools,
+ * and `jco new --wasi-command`) can run as that module on the preview1 host:
+ * the adapter only turns preview1 calls into wasi:cli ones. Through the glue
+ * each call makes four core instances and lifts and lowers every value
+ * between them; the module alone makes one, and a call costs about half.
+ *
+ * Only an exact match counts: the module taken from the component, wrapped
+ * again by the same adapter, must give back the component byte for byte. Any
+ * other adapter, a different wiring, or anything added keeps the glue.
+ */
+import { componentCoreModules, coreModuleInterface } from '@corral/core/wasm';
+import { componentizeCommand } from './author/toolchain.js';
+
+/** The preview1 module `component` merely wraps, or undefined (the component then runs through its glue). */
+export async function findPreview1(component: Uint8Array): Promise<Uint8Array | undefined> {
+  let candidates: Uint8Array[];
+  try {
+    candidates = componentCoreModules(component).filter(isPreview1Command);
+  } catch {
+    return undefined;
+  }
+  if (candidates.length !== 1) return undefined;
+  const module = new Uint8Array(candidates[0]!);
+  const rebuilt = await componentizeCommand(module).catch(() => undefined);
+  return rebuilt && sameBytes(rebuilt, component) ? module : undefined;
+}
+
+/** A core module that imports nothing but preview1 and exports `_start`: the only kind the command adapter wraps. */
+function isPreview1Command(bytes: Uint8Array): boolean {
+  const { imports, exports } = coreModuleInterface(bytes);
+  return imports.every((i) => i.module === 'wasi_snapshot_preview1') && exports.some((e) => e.name === '_start' && e.kind === 'function');
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
