@@ -71,23 +71,14 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
     const preview1Rate = await throughput('p1-echo', runs * 2);
 
     // echo is a preview1 module in jco's adapter, so the pool runs it as that module (adapted.ts).
-    // A component that is not (componentize-js, wasip2) runs through its glue: the same prepared
-    // form without its module, handed out by a cache, times that path.
-    const cache = new ComponentCache(join(scratch, 'cache'));
+    // A component that is not (componentize-js, wasip2) runs through its glue, as every one does here.
     const glueOnly = await Corral.create({
       toolDirs: [COMPONENT_TOOLS],
       bundled: false,
       size: 2,
       store: false,
-      cache: {
-        get: async (key: string) => {
-          const prepared = await cache.get(key);
-          if (!prepared) return undefined;
-          const { preview1: _module, ...glue } = prepared;
-          return glue;
-        },
-        set: (key: string, prepared: Parameters<ComponentCache['set']>[1]) => cache.set(key, prepared),
-      } as unknown as ComponentCache,
+      cache: new ComponentCache(join(scratch, 'cache')),
+      adaptedModules: false,
     });
     const glueCall = async () => {
       const r = await glueOnly.invoke('echo', input);
@@ -145,7 +136,7 @@ export async function benchOverhead(runs: number): Promise<string[][]> {
       ]);
     row('trivial component (echo {}) through the pool', component, '1.00×');
     row('trivial preview1 module (echo {}) through the pool', preview1);
-    row('trivial component through its glue (echo {} prepared without its module)', viaGlue);
+    row('trivial component through its glue (echo {}, adaptedModules: false)', viaGlue);
     row('file-stats over a host folder (100 files in 20 folders, mounted read-only)', fileStats);
     rows.push(['pool throughput, 2 workers, 8 callers: component', `${componentRate.toFixed(0)} calls/s`, '', '']);
     rows.push(['pool throughput, 2 workers, 8 callers: preview1 module', `${preview1Rate.toFixed(0)} calls/s`, '', '']);

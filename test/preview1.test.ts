@@ -2,7 +2,9 @@
  * Preview1 modules through the real runtime (Corral → worker pool →
  * Preview1Runner): the same answers as the component builds of the same
  * programs, the same filesystem rules, environment and limits, and no jco
- * anywhere on their path.
+ * anywhere on their path. The components here run through their glue
+ * (`adaptedModules: false`): otherwise a component that only wraps a
+ * preview1 module would run as that module, and both sides be the same host.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -54,6 +56,7 @@ beforeAll(async () => {
     size: 2,
     store: false,
     cache: new ComponentCache(join(scratch, 'cache')),
+    adaptedModules: false,
   });
 });
 afterAll(async () => {
@@ -179,6 +182,8 @@ describe('preview1 modules answer exactly like their components', () => {
       size: 1,
       store: false,
       cache: new ComponentCache(join(scratch, 'cache')),
+      // The pollable in question is the glue's.
+      adaptedModules: false,
     });
     try {
       const slept = await solo.invoke(

@@ -91,6 +91,7 @@ export class Corral extends CorralHost<WorkerExecutor> {
       cache: 'object|false',
       prepareTimeoutMs: 'ms',
       onPrepare: 'function',
+      adaptedModules: 'boolean',
       idleWorkers: 'count',
       idleTimeoutMs: 'ms',
       spareWorker: 'boolean',

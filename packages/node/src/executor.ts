@@ -10,6 +10,13 @@ export interface WorkerExecutorOptions extends PoolOptions {
   prepareTimeoutMs?: number;
   /** Told when a component has to be transpiled before its first call (not cached): seconds for a large one. */
   onPrepare?: (event: PrepareEvent) => void;
+  /**
+   * Run a component that only wraps a preview1 module in jco's preview1 adapter
+   * as that module, at about half the cost a call. Default true; false runs
+   * every component through jco's glue, answering edge cases as the adapter
+   * does under wasmtime (README, "Tools may also be plain WASI preview1 modules").
+   */
+  adaptedModules?: boolean;
 }
 
 /**
@@ -27,6 +34,7 @@ export class WorkerExecutor extends PoolExecutor<SandboxWorker> {
       cache: options.cache === false ? undefined : (options.cache ?? new ComponentCache()),
       ...(options.prepareTimeoutMs !== undefined ? { prepareTimeoutMs: options.prepareTimeoutMs } : {}),
       ...(options.onPrepare !== undefined ? { onPrepare: options.onPrepare } : {}),
+      ...(options.adaptedModules !== undefined ? { adaptedModules: options.adaptedModules } : {}),
       mountSources: hostMountChecks,
     });
   }

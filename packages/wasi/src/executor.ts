@@ -177,6 +177,12 @@ export interface PoolExecutorOptions {
   /** Time allowed to transpile a component the first time. Default 120 s. */
   prepareTimeoutMs?: number;
   /**
+   * Run a component that only wraps a preview1 module in jco's adapter as
+   * that module (PreparedComponent.preview1). Default true; false runs every
+   * component through its glue, answering edge cases as the adapter does.
+   */
+  adaptedModules?: boolean;
+  /**
    * The mount sources this host opens besides `memory`: each kind's check,
    * run before the call (its worker registers the matching openers). A
    * source of another kind is refused, naming the kinds there are.
@@ -231,7 +237,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const mounts = await checkMountSources(request.mounts, this.#options.mountSources);
     // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
     const kind = tool.spec.kind ?? 'component';
-    const program: Program = kind === 'module' ? { kind, bytes: tool.wasm } : componentProgram(await this.prepare(tool));
+    const program: Program = kind === 'module' ? { kind, bytes: tool.wasm } : this.#componentProgram(await this.prepare(tool));
     const runRequest: RunRequest = {
       toolName: tool.spec.name,
       stdin: request.stdin,
@@ -269,7 +275,9 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const key = await sha256Hex(wasm);
     const mounts = await checkMountSources(request.mounts, this.#options.mountSources);
     const program: Program =
-      kind === 'module' ? { kind, bytes: wasm } : componentProgram(await this.#prepareBytes(key, wasm, request.name, request.onPrepare));
+      kind === 'module'
+        ? { kind, bytes: wasm }
+        : this.#componentProgram(await this.#prepareBytes(key, wasm, request.name, request.onPrepare));
     // The channel also carries `terminals`: without it the program would see none.
     const streamed =
       request.onStdout !== undefined ||
@@ -364,7 +372,9 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const toolName = tool.spec.name;
     const memoryLimitBytes = options.memoryLimitBytes ?? (tool.spec.resources?.memory_mb ?? specDefaults.resources.memory_mb) * 2 ** 20;
     const program: Program =
-      (tool.spec.kind ?? 'component') === 'module' ? { kind: 'module', bytes: tool.wasm } : componentProgram(await this.prepare(tool));
+      (tool.spec.kind ?? 'component') === 'module'
+        ? { kind: 'module', bytes: tool.wasm }
+        : this.#componentProgram(await this.prepare(tool));
     const job = preloadJob(key, program, memoryLimitBytes, toolName);
     const timeoutMs = options.timeoutMs ?? 30_000;
     await this.pool.run((worker) => this.#preload(worker, job), {
@@ -379,6 +389,10 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
           },
         ),
     });
+  }
+
+  #componentProgram(prepared: PreparedComponent): Program {
+    return componentProgram(this.#options.adaptedModules === false ? { ...prepared, preview1: undefined } : prepared);
   }
 
   /** Transpile a tool's component ahead of its first call (memory, then what was built with Corral, then the host's cache, then a worker). */
