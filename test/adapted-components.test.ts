@@ -7,11 +7,13 @@
  * way: output, exit code, error code.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Corral, type ComponentCache, type InvokeResult } from '@corral/node';
 import type { PreparedComponent } from '@corral/wasi';
+import { componentNew, parse } from '@bytecodealliance/jco';
 
 const FIXTURES = new URL('./fixtures/tools/', import.meta.url).pathname;
 
@@ -95,4 +97,63 @@ describe('a component that wraps a preview1 module in the adapter', () => {
     expect(attempts(viaModule).filter((a) => a.ok)).toEqual([]);
     expect(attempts(viaModule).length).toBeGreaterThan(10);
   }, 60_000);
+});
+
+/** A preview1 command module in WAT: fd_write, proc_exit, a bump cabi_realloc, `body` added; `_start` prints "from-_start". */
+const commandWat = (body: string) => `(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+  (memory (export "memory") 2)
+  (global $bump (mut i32) (i32.const 65536))
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+    (global.get $bump)
+    (global.set $bump (i32.add (global.get $bump) (i32.and (i32.add (local.get 3) (i32.const 15)) (i32.const -16)))))
+  (func $say (param $at i32) (param $len i32)
+    (i32.store (i32.const 0) (local.get $at))
+    (i32.store (i32.const 4) (local.get $len))
+    (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8))))
+  (data (i32.const 200) "from-_start\\n")
+  (func (export "_start") (call $say (i32.const 200) (i32.const 12)))
+  ${body})`;
+
+/** `jco new --wasi-command` of the module: exactly what adapted.ts rebuilds to compare. */
+async function adaptedComponent(body: string): Promise<Uint8Array> {
+  const adapter = readFileSync(new URL('../lib/wasi_snapshot_preview1.command.wasm', import.meta.resolve('@bytecodealliance/jco')));
+  return componentNew(await parse(commandWat(body)), [['wasi_snapshot_preview1', new Uint8Array(adapter)]]);
+}
+
+/** What a user sees of an exec, minus timings and the wording of a trap. */
+function seenExec(r: Awaited<ReturnType<Corral['exec']>>) {
+  const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { exit: r.exitCode, exited: r.exited, code: r.error?.code, out: text(r.stdout) };
+}
+
+describe('a component that runs more of its module than _start', () => {
+  const cases: Array<[name: string, body: string, out: string]> = [
+    // Called by the component before _start.
+    [
+      '_initialize',
+      `(data (i32.const 300) "from-init\\n") (func (export "_initialize") (call $say (i32.const 300) (i32.const 10)))`,
+      'from-init\nfrom-_start\n',
+    ],
+    // Run while the component is instantiated, before the adapter is linked in: its exit traps there.
+    ['a start function that exits 0', `(func $init (call $proc_exit (i32.const 0))) (start $init)`, ''],
+    [
+      'a start function that prints',
+      `(data (i32.const 300) "from-start\\n") (func $init (call $say (i32.const 300) (i32.const 11))) (start $init)`,
+      '',
+    ],
+  ];
+  for (const [name, body, out] of cases) {
+    it(`${name}: is not run as its module, and ends as through its glue`, async () => {
+      const component = await adaptedComponent(body);
+      const before = prepared.size;
+      const viaModule = await adapted.exec(component);
+      expect(prepared.size).toBe(before + 1);
+      expect([...prepared.values()].at(-1)?.preview1).toBeUndefined();
+      const viaGlue = await glue.exec(component);
+      expect(seenExec(viaModule)).toEqual(seenExec(viaGlue));
+      expect(seenExec(viaModule).out).toBe(out);
+    }, 60_000);
+  }
 });

@@ -12,7 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
-import { componentCoreModules, coreModuleInterface } from '@corral/core/wasm';
+import { componentCoreModules, coreModuleInterface, hasStartFunction } from '@corral/core/wasm';
 import { jcoEntry } from './author/toolchain.js';
 
 /** The preview1 module `component` merely wraps, or undefined (the component then runs through its glue). */
@@ -53,10 +53,21 @@ async function wrapInAdapter(module: Uint8Array): Promise<Uint8Array> {
   return make(module, [['wasi_snapshot_preview1', adapter]]);
 }
 
-/** A core module that imports nothing but preview1 and exports `_start`: the only kind the command adapter wraps. */
+/**
+ * A core module that imports nothing but preview1 and exports `_start`: the
+ * only kind the command adapter wraps. Not one the component runs other code
+ * of: it calls an exported `_initialize` before `_start`, and a start
+ * function runs before the adapter is linked in, so its first preview1 call
+ * traps there, where the preview1 host would answer it (an exit in it too).
+ */
 function isPreview1Command(bytes: Uint8Array): boolean {
   const { imports, exports } = coreModuleInterface(bytes);
-  return imports.every((i) => i.module === 'wasi_snapshot_preview1') && exports.some((e) => e.name === '_start' && e.kind === 'function');
+  return (
+    imports.every((i) => i.module === 'wasi_snapshot_preview1') &&
+    exports.some((e) => e.name === '_start' && e.kind === 'function') &&
+    !exports.some((e) => e.name === '_initialize') &&
+    !hasStartFunction(bytes, 'module')
+  );
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
