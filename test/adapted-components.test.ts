@@ -99,10 +99,11 @@ describe('a component that wraps a preview1 module in the adapter', () => {
   }, 60_000);
 });
 
-/** A preview1 command module in WAT: fd_write, proc_exit, a bump cabi_realloc, `body` added; `_start` prints "from-_start". */
-const commandWat = (body: string) => `(module
+/** A preview1 command module in WAT: fd_write, proc_exit, a bump cabi_realloc, `imports` and `body` added; `_start` prints "from-_start". */
+const commandWat = (body: string, imports = '') => `(module
   (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
   (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+  ${imports}
   (memory (export "memory") 2)
   (global $bump (mut i32) (i32.const 65536))
   (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
@@ -117,9 +118,9 @@ const commandWat = (body: string) => `(module
   ${body})`;
 
 /** `jco new --wasi-command` of the module: exactly what adapted.ts rebuilds to compare. */
-async function adaptedComponent(body: string): Promise<Uint8Array> {
+async function adaptedComponent(body: string, imports?: string): Promise<Uint8Array> {
   const adapter = readFileSync(new URL('../lib/wasi_snapshot_preview1.command.wasm', import.meta.resolve('@bytecodealliance/jco')));
-  return componentNew(await parse(commandWat(body)), [['wasi_snapshot_preview1', new Uint8Array(adapter)]]);
+  return componentNew(await parse(commandWat(body, imports)), [['wasi_snapshot_preview1', new Uint8Array(adapter)]]);
 }
 
 /** What a user sees of an exec, minus timings and the wording of a trap. */
@@ -128,8 +129,8 @@ function seenExec(r: Awaited<ReturnType<Corral['exec']>>) {
   return { exit: r.exitCode, exited: r.exited, code: r.error?.code, out: text(r.stdout) };
 }
 
-describe('a component that runs more of its module than _start', () => {
-  const cases: Array<[name: string, body: string, out: string]> = [
+describe('a component the preview1 host would not run as the component runs', () => {
+  const cases: Array<[name: string, body: string, out: string, imports?: string]> = [
     // Called by the component before _start.
     [
       '_initialize',
@@ -143,10 +144,17 @@ describe('a component that runs more of its module than _start', () => {
       `(data (i32.const 300) "from-start\\n") (func $init (call $say (i32.const 300) (i32.const 11))) (start $init)`,
       '',
     ],
+    // An export of the adapter's own, not a preview1 call: the preview1 host refused the module.
+    [
+      'an import of adapter_open_badfd',
+      '',
+      'from-_start\n',
+      '(import "wasi_snapshot_preview1" "adapter_open_badfd" (func $badfd (param i32) (result i32)))',
+    ],
   ];
-  for (const [name, body, out] of cases) {
+  for (const [name, body, out, imports] of cases) {
     it(`${name}: is not run as its module, and ends as through its glue`, async () => {
-      const component = await adaptedComponent(body);
+      const component = await adaptedComponent(body, imports);
       const before = prepared.size;
       const viaModule = await adapted.exec(component);
       expect(prepared.size).toBe(before + 1);

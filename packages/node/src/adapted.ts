@@ -13,7 +13,15 @@
 import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { componentCoreModules, coreModuleInterface, hasStartFunction } from '@corral/core/wasm';
+import { PREVIEW1_FUNCTIONS } from '@corral/wasi/worker';
 import { jcoEntry } from './author/toolchain.js';
+
+/**
+ * The calls the preview1 host answers. The adapter exports more that a module
+ * may import (adapter_open_badfd, reset_adapter_state, …): the host would
+ * refuse such a module, which runs through its glue.
+ */
+const PROVIDED = new Set<string>(PREVIEW1_FUNCTIONS);
 
 /** The preview1 module `component` merely wraps, or undefined (the component then runs through its glue). */
 export async function findPreview1(component: Uint8Array): Promise<Uint8Array | undefined> {
@@ -54,16 +62,16 @@ async function wrapInAdapter(module: Uint8Array): Promise<Uint8Array> {
 }
 
 /**
- * A core module that imports nothing but preview1 and exports `_start`: the
- * only kind the command adapter wraps. Not one the component runs other code
- * of: it calls an exported `_initialize` before `_start`, and a start
+ * A core module that imports nothing but preview1 calls (those the preview1
+ * host answers) and exports `_start`: the only kind the command adapter
+ * wraps. Not one the component runs other code of: it calls an exported `_initialize` before `_start`, and a start
  * function runs before the adapter is linked in, so its first preview1 call
  * traps there, where the preview1 host would answer it (an exit in it too).
  */
 function isPreview1Command(bytes: Uint8Array): boolean {
   const { imports, exports } = coreModuleInterface(bytes);
   return (
-    imports.every((i) => i.module === 'wasi_snapshot_preview1') &&
+    imports.every((i) => i.module === 'wasi_snapshot_preview1' && i.kind === 'function' && PROVIDED.has(i.name)) &&
     exports.some((e) => e.name === '_start' && e.kind === 'function') &&
     !exports.some((e) => e.name === '_initialize') &&
     !hasStartFunction(bytes, 'module')

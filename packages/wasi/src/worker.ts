@@ -14,3 +14,5 @@ export {
   type RunJob,
   type Outcome,
 } from './worker-api.js';
+/** The preview1 calls the preview1 host answers (a worker's findPreview1 keeps to modules that import only these). */
+export { PREVIEW1_FUNCTIONS } from './preview1/abi.js';
