@@ -8,10 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Corral, type ComponentCache, type InvokeResult } from '@corral/node';
+import { createHash } from 'node:crypto';
+import { ComponentCache, Corral, type InvokeResult } from '@corral/node';
 import type { PreparedComponent } from '@corral/wasi';
 import { componentNew, parse } from '@bytecodealliance/jco';
 
@@ -82,6 +83,30 @@ describe('a component that wraps a preview1 module in the adapter', () => {
       }
     }, 60_000);
   }
+
+  it('the cache on disk keeps the module, so the next process runs it too', async () => {
+    // Without it, every process after the first (each `corral exec`) ran the component through its glue.
+    const component = new Uint8Array(await readFile(join(FIXTURES, 'echo/echo.wasm')));
+    const key = createHash('sha256').update(component).digest('hex');
+    const dir = await mkdtemp(join(tmpdir(), 'corral-adapted-cache-'));
+    try {
+      const first = await Corral.create({ bundled: false, toolDirs: [FIXTURES], size: 1, store: false, cache: new ComponentCache(dir) });
+      try {
+        expect((await first.invoke('echo', { n: 1 })).ok).toBe(true);
+      } finally {
+        await first.close();
+      }
+      const kept = await new ComponentCache(dir).get(key);
+      expect(kept?.preview1).toBeInstanceOf(Uint8Array);
+      expect(Buffer.from(component).includes(Buffer.from(kept!.preview1!))).toBe(true);
+      // A damaged module is a miss, like a damaged glue.
+      const file = join(dir, (await readdir(dir))[0]!, 'preview1.wasm');
+      await writeFile(file, new Uint8Array([0, 97, 115, 109]));
+      expect(await new ComponentCache(dir).get(key)).toBeUndefined();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('escape: every way out of its mount is refused both ways', async () => {
     // Read-write, as its spec declares. Which refusal a symlink to /etc meets first differs: preview1 refuses an

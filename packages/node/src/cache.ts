@@ -19,7 +19,15 @@ interface Meta {
   imports: string[];
   modules: string[];
   sha256: Record<string, string>;
+  /** SHA-256 of PREVIEW1_FILE, when the component is an adapted preview1 module (PreparedComponent.preview1). */
+  preview1?: string;
 }
+
+/**
+ * PreparedComponent.preview1's file. jco names modules `<name>.core<n>.wasm`:
+ * never this; an entry whose modules hold the name anyway keeps no preview1.
+ */
+const PREVIEW1_FILE = 'preview1.wasm';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -58,7 +66,10 @@ export class ComponentCache {
       const glue = new TextDecoder('utf-8', { fatal: true }).decode(await read('glue.js'));
       const modules: Record<string, Uint8Array> = Object.create(null);
       for (const name of meta.modules) modules[name] = await read(name);
-      return { glue, modules, imports: meta.imports };
+      if (meta.preview1 === undefined || meta.modules.includes(PREVIEW1_FILE)) return { glue, modules, imports: meta.imports };
+      // Without it, the component would run through its glue: read and checked like the rest.
+      meta.sha256[PREVIEW1_FILE] = meta.preview1;
+      return { glue, modules, imports: meta.imports, preview1: await read(PREVIEW1_FILE) };
     } catch {
       return undefined;
     }
@@ -75,6 +86,10 @@ export class ComponentCache {
       for (const [name, bytes] of Object.entries(files)) {
         await writeFile(join(temp, safeName(name)), bytes);
         meta.sha256[name] = sha256(bytes);
+      }
+      if (prepared.preview1 && !(PREVIEW1_FILE in files)) {
+        await writeFile(join(temp, PREVIEW1_FILE), prepared.preview1);
+        meta.preview1 = sha256(prepared.preview1);
       }
       // meta.json last: an entry without it is incomplete and ignored.
       await writeFile(join(temp, 'meta.json'), JSON.stringify(meta));
@@ -107,9 +122,15 @@ function sameNames(a: string[], b: string[]): boolean {
 
 function isMeta(value: unknown): value is Meta {
   if (typeof value !== 'object' || value === null) return false;
-  const { imports, modules, sha256: hashes } = value as Record<string, unknown>;
+  const { imports, modules, sha256: hashes, preview1 } = value as Record<string, unknown>;
   const strings = (list: unknown) => Array.isArray(list) && list.every((item) => typeof item === 'string');
-  return strings(imports) && strings(modules) && typeof hashes === 'object' && hashes !== null;
+  return (
+    strings(imports) &&
+    strings(modules) &&
+    typeof hashes === 'object' &&
+    hashes !== null &&
+    (preview1 === undefined || typeof preview1 === 'string')
+  );
 }
 
 /** Module names come from jco (`tool.core.wasm`); never let one name a path. */
