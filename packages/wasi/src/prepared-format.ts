@@ -13,10 +13,10 @@ export const GLUE_REWRITES = '32febdf79c54';
  * v2: `imports` holds the declared imports (from the binary), not jco's list
  * of used ones. v3: the glue is rewritten (glue.ts), by the rewrites
  * GLUE_REWRITES names. v4: each core module's memory.grows are watched
- * (grow-watch.ts). v5: `preview1`, an adapted module run as itself. A module of its own: hosts read it without loading the
+ * (grow-watch.ts). v5: `preview1`, an adapted module run as itself. v6: the Node cache keeps it too. A module of its own: hosts read it without loading the
  * transpiler or the rewrites.
  */
-export const PREPARED_FORMAT = `jco-1.15.4/v5/${GLUE_REWRITES}`;
+export const PREPARED_FORMAT = `jco-1.15.4/v6/${GLUE_REWRITES}`;
 
 /** How a glue Corral rewrote begins (glue.ts): this, then the GLUE_REWRITES that did it. */
 export const REWRITTEN_MARK = '// rewritten by corral ';
