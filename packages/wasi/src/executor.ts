@@ -17,6 +17,7 @@ import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
 import { NOT_LOADED } from './code-cache.js';
 import { copyPrepared } from './prepared-format.js';
+import { checkComponentImports } from './component-imports.js';
 import { openStdio, type StdioHandlers } from './stdio-channel.js';
 import type { PreloadJob, RunJob, SandboxWorkerApi } from './worker-api.js';
 
@@ -403,7 +404,12 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   #prepareBytes(key: string, wasm: Uint8Array, name: string, onTranspile?: () => void): Promise<PreparedComponent> {
     let prepared = this.#prepared.get(key);
     if (!prepared) {
-      prepared = this.#prepareUncached(key, wasm, name, onTranspile);
+      prepared = this.#prepareUncached(key, wasm, name, onTranspile).then((ready) => {
+        // The glue's compile checks what the component imports, from a cache's list too; the module
+        // that runs in its place is checked here, once, so a damaged or doctored list is refused either way.
+        if (ready.preview1) checkComponentImports(ready.imports, name);
+        return ready;
+      });
       prepared.catch(() => this.#prepared.delete(key));
       this.#prepared.set(key, prepared);
     }
