@@ -9,6 +9,17 @@ import { mcpScenarios } from './scenarios.js';
 /** The environment the server runs with: this one (the test run's own store and cache), minus nothing. */
 const env = () => Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
 
+/** A `corral mcp` subprocess over `workspace`, as an MCP client starts one. */
+function mcpTransport(workspace: ReturnType<typeof makeWorkspace>): StdioClientTransport {
+  return new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
+    cwd: ROOT,
+    env: env(),
+    stderr: 'pipe',
+  });
+}
+
 mcpScenarios('corral mcp over stdio', async () => {
   const workspace = makeWorkspace();
   const transports: StdioClientTransport[] = [];
@@ -16,13 +27,7 @@ mcpScenarios('corral mcp over stdio', async () => {
     workspace,
     async connect(roots) {
       // Every stdio client starts its own server, as MCP clients do.
-      const transport = new StdioClientTransport({
-        command: process.execPath,
-        args: [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
-        cwd: ROOT,
-        env: env(),
-        stderr: 'pipe',
-      });
+      const transport = mcpTransport(workspace);
       transports.push(transport);
       return connectClient(
         transport,
@@ -101,13 +106,7 @@ describe('corral mcp on stdio', () => {
 
   it('a message over 10 MiB is answered with an error to its request, and the session goes on', async () => {
     const workspace = makeWorkspace();
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
-      cwd: ROOT,
-      env: env(),
-      stderr: 'pipe',
-    });
+    const transport = mcpTransport(workspace);
     let stderr = '';
     transport.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     try {

@@ -34,7 +34,7 @@ export async function findPreview1(component: Uint8Array): Promise<Uint8Array | 
   if (candidates.length !== 1) return undefined;
   const module = new Uint8Array(candidates[0]!);
   const rebuilt = await wrapInAdapter(module).catch(() => undefined);
-  return rebuilt && sameBytes(rebuilt, component) ? module : undefined;
+  return rebuilt && Buffer.from(rebuilt.buffer, rebuilt.byteOffset, rebuilt.byteLength).equals(component) ? module : undefined;
 }
 
 type ComponentNew = (module: Uint8Array, adapters: [string, Uint8Array][]) => Uint8Array;
@@ -64,9 +64,10 @@ async function wrapInAdapter(module: Uint8Array): Promise<Uint8Array> {
 /**
  * A core module that imports nothing but preview1 calls (those the preview1
  * host answers) and exports `_start`: the only kind the command adapter
- * wraps. Not one the component runs other code of: it calls an exported `_initialize` before `_start`, and a start
- * function runs before the adapter is linked in, so its first preview1 call
- * traps there, where the preview1 host would answer it (an exit in it too).
+ * wraps. Not one the component runs other code of: it calls an exported
+ * `_initialize` before `_start`, and a start function runs before the
+ * adapter is linked in, so its first preview1 call traps there, where the
+ * preview1 host would answer it (an exit in it too).
  */
 function isPreview1Command(bytes: Uint8Array): boolean {
   const { imports, exports } = coreModuleInterface(bytes);
@@ -76,10 +77,4 @@ function isPreview1Command(bytes: Uint8Array): boolean {
     !exports.some((e) => e.name === '_initialize') &&
     !hasStartFunction(bytes, 'module')
   );
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

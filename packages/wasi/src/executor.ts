@@ -90,8 +90,15 @@ type Program = { kind: 'module'; bytes: Uint8Array; adapted?: true } | { kind: '
  * component would; else its glue. The module needs one instance a call where
  * the glue needs four, and no lifting and lowering between them.
  */
-function componentProgram(prepared: PreparedComponent): Program {
-  return prepared.preview1 ? { kind: 'module', bytes: prepared.preview1, adapted: true } : { kind: 'component', prepared };
+function componentProgram(prepared: PreparedComponent, adaptedModules: boolean): Program {
+  return adaptedModules && prepared.preview1
+    ? { kind: 'module', bytes: prepared.preview1, adapted: true }
+    : { kind: 'component', prepared };
+}
+
+/** RunRequest.adapterExit for a program that stands for the component wrapping it. */
+function exitsAs(program: Program): Pick<RunRequest, 'adapterExit'> {
+  return program.kind === 'module' && program.adapted ? { adapterExit: true } : {};
 }
 
 /** What a worker compiles ahead of a call: the program, for calls capped at `memoryLimitBytes`. */
@@ -248,7 +255,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
       outputLimitBytes: request.outputLimitBytes,
       memoryLimitBytes: request.memoryLimitBytes,
       diskLimitBytes: request.diskLimitBytes,
-      ...(program.kind === 'module' && program.adapted ? { adapterExit: true } : {}),
+      ...exitsAs(program),
     };
     this.#remember(key, program, runRequest);
     return this.pool.run((worker) => runOn(worker, key, program, runRequest, request), {
@@ -297,7 +304,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
       diskLimitBytes: request.diskLimitBytes,
       scratchTmp: false,
       ...(stdio ? { stdio: stdio.channel } : {}),
-      ...(program.kind === 'module' && program.adapted ? { adapterExit: true } : {}),
+      ...exitsAs(program),
     };
     try {
       const result = await this.pool.run(
@@ -393,7 +400,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   }
 
   #componentProgram(prepared: PreparedComponent): Program {
-    return componentProgram(this.#options.adaptedModules === false ? { ...prepared, preview1: undefined } : prepared);
+    return componentProgram(prepared, this.#options.adaptedModules !== false);
   }
 
   /** Transpile a tool's component ahead of its first call (memory, then what was built with Corral, then the host's cache, then a worker). */
