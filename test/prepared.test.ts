@@ -149,6 +149,27 @@ describe('bundled components, transpiled at build time', () => {
     }
   }, 120_000);
 
+  // Before: a cache whose get never answered held every call of the tool for ever, past its signal.
+  it("a cache of one's own that never answers is given up on: a call's signal ends it at once, and others go on after the prepare time limit", async () => {
+    const never = () => new Promise<never>(() => {});
+    const cache = { get: never, set: never } as unknown as ComponentCache;
+    const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [FIXTURES], cache, prepareTimeoutMs: 8_000 });
+    try {
+      let started = Date.now();
+      const cancelled = await corral.invoke('echo', { n: 1 }, { signal: AbortSignal.timeout(300) });
+      expect(cancelled.error?.code).toBe('E_CANCELLED');
+      expect(Date.now() - started).toBeLessThan(5_000);
+      started = Date.now();
+      const r = await corral.invoke('echo', { n: 2 });
+      expect(r.error).toBeNull();
+      expect(r.output).toEqual({ n: 2 });
+      expect(transpiles.map((e) => e.name)).toEqual(['echo']);
+      expect(Date.now() - started).toBeLessThan(60_000);
+    } finally {
+      await corral.close();
+    }
+  }, 120_000);
+
   // Before: the entry was checked, then read again when the call posted it to a worker (or could not be
   // posted at all, a Proxy): every call of the tool in that process failed with an internal error,
   // "#<Object> could not be cloned", "glue.startsWith is not a function", "source is not iterable".

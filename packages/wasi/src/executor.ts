@@ -12,7 +12,7 @@ import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
 import { specDefaults, type ExecutionRequest, type ExecutionResult, type Executor, type MountBinding, type Tool } from '@corral/core';
 import { checkMountSources, type MountSourceChecks } from './mount-sources.js';
-import type { SandboxPool, PoolWorker } from './pool.js';
+import { unlessCancelled, type SandboxPool, type PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
 import { NOT_LOADED } from './code-cache.js';
@@ -245,7 +245,8 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const mounts = await checkMountSources(request.mounts, this.#options.mountSources);
     // A preview1 module runs as it is: no jco transpile, the worker gets its bytes.
     const kind = tool.spec.kind ?? 'component';
-    const program: Program = kind === 'module' ? { kind, bytes: tool.wasm } : this.#componentProgram(await this.prepare(tool));
+    const program: Program =
+      kind === 'module' ? { kind, bytes: tool.wasm } : this.#componentProgram(await unlessCancelled(this.prepare(tool), request.signal));
     const runRequest: RunRequest = {
       toolName: tool.spec.name,
       stdin: request.stdin,
@@ -285,7 +286,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     const program: Program =
       kind === 'module'
         ? { kind, bytes: wasm }
-        : this.#componentProgram(await this.#prepareBytes(key, wasm, request.name, request.onPrepare));
+        : this.#componentProgram(await unlessCancelled(this.#prepareBytes(key, wasm, request.name, request.onPrepare), request.signal));
     // The channel also carries `terminals`: without it the program would see none.
     const streamed =
       request.onStdout !== undefined ||
@@ -351,16 +352,18 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     this.#prebuilt.set(sha256, load);
   }
 
-  /** The prebuilt form, or undefined when there is none, it fails, or it takes longer than a transpile may (a stalled fetch). */
-  async #loadPrebuilt(key: string): Promise<PreparedComponent | undefined> {
-    const load = this.#prebuilt.get(key);
-    if (!load) return undefined;
+  /**
+   * What `step` gives, or undefined when it fails or takes longer than a
+   * transpile may: a loader or cache of the host's that stalls (a fetch that
+   * never answers) is given up on, never waited on for ever.
+   */
+  async #withinPrepareTime<T>(step: () => Promise<T | undefined>): Promise<T | undefined> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const stalled = new Promise<undefined>(
       (resolve) => (timer = setTimeout(() => resolve(undefined), this.#options.prepareTimeoutMs ?? 120_000)),
     );
     try {
-      return await Promise.race([load().catch(() => undefined), stalled]);
+      return await Promise.race([step().catch(() => undefined), stalled]);
     } finally {
       clearTimeout(timer);
     }
@@ -424,15 +427,13 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   }
 
   async #prepareUncached(key: string, wasm: Uint8Array, name: string, onTranspile?: () => void): Promise<PreparedComponent> {
-    const prebuilt = await this.#loadPrebuilt(key);
+    const load = this.#prebuilt.get(key);
+    const prebuilt = load && (await this.#withinPrepareTime(async () => load()));
     if (prebuilt) return prebuilt;
-    let cached: PreparedComponent | undefined;
-    try {
-      // Only a plain copy, checked, is used: what a cache hands back may change between reads.
-      cached = copyPrepared(await this.#options.cache?.get(key));
-    } catch {
-      // A cache that fails is a miss, as is one that hands back what cannot be used.
-    }
+    const cache = this.#options.cache;
+    // Only a plain copy, checked, is used: what a cache hands back may change between reads.
+    // A cache that fails or stalls is a miss, as is one that hands back what cannot be used.
+    const cached = cache && (await this.#withinPrepareTime(async () => copyPrepared(await cache.get(key))));
     if (cached) return cached;
     onTranspile?.();
     let finish = () => {};
@@ -462,11 +463,8 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
         },
       )
       .finally(finish);
-    try {
-      await this.#options.cache?.set(key, prepared);
-    } catch {
-      // A failed write costs the next process a transpile, not this call its result.
-    }
+    // A failed or stalled write costs the next process a transpile, not this call its result.
+    if (cache) await this.#withinPrepareTime(async () => cache.set(key, prepared));
     return prepared;
   }
 

@@ -369,6 +369,22 @@ export class SandboxPool<W extends PoolWorker> {
   }
 }
 
+/**
+ * `work`, or E_CANCELLED as soon as `signal` aborts: for what a call waits
+ * on before the pool runs it (a component's first transpile, which other
+ * calls may share and so goes on).
+ */
+export function unlessCancelled<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  let onAbort = () => {};
+  const cancelled = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, cancelled]).finally(() => signal.removeEventListener('abort', onAbort));
+}
+
 /** A cancelled call: the caller's own decision, so it carries the caller's reason. */
 function abortError(signal: AbortSignal): CorralError {
   const reason: unknown = signal.reason;
