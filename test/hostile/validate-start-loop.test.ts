@@ -170,6 +170,8 @@ it('a probe that runs its worker out of heap is a problem, and the process lives
 
 // The probe's clock used to start while its worker was still booting (50-300 ms here), so a
 // module with no start section at all failed with a small timeout_ms, blamed on a start function.
+// 50 ms: more than a bare worker's boot alone (~43 ms on an idle machine), so counting the boot fails
+// it anywhere, and twice what instantiating took at worst here (25 ms failed once, at load ~5).
 it('a module with no start section validates under a small timeout_ms: the worker boot is not counted', async () => {
   const module = await parse(`(module
     (memory (export "memory") 1)
@@ -185,7 +187,7 @@ it('a module with no start section validates under a small timeout_ms: the worke
       component: 'no-start.wasm',
       kind: 'module',
       input_schema: { type: 'object' },
-      resources: { timeout_ms: 25 },
+      resources: { timeout_ms: 50 },
     }),
   );
   const r = await corral(['validate', spec, '--json']);
