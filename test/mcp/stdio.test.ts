@@ -104,6 +104,68 @@ describe('corral mcp on stdio', () => {
     }
   });
 
+  // Before: the call went on waiting for an approval nobody could give any more, and the process with it
+  // (10 minutes by default), until the client's SIGTERM.
+  it('a client that closes stdin while a call waits for approval gets its answer at once, and the server exits; the approval stays pending', async () => {
+    const workspace = makeWorkspace();
+    let killChild = () => {};
+    try {
+      workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
+      const child = spawn(
+        process.execPath,
+        [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
+        {
+          cwd: ROOT,
+          env: process.env,
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      killChild = () => child.kill('SIGKILL');
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const until = (ok: () => boolean) =>
+        new Promise<void>((resolve) => {
+          const check = () => (ok() ? resolve() : setTimeout(check, 20));
+          check();
+        });
+      const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'leaving', version: '1' } },
+      });
+      await until(() => stdout.includes('"id":1'));
+      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
+      await until(() => /waits for a decision/.test(stderr));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const closedAt = Date.now();
+      child.stdin.end();
+      expect(await exited).toBe(0);
+      expect(Date.now() - closedAt).toBeLessThan(20_000);
+
+      const answer = stdout
+        .split('\n')
+        .filter((line) => line.includes('"id":2'))
+        .map(
+          (line) => JSON.parse(line) as { result: { isError?: boolean; content: { text: string }[]; _meta: Record<string, unknown> } },
+        )[0];
+      expect(answer?.result.isError).toBe(true);
+      expect(answer?.result.content[0]?.text).toMatch(
+        /^E_POLICY_DENIED: The client closed the connection while the call of diff-summary.* stays pending/,
+      );
+      expect(answer?.result._meta['corral/error']).toMatchObject({ code: 'E_POLICY_DENIED', details: { reason: 'client_closed' } });
+      const approvals = await readStore(workspace.store, (store) => store.listApprovals());
+      expect(approvals.map((a) => [a.tool, a.status])).toEqual([['diff-summary', 'pending']]);
+    } finally {
+      killChild();
+      workspace.cleanup();
+    }
+  }, 60_000);
+
   it('a message over 10 MiB is answered with an error to its request, and the session goes on', async () => {
     const workspace = makeWorkspace();
     const transport = mcpTransport(workspace);

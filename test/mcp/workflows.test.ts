@@ -203,6 +203,47 @@ describe('corral mcp --workflows', () => {
     expect(structured(declined)).toMatchObject({ status: 'failed', error: { code: 'E_POLICY_DENIED', step: 'ok' } });
   });
 
+  // Before: the run's question stayed open after the client closed stdin, and the process with it (10 minutes by default).
+  it('a client that closes stdin while it is being asked about a step gets the waiting run at once, and the server exits', async () => {
+    const w = workspace();
+    const child = spawn(
+      process.execPath,
+      [CLI, 'mcp', '--store', w.store, '--policy', w.policy, '--tools', join(FIXTURE_TOOLS, 'echo'), '--workflows', workflowDir()],
+      { cwd: ROOT, env: envFor(w), stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    cleanups.push(() => child.kill('SIGKILL'));
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    const until = (text: string) =>
+      new Promise<void>((resolve) => {
+        const check = () => (stdout.includes(text) ? resolve() : setTimeout(check, 20));
+        check();
+      });
+    const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'leaving', version: '1' } },
+    });
+    await until('"id":1');
+    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'workflow-hello', arguments: { who: 'ada' } } });
+    await until('"method":"elicitation/create"');
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const closedAt = Date.now();
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    expect(Date.now() - closedAt).toBeLessThan(20_000);
+    const answer = stdout
+      .split('\n')
+      .filter((line) => line.includes('"id":2') && line.includes('"result"'))
+      .map((line) => JSON.parse(line) as { result: Result })[0];
+    expect(structured(answer!.result)).toMatchObject({ workflow: 'hello', status: 'waiting', pending: [{ step: 'ok' }] });
+    const approvals = await readStore(w.store, (store) => store.listApprovals({ workflowRunId: structured(answer!.result).runId }));
+    expect(approvals.map((a) => a.status)).toEqual(['pending']);
+  }, 60_000);
+
   it('without elicitation, a waiting run is a result with its run id and how to approve; corral approve lets the server continue it', async () => {
     const w = workspace();
     const s = await connect(w, workflowDir());

@@ -228,7 +228,9 @@ export type PolicyDenialReason =
   | 'approval_timeout'
   | 'approval_unavailable'
   /** A workflow step's tool call needs a person's approval, and a workflow run for a remote caller does not wait for one. */
-  | 'approval_required';
+  | 'approval_required'
+  /** The MCP client closed its side of the connection while the call waited for approval (it stays pending). */
+  | 'client_closed';
 
 /** `details` of E_POLICY_DENIED (a type, not an interface, so it stays assignable to Record<string, unknown>). */
 export type PolicyDeniedDetails = {

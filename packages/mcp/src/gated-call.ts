@@ -59,6 +59,8 @@ export interface GatedCall {
   outOfBand: boolean;
   approvalTimeoutMs: number;
   approveCommand: (id: string) => string;
+  /** Aborted when the client closed its side (stdio's stdin ended): nobody there can be asked any more. */
+  clientClosed?: AbortSignal;
   /** A `notifications/message` to the client, at the level it asked for (or above). */
   notify: (level: LoggingLevel, text: string) => Promise<void>;
   log: (message: string) => void;
@@ -178,7 +180,8 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
   let nobodyLeft = false;
   const onAbort = () => stopWaiting.abort();
   extra.signal.addEventListener('abort', onAbort, { once: true });
-  if (extra.signal.aborted) stopWaiting.abort();
+  call.clientClosed?.addEventListener('abort', onAbort, { once: true });
+  if (extra.signal.aborted || call.clientClosed?.aborted) stopWaiting.abort();
 
   const progressToken = extra._meta?.progressToken;
   let progress = 0;
@@ -221,6 +224,18 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
     outcome = await gate.wait(id, { signal: stopWaiting.signal, timeoutMs: call.approvalTimeoutMs });
   } catch (err) {
     if (!CorralError.is(err)) throw err;
+    if (call.clientClosed?.aborted && !extra.signal.aborted) {
+      return refused(
+        tool,
+        policyDenied(
+          `The client closed the connection while the call of ${label(tool)} waited for approval. ` +
+            (call.outOfBand
+              ? `It stays pending as ${id}: approve it with \`${command}\`, then make the same call again (same tool, arguments and folders) and it runs.`
+              : `Approval ${id} stays pending in this server's memory, which ends with it.`),
+          { reason: 'client_closed', tool: tool.spec.name, version: tool.spec.version, approval_id: id },
+        ),
+      );
+    }
     if (nobodyLeft) {
       const error = policyDenied(
         `${label(tool)} needs a person's approval: the client could not be asked, and nobody else can decide here (no store). ` +
@@ -235,6 +250,7 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
     over.abort();
     clearTimeout(keepalive);
     extra.signal.removeEventListener('abort', onAbort);
+    call.clientClosed?.removeEventListener('abort', onAbort);
   }
 
   const details = { tool: tool.spec.name, version: tool.spec.version, approval_id: id, policy: gate.policy.location };

@@ -124,6 +124,13 @@ export interface CorralMcpServer {
    * an isError result E_CANCELLED, where closing the connection would leave the client without one.
    */
   abortCalls(reason?: string): void;
+  /**
+   * The client closed its side of the connection (stdio: stdin ended) and can no longer answer
+   * anything: calls and workflow runs waiting for a person's approval stop waiting and are answered
+   * at once (the approval stays pending: E_POLICY_DENIED `client_closed`, a workflow run `waiting`),
+   * so the server can exit; calls already running finish.
+   */
+  clientClosed(): void;
   /** Close the connection. */
   close(): Promise<void>;
 }
@@ -266,6 +273,8 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
 
   // Aborted by abortCalls. A call's signal ends with it, or with the SDK's own (the client cancelled, the connection closed).
   const stopping = new AbortController();
+  // Aborted by clientClosed: ends waits for answers the client can no longer give.
+  const clientLeft = new AbortController();
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     // Not the SDK's signal itself: once that one is aborted, the SDK sends the call no answer.
     const call = new AbortController();
@@ -311,6 +320,7 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
           outOfBand: options.approvalsOutOfBand !== false,
           approvalTimeoutMs,
           approveCommand,
+          clientClosed: clientLeft.signal,
           log,
         });
       }
@@ -371,6 +381,7 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
       outOfBand: options.approvalsOutOfBand !== false,
       approvalTimeoutMs,
       approveCommand,
+      clientClosed: clientLeft.signal,
       notify: (level, text) => notify(extra, level, text),
       log,
     });
@@ -395,6 +406,9 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
       }),
     abortCalls(reason = 'the server is shutting down') {
       stopping.abort(new Error(reason));
+    },
+    clientClosed() {
+      clientLeft.abort();
     },
     close: () => server.close(),
   };

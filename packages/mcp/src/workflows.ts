@@ -124,6 +124,8 @@ export interface WorkflowCall {
   outOfBand: boolean;
   approvalTimeoutMs: number;
   approveCommand: (id: string) => string;
+  /** Aborted when the client closed its side (stdio's stdin ended): nobody there can be asked any more. */
+  clientClosed?: AbortSignal;
   log: (message: string) => void;
 }
 
@@ -138,7 +140,8 @@ export async function callWorkflow(call: WorkflowCall): Promise<CallToolResult> 
     return errorResult(err.toJSON(), { [WORKFLOW_META]: call.workflow.name });
   }
   const deadline = Date.now() + call.approvalTimeoutMs;
-  for (let round = 0; call.elicit && result.status === 'waiting' && round < MAX_ROUNDS && Date.now() < deadline; round++) {
+  const canAsk = () => call.elicit && !call.clientClosed?.aborted;
+  for (let round = 0; canAsk() && result.status === 'waiting' && round < MAX_ROUNDS && Date.now() < deadline; round++) {
     const asked = await askAll(call, result, deadline - Date.now());
     if (!asked) break;
     try {
@@ -173,15 +176,23 @@ async function askOne(call: WorkflowCall, approval: ApprovalRecord, timeoutMs: n
   const command = call.approveCommand(approval.id);
   const form = workflowApprovalForm(approval, call.outOfBand ? { approveCommand: command, rejectCommand: `${command} --reject` } : {});
   let answer: ReturnType<typeof readApprovalAnswer>;
+  // The request is given up when the call is, or when the client closed its side and cannot answer.
+  const giveUp = new AbortController();
+  const onGiveUp = () => giveUp.abort();
+  const signals = [call.extra.signal, call.clientClosed].filter((s) => s !== undefined);
+  for (const s of signals) s.addEventListener('abort', onGiveUp, { once: true });
+  if (signals.some((s) => s.aborted)) giveUp.abort();
   try {
     const reply = await call.extra.sendRequest({ method: 'elicitation/create', params: form.params }, ElicitResultSchema, {
-      signal: call.extra.signal,
+      signal: giveUp.signal,
       timeout: Math.max(1, timeoutMs),
     });
     answer = readApprovalAnswer(reply as Parameters<typeof readApprovalAnswer>[0], form);
   } catch (err) {
     call.log(`approval ${approval.id}: could not ask the client: ${shown(err instanceof Error ? err.message : String(err))}`);
     return false;
+  } finally {
+    for (const s of signals) s.removeEventListener('abort', onGiveUp);
   }
   const by = `mcp-client:${call.clientName}`;
   try {

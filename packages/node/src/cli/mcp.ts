@@ -164,6 +164,8 @@ export async function command(args: string[], { print, io }: Cli): Promise<numbe
     const ended = () => {
       io.stdin.off('end', ended);
       io.stdin.off('close', ended);
+      // Nobody is left to answer an approval form: calls waiting for one are answered now, not in 10 minutes.
+      server.clientClosed();
       void transport.idle().then(stop);
     };
     process.once('SIGINT', stop);

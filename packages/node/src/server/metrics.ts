@@ -27,6 +27,7 @@ const DENIAL_REASONS: readonly PolicyDenialReason[] = [
   'approval_revoked',
   'approval_timeout',
   'approval_unavailable',
+  'client_closed',
 ];
 
 /** What the worker pool reports (WorkerPool: SandboxPool's read-only counters). */
