@@ -10,11 +10,9 @@
  * again by the same adapter, must give back the component byte for byte. Any
  * other adapter, a different wiring, or anything added keeps the glue.
  */
-import { readFile } from 'node:fs/promises';
-import { pathToFileURL } from 'node:url';
 import { componentCoreModules, coreModuleInterface, hasStartFunction } from '@corral/core/wasm';
 import { PREVIEW1_FUNCTIONS } from '@corral/wasi/worker';
-import { jcoEntry } from './author/toolchain.js';
+import { wrapInCommandAdapter } from './author/toolchain.js';
 
 /**
  * The calls the preview1 host answers. The adapter exports more that a module
@@ -33,32 +31,8 @@ export async function findPreview1(component: Uint8Array): Promise<Uint8Array | 
   }
   if (candidates.length !== 1) return undefined;
   const module = new Uint8Array(candidates[0]!);
-  const rebuilt = await wrapInAdapter(module).catch(() => undefined);
+  const rebuilt = await wrapInCommandAdapter(module).catch(() => undefined);
   return rebuilt && Buffer.from(rebuilt.buffer, rebuilt.byteOffset, rebuilt.byteLength).equals(component) ? module : undefined;
-}
-
-type ComponentNew = (module: Uint8Array, adapters: [string, Uint8Array][]) => Uint8Array;
-let componentNew: Promise<{ make: ComponentNew; adapter: Uint8Array }> | undefined;
-
-/**
- * `jco new MODULE --wasi-command`, from jco's wasm-tools alone: its API entry
- * also loads terser and the CLI's helpers, which doubled what this check
- * added to a component's first transpile (~0.7 s against ~0.35 s).
- */
-async function wrapInAdapter(module: Uint8Array): Promise<Uint8Array> {
-  componentNew ??= (async () => {
-    const entry = pathToFileURL(jcoEntry());
-    const tools = (await import(new URL('../obj/wasm-tools.js', entry).href)) as {
-      $init: Promise<void>;
-      tools: { componentNew: ComponentNew };
-    };
-    await tools.$init;
-    const adapter = new Uint8Array(await readFile(new URL('../lib/wasi_snapshot_preview1.command.wasm', entry)));
-    return { make: tools.tools.componentNew, adapter };
-  })();
-  componentNew.catch(() => (componentNew = undefined));
-  const { make, adapter } = await componentNew;
-  return make(module, [['wasi_snapshot_preview1', adapter]]);
 }
 
 /**

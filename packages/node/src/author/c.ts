@@ -14,12 +14,11 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join, resolve } from 'node:path';
 import { MissingToolchain, writeBuilt, type BuildContext, type Language, type Scaffold } from './language.js';
-import { packagePath, packageRequire } from '../package-files.js';
+import { packagePath } from '../package-files.js';
+import { WASM_OPT_FLAGS, wasmOptScript, wrapInCommandAdapter } from './toolchain.js';
 
 /** The kit's folder: corral.h, corral.c and their README. */
 export const C_KIT_DIR = packagePath('kit/c/');
@@ -40,8 +39,6 @@ const CFLAGS = [
 ];
 // No -O here: with one, clang runs the first `wasm-opt` on PATH after linking.
 const LDFLAGS = ['--target=wasm32-wasi', '-nostartfiles', '-Wl,--strip-all'];
-// The features clang 14 targets for wasm32, so wasm-opt emits nothing newer.
-const WASM_OPT_FLAGS = ['-O2', '--mvp-features', '--enable-sign-ext', '--enable-mutable-globals', '--strip-debug', '--strip-producers'];
 
 export interface CBuildOptions {
   /** The tool folder: its `src/*.c` are compiled. */
@@ -87,15 +84,13 @@ export async function buildC(opts: CBuildOptions): Promise<void> {
 
     log('optimizing (wasm-opt)');
     const optimized = join(tmp, 'module.wasm');
-    const opt = await run(process.execPath, [wasmOptPath(), ...WASM_OPT_FLAGS, linked, '-o', optimized], dir);
+    const opt = await run(process.execPath, [wasmOptScript(), ...WASM_OPT_FLAGS, linked, '-o', optimized], dir);
     if (opt.code !== 0) throw new Error(`wasm-opt failed on the linked module:\n${opt.output}`);
     const module = await readFile(optimized);
     checkExports(module);
 
     log('componentizing (jco, preview1 command adapter)');
-    const jco = await loadJco();
-    const adapter = await readFile(jco.preview1AdapterCommandPath());
-    const component = await jco.componentNew(module, [['wasi_snapshot_preview1', adapter]]);
+    const component = await wrapInCommandAdapter(module);
 
     if (opts.moduleOut) await writeBuilt(opts.dir, opts.moduleOut, module);
     await writeBuilt(opts.dir, opts.out, component);
@@ -209,25 +204,6 @@ function checkExports(module: Uint8Array): void {
     if (!names.includes(want))
       throw new Error(`the linked module does not export ${want}; link the kit's corral.c and do not define ${want} yourself`);
   }
-}
-
-/** jco is a dependency of @corral/wasi, binaryen (wasm-opt) one of jco: found through those, never on PATH. */
-function jcoMain(): string {
-  const wasi = packageRequire.resolve('@corral/wasi');
-  return createRequire(wasi).resolve('@bytecodealliance/jco');
-}
-
-function wasmOptPath(): string {
-  return join(dirname(createRequire(jcoMain()).resolve('binaryen/package.json')), 'bin', 'wasm-opt');
-}
-
-interface JcoApi {
-  componentNew(binary: Uint8Array, adapters: [string, Uint8Array][]): Promise<Uint8Array>;
-  preview1AdapterCommandPath(): URL;
-}
-
-async function loadJco(): Promise<JcoApi> {
-  return (await import(pathToFileURL(jcoMain()).href)) as JcoApi;
 }
 
 // ---- corral init NAME --lang c ------------------------------------------
