@@ -170,6 +170,23 @@ describe('bundled components, transpiled at build time', () => {
     }
   }, 120_000);
 
+  // Before: close() left the wait on the stalled cache to its timer (prepareTimeoutMs, 2 minutes by default): a
+  // call made before close was answered only then, a transpile was announced for a closed pool, and the timer
+  // kept the process from exiting that long after close.
+  it('a cache that never answers does not outlive close: a call waiting on it is answered E_CLOSED at once, and nothing is transpiled', async () => {
+    const never = () => new Promise<never>(() => {});
+    const cache = { get: never, set: never } as unknown as ComponentCache;
+    const { corral, transpiles } = await fresh({ bundled: false, toolDirs: [FIXTURES], cache, prepareTimeoutMs: 60_000 });
+    const pending = corral.invoke('echo', { n: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    await corral.close();
+    const r = await pending;
+    expect(r.error?.code).toBe('E_CLOSED');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(transpiles).toEqual([]);
+  }, 120_000);
+
   // Before: the entry was checked, then read again when the call posted it to a worker (or could not be
   // posted at all, a Proxy): every call of the tool in that process failed with an internal error,
   // "#<Object> could not be cloned", "glue.startsWith is not a function", "source is not iterable".

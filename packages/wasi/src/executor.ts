@@ -12,7 +12,7 @@ import { CorralError, ErrorCodes } from '@corral/core/errors';
 import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
 import { specDefaults, type ExecutionRequest, type ExecutionResult, type Executor, type MountBinding, type Tool } from '@corral/core';
 import { checkMountSources, type MountSourceChecks } from './mount-sources.js';
-import { unlessCancelled, type SandboxPool, type PoolWorker } from './pool.js';
+import { closedError, unlessCancelled, type SandboxPool, type PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
 import type { RunRequest } from './request.js';
 import { NOT_LOADED } from './code-cache.js';
@@ -202,6 +202,8 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   readonly pool: SandboxPool<W>;
   readonly #options: PoolExecutorOptions;
   readonly #prepared = new Map<string, Promise<PreparedComponent>>();
+  /** Aborted by close: ends the waits on a host's loader or cache, whose timers would hold the process up. */
+  readonly #closing = new AbortController();
   readonly #prebuilt = new Map<string, () => Promise<PreparedComponent | undefined>>();
   /** The last tools called (oldest first), for a spare worker to compile before it replaces one. */
   readonly #recent = new Map<string, PreloadJob>();
@@ -359,13 +361,20 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
    */
   async #withinPrepareTime<T>(step: () => Promise<T | undefined>): Promise<T | undefined> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const stalled = new Promise<undefined>(
-      (resolve) => (timer = setTimeout(() => resolve(undefined), this.#options.prepareTimeoutMs ?? 120_000)),
-    );
+    const closing = this.#closing.signal;
+    let onClose = () => {};
+    const stalled = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), this.#options.prepareTimeoutMs ?? 120_000);
+      // Closed meanwhile: the wait ends now, not when its timer would (up to 2 minutes of a process that cannot exit).
+      onClose = () => resolve(undefined);
+      closing.addEventListener('abort', onClose, { once: true });
+    });
     try {
+      if (closing.aborted) return undefined;
       return await Promise.race([step().catch(() => undefined), stalled]);
     } finally {
       clearTimeout(timer);
+      closing.removeEventListener('abort', onClose);
     }
   }
 
@@ -435,6 +444,8 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
     // A cache that fails or stalls is a miss, as is one that hands back what cannot be used.
     const cached = cache && (await this.#withinPrepareTime(async () => copyPrepared(await cache.get(key))));
     if (cached) return cached;
+    // Closed while the host's cache was asked: no transpile is started (nor announced) for a pool that is gone.
+    if (this.#closing.signal.aborted) throw closedError(false);
     onTranspile?.();
     let finish = () => {};
     const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -469,6 +480,7 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   }
 
   close(): Promise<void> {
+    this.#closing.abort();
     return this.pool.close();
   }
 }

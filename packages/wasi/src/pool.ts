@@ -395,7 +395,8 @@ function abortError(signal: AbortSignal): CorralError {
   });
 }
 
-function closedError(running: boolean): CorralError {
+/** E_CLOSED: the pool, or what waits to use it, was closed. */
+export function closedError(running: boolean): CorralError {
   return new CorralError(
     ErrorCodes.CLOSED,
     running
