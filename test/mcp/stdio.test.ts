@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CLI, readStore, EXAMPLE_DIFF, ROOT, connectClient, makeWorkspace } from './helpers.js';
 import { mcpScenarios } from './scenarios.js';
+import { SqliteStore } from '@corral/node';
 
 /** The environment the server runs with: this one (the test run's own store and cache), minus nothing. */
 const env = () => Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
@@ -160,6 +161,75 @@ describe('corral mcp on stdio', () => {
       expect(answer?.result._meta['corral/error']).toMatchObject({ code: 'E_POLICY_DENIED', details: { reason: 'client_closed' } });
       const approvals = await readStore(workspace.store, (store) => store.listApprovals());
       expect(approvals.map((a) => [a.tool, a.status])).toEqual([['diff-summary', 'pending']]);
+    } finally {
+      killChild();
+      workspace.cleanup();
+    }
+  }, 60_000);
+
+  // Before: approved with `corral approve` a moment before the client closed stdin (between two of the server's
+  // polls of the store, up to a second apart), the call was answered client_closed, "stays pending: approve it",
+  // and did not run, though a person had approved it.
+  it('a call approved just before the client closes stdin runs, and is not answered as pending', async () => {
+    const workspace = makeWorkspace();
+    let killChild = () => {};
+    try {
+      workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
+      const child = spawn(
+        process.execPath,
+        [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
+        { cwd: ROOT, env: process.env, stdio: ['pipe', 'pipe', 'pipe'] },
+      );
+      killChild = () => child.kill('SIGKILL');
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const until = (ok: () => boolean) =>
+        new Promise<void>((resolve) => {
+          const check = () => (ok() ? resolve() : setTimeout(check, 20));
+          check();
+        });
+      const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'leaving', version: '1' } },
+      });
+      await until(() => stdout.includes('"id":1'));
+      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
+      await until(() => /waits for a decision/.test(stderr));
+      const id = /approval ([0-9a-f-]{36}):/.exec(stderr)![1]!;
+      // The server polls the store every second by now: the approval below lands between two polls.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      // As `corral approve` records it, from another process's handle on the store (which does not wake the server).
+      const store = await SqliteStore.open(workspace.store);
+      try {
+        const [a] = await store.listApprovals();
+        expect(a?.id).toBe(id);
+        await store.updateApproval(id, ['pending'], {
+          status: 'approved',
+          decided_by: 'cli:ada',
+          decided_ns: a!.requested_ns,
+          scope: 'once',
+        });
+      } finally {
+        await store.close();
+      }
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.stdin.end();
+      expect(await exited).toBe(0);
+      const answer = stdout
+        .split('\n')
+        .filter((line) => line.includes('"id":2'))
+        .map((line) => JSON.parse(line) as { result: { isError?: boolean; structuredContent?: unknown; content: { text: string }[] } })[0];
+      expect(answer?.result.content[0]?.text).not.toMatch(/client_closed|stays pending/);
+      expect(answer?.result.isError).toBeFalsy();
+      expect(answer?.result.structuredContent).toMatchObject({ totals: {} });
+      const approvals = await readStore(workspace.store, (store) => store.listApprovals());
+      expect(approvals.map((a) => [a.id, a.status])).toEqual([[id, 'done']]);
     } finally {
       killChild();
       workspace.cleanup();

@@ -224,7 +224,14 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
     outcome = await gate.wait(id, { signal: stopWaiting.signal, timeoutMs: call.approvalTimeoutMs });
   } catch (err) {
     if (!CorralError.is(err)) throw err;
-    if (call.clientClosed?.aborted && !extra.signal.aborted) {
+    // Decided just before the client closed (`corral approve` between two polls of the store): the decision
+    // stands, as it would have a moment earlier, and is not answered as pending.
+    const decided =
+      call.clientClosed?.aborted && !extra.signal.aborted
+        ? await gate.wait(id, { timeoutMs: 0 }).catch(() => 'timeout' as const)
+        : undefined;
+    if (decided !== undefined && decided !== 'timeout') outcome = decided;
+    else if (decided !== undefined) {
       return refused(
         tool,
         policyDenied(
@@ -235,8 +242,7 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
           { reason: 'client_closed', tool: tool.spec.name, version: tool.spec.version, approval_id: id },
         ),
       );
-    }
-    if (nobodyLeft) {
+    } else if (nobodyLeft) {
       const error = policyDenied(
         `${label(tool)} needs a person's approval: the client could not be asked, and nobody else can decide here (no store). ` +
           `Approval ${id} stays pending in this server's memory: call again to be asked again.`,
@@ -244,8 +250,7 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
       );
       await gate.recordDenial({ tool, bindings: call.bindings, caller: call.caller }, error);
       return refused(tool, error);
-    }
-    return refused(tool, err);
+    } else return refused(tool, err);
   } finally {
     over.abort();
     clearTimeout(keepalive);
