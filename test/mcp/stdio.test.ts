@@ -43,14 +43,56 @@ mcpScenarios('corral mcp over stdio', async () => {
   };
 });
 
-/** `corral mcp` on raw pipes, with what it has written so far on each. */
-function rawMcp(workspace: { tools: string; store: string }) {
-  const child = spawn(process.execPath, [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store], {
+/** An answer as it came on stdout: a result, or a JSON-RPC error. */
+interface RawAnswer {
+  id: number;
+  result?: { isError?: boolean; content: { text: string }[]; structuredContent?: unknown; _meta?: Record<string, unknown> };
+  error?: unknown;
+}
+
+/** `corral mcp ARGS` on raw pipes, with what it has written so far on each, and ways to talk to it. */
+function rawMcp(workspace: { tools: string; store: string }, args: string[] = []) {
+  const child = spawn(process.execPath, [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, ...args], {
     cwd: ROOT,
     env: process.env,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const io = { child, stdout: '', stderr: '' };
+  const io = {
+    child,
+    stdout: '',
+    stderr: '',
+    send: (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`),
+    until: (ok: () => boolean) =>
+      new Promise<void>((resolve) => {
+        const check = () => (ok() ? resolve() : setTimeout(check, 20));
+        check();
+      }),
+    /** `initialize` with the client's `capabilities`, answered, then `notifications/initialized`. */
+    async initialize(capabilities: object = {}) {
+      io.send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities, clientInfo: { name: 'raw', version: '1' } },
+      });
+      await io.until(() => io.stdout.includes('"id":1'));
+      io.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    },
+    /** Close stdin as MCP clients do to stop the server: its exit code, and how long it took to exit. */
+    async closeStdin(): Promise<{ code: number | null; ms: number }> {
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const closedAt = Date.now();
+      child.stdin.end();
+      const code = await exited;
+      return { code, ms: Date.now() - closedAt };
+    },
+    /** The answer to request `id`, once it has come. */
+    answer: (id: number): RawAnswer | undefined =>
+      io.stdout
+        .split('\n')
+        .filter((line) => line.includes(`"id":${id}`) && !line.includes('"method"'))
+        .map((line) => JSON.parse(line) as RawAnswer)[0],
+  };
   child.stdout.on('data', (d: Buffer) => (io.stdout += d.toString('utf8')));
   child.stderr.on('data', (d: Buffer) => (io.stderr += d.toString('utf8')));
   return io;
@@ -109,60 +151,26 @@ describe('corral mcp on stdio', () => {
   // (10 minutes by default), until the client's SIGTERM.
   it('a client that closes stdin while a call waits for approval gets its answer at once, and the server exits; the approval stays pending', async () => {
     const workspace = makeWorkspace();
-    let killChild = () => {};
+    workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
+    const io = rawMcp(workspace, ['--policy', workspace.policy]);
     try {
-      workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
-      const child = spawn(
-        process.execPath,
-        [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
-        {
-          cwd: ROOT,
-          env: process.env,
-          stdio: ['pipe', 'pipe', 'pipe'],
-        },
-      );
-      killChild = () => child.kill('SIGKILL');
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-      const until = (ok: () => boolean) =>
-        new Promise<void>((resolve) => {
-          const check = () => (ok() ? resolve() : setTimeout(check, 20));
-          check();
-        });
-      const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
-      send({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'leaving', version: '1' } },
-      });
-      await until(() => stdout.includes('"id":1'));
-      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-      send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
-      await until(() => /waits for a decision/.test(stderr));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      const closedAt = Date.now();
-      child.stdin.end();
-      expect(await exited).toBe(0);
-      expect(Date.now() - closedAt).toBeLessThan(20_000);
+      await io.initialize();
+      io.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
+      await io.until(() => /waits for a decision/.test(io.stderr));
+      const closed = await io.closeStdin();
+      expect(closed.code).toBe(0);
+      expect(closed.ms).toBeLessThan(20_000);
 
-      const answer = stdout
-        .split('\n')
-        .filter((line) => line.includes('"id":2'))
-        .map(
-          (line) => JSON.parse(line) as { result: { isError?: boolean; content: { text: string }[]; _meta: Record<string, unknown> } },
-        )[0];
-      expect(answer?.result.isError).toBe(true);
-      expect(answer?.result.content[0]?.text).toMatch(
+      const answer = io.answer(2);
+      expect(answer?.result?.isError).toBe(true);
+      expect(answer?.result?.content[0]?.text).toMatch(
         /^E_POLICY_DENIED: The client closed the connection while the call of diff-summary.* stays pending/,
       );
-      expect(answer?.result._meta['corral/error']).toMatchObject({ code: 'E_POLICY_DENIED', details: { reason: 'client_closed' } });
+      expect(answer?.result?._meta?.['corral/error']).toMatchObject({ code: 'E_POLICY_DENIED', details: { reason: 'client_closed' } });
       const approvals = await readStore(workspace.store, (store) => store.listApprovals());
       expect(approvals.map((a) => [a.tool, a.status])).toEqual([['diff-summary', 'pending']]);
     } finally {
-      killChild();
+      io.child.kill('SIGKILL');
       workspace.cleanup();
     }
   }, 60_000);
@@ -172,36 +180,13 @@ describe('corral mcp on stdio', () => {
   // and did not run, though a person had approved it.
   it('a call approved just before the client closes stdin runs, and is not answered as pending', async () => {
     const workspace = makeWorkspace();
-    let killChild = () => {};
+    workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
+    const io = rawMcp(workspace, ['--policy', workspace.policy]);
     try {
-      workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
-      const child = spawn(
-        process.execPath,
-        [CLI, 'mcp', '--tools', workspace.tools, '--store', workspace.store, '--policy', workspace.policy],
-        { cwd: ROOT, env: process.env, stdio: ['pipe', 'pipe', 'pipe'] },
-      );
-      killChild = () => child.kill('SIGKILL');
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-      const until = (ok: () => boolean) =>
-        new Promise<void>((resolve) => {
-          const check = () => (ok() ? resolve() : setTimeout(check, 20));
-          check();
-        });
-      const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
-      send({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'leaving', version: '1' } },
-      });
-      await until(() => stdout.includes('"id":1'));
-      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-      send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
-      await until(() => /waits for a decision/.test(stderr));
-      const id = /approval ([0-9a-f-]{36}):/.exec(stderr)![1]!;
+      await io.initialize();
+      io.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
+      await io.until(() => /waits for a decision/.test(io.stderr));
+      const id = /approval ([0-9a-f-]{36}):/.exec(io.stderr)![1]!;
       // The server polls the store every second by now: the approval below lands between two polls.
       await new Promise((resolve) => setTimeout(resolve, 2_500));
       // As `corral approve` records it, from another process's handle on the store (which does not wake the server).
@@ -218,20 +203,36 @@ describe('corral mcp on stdio', () => {
       } finally {
         await store.close();
       }
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      child.stdin.end();
-      expect(await exited).toBe(0);
-      const answer = stdout
-        .split('\n')
-        .filter((line) => line.includes('"id":2'))
-        .map((line) => JSON.parse(line) as { result: { isError?: boolean; structuredContent?: unknown; content: { text: string }[] } })[0];
-      expect(answer?.result.content[0]?.text).not.toMatch(/client_closed|stays pending/);
-      expect(answer?.result.isError).toBeFalsy();
-      expect(answer?.result.structuredContent).toMatchObject({ totals: {} });
+      expect((await io.closeStdin()).code).toBe(0);
+      const answer = io.answer(2);
+      expect(answer?.result?.content[0]?.text).not.toMatch(/client_closed|stays pending/);
+      expect(answer?.result?.isError).toBeFalsy();
+      expect(answer?.result?.structuredContent).toMatchObject({ totals: {} });
       const approvals = await readStore(workspace.store, (store) => store.listApprovals());
       expect(approvals.map((a) => [a.id, a.status])).toEqual([[id, 'done']]);
     } finally {
-      killChild();
+      io.child.kill('SIGKILL');
+      workspace.cleanup();
+    }
+  }, 60_000);
+
+  // Before: the call waited out the roots/list timeout (10 s) for a client that could no longer answer.
+  it('a client that closes stdin while the server asks for its roots gets its answer at once, and the server exits', async () => {
+    const workspace = makeWorkspace();
+    const io = rawMcp(workspace, ['--policy', workspace.policy]);
+    try {
+      await io.initialize({ roots: {} });
+      io.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'file-stats', arguments: {} } });
+      await io.until(() => io.stdout.includes('"method":"roots/list"'));
+      const closed = await io.closeStdin();
+      expect(closed.code).toBe(0);
+      expect(closed.ms).toBeLessThan(5_000);
+      expect(io.answer(2)?.result?._meta?.['corral/error']).toMatchObject({
+        code: 'E_INPUT_VALIDATION',
+        details: { reason: 'roots_unavailable' },
+      });
+    } finally {
+      io.child.kill('SIGKILL');
       workspace.cleanup();
     }
   }, 60_000);

@@ -39,7 +39,7 @@ import {
   type ResolveFolder,
   type RootsState,
 } from './roots.js';
-import { META, errorResult, listedTool, listedTools, toCallToolResult, toMcpTool } from './tools.js';
+import { META, errorResult, listedTool, listedTools, toCallToolResult, toMcpTool, withAnySignal } from './tools.js';
 import { RUNS_TOOL, callRuns, callWorkflow, runsTool, toWorkflowTool, workflowToolName } from './workflows.js';
 
 /** What the server needs of a Corral host (`Corral` from @corral/node, `BrowserCorral`). */
@@ -196,12 +196,21 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
     initialized = true;
   };
 
+  // Aborted by clientClosed: ends waits for answers the client can no longer give.
+  const clientLeft = new AbortController();
   const clientHasRoots = () => server.getClientCapabilities()?.roots !== undefined;
-  /** Roots, asked of the client over `ask` (a request tied to the current call, so it reaches the client on that call's stream). */
-  const rootsVia = async (ask: (timeoutMs: number) => Promise<Root[]>): Promise<RootsState> => {
+  /**
+   * Roots, asked of the client over `ask` (a request tied to the current call, so it reaches the client on
+   * that call's stream), given up when `callSignal` aborts or the client closed its side.
+   */
+  const rootsVia = async (
+    ask: (timeoutMs: number, signal: AbortSignal) => Promise<Root[]>,
+    callSignal?: AbortSignal,
+  ): Promise<RootsState> => {
     if (!clientHasRoots()) return { supported: false, roots: [] };
     try {
-      return { supported: true, roots: await rootsCache.get(() => ask(rootsTimeoutMs)) };
+      const roots = await rootsCache.get(() => withAnySignal([callSignal, clientLeft.signal], (signal) => ask(rootsTimeoutMs, signal)));
+      return { supported: true, roots };
     } catch (err) {
       throw new CorralError(
         ErrorCodes.INPUT_VALIDATION,
@@ -254,10 +263,10 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
    * so its steps get no host folder, as its own calls would not).
    */
   const workflowCaller = async (extra: CallExtra): Promise<CallerInfo> => {
-    const state = await rootsVia(async (timeout) => {
-      const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout, signal: extra.signal });
+    const state = await rootsVia(async (timeout, signal) => {
+      const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout, signal });
       return result.roots;
-    });
+    }, extra.signal);
     const roots: string[] = [];
     if (state.supported && options.resolveFolder) {
       for (const root of state.roots) {
@@ -273,8 +282,6 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
 
   // Aborted by abortCalls. A call's signal ends with it, or with the SDK's own (the client cancelled, the connection closed).
   const stopping = new AbortController();
-  // Aborted by clientClosed: ends waits for answers the client can no longer give.
-  const clientLeft = new AbortController();
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     // Not the SDK's signal itself: once that one is aborted, the SDK sends the call no answer.
     const call = new AbortController();
@@ -330,10 +337,10 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
     const bindContext = {
       meta: request.params._meta as Record<string, unknown> | undefined,
       roots: () =>
-        rootsVia(async (timeout) => {
-          const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout, signal: extra.signal });
+        rootsVia(async (timeout, signal) => {
+          const result = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema, { timeout, signal });
           return result.roots;
-        }),
+        }, extra.signal),
       resolveFolder: options.resolveFolder,
       folderSource: options.folderSource,
       isInside,
@@ -400,8 +407,8 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
       }
     },
     roots: () =>
-      rootsVia(async (timeout) => {
-        const result = await server.listRoots(undefined, { timeout });
+      rootsVia(async (timeout, signal) => {
+        const result = await server.listRoots(undefined, { timeout, signal });
         return result.roots;
       }),
     abortCalls(reason = 'the server is shutting down') {

@@ -141,3 +141,20 @@ export function errorResult(error: CorralErrorJSON, meta: Record<string, unknown
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** `run` with a signal aborted as soon as any of `signals` is (AbortSignal.any, which not every host's types have). */
+export async function withAnySignal<T>(
+  signals: readonly (AbortSignal | undefined)[],
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const any = new AbortController();
+  const abort = () => any.abort();
+  const given = signals.filter((s): s is AbortSignal => s !== undefined);
+  for (const s of given) s.addEventListener('abort', abort, { once: true });
+  if (given.some((s) => s.aborted)) any.abort();
+  try {
+    return await run(any.signal);
+  } finally {
+    for (const s of given) s.removeEventListener('abort', abort);
+  }
+}

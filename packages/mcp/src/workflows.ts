@@ -26,7 +26,7 @@ import {
 import { ElicitResultSchema, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { readApprovalAnswer, shown, workflowApprovalForm } from './approval-form.js';
 import type { CallExtra, McpGate } from './gated-call.js';
-import { errorResult } from './tools.js';
+import { errorResult, withAnySignal } from './tools.js';
 
 /** The prefix of a workflow's tool name. */
 export const WORKFLOW_TOOL_PREFIX = 'workflow-';
@@ -176,23 +176,18 @@ async function askOne(call: WorkflowCall, approval: ApprovalRecord, timeoutMs: n
   const command = call.approveCommand(approval.id);
   const form = workflowApprovalForm(approval, call.outOfBand ? { approveCommand: command, rejectCommand: `${command} --reject` } : {});
   let answer: ReturnType<typeof readApprovalAnswer>;
-  // The request is given up when the call is, or when the client closed its side and cannot answer.
-  const giveUp = new AbortController();
-  const onGiveUp = () => giveUp.abort();
-  const signals = [call.extra.signal, call.clientClosed].filter((s) => s !== undefined);
-  for (const s of signals) s.addEventListener('abort', onGiveUp, { once: true });
-  if (signals.some((s) => s.aborted)) giveUp.abort();
   try {
-    const reply = await call.extra.sendRequest({ method: 'elicitation/create', params: form.params }, ElicitResultSchema, {
-      signal: giveUp.signal,
-      timeout: Math.max(1, timeoutMs),
-    });
+    // Given up when the call is, or when the client closed its side and can no longer answer.
+    const reply = await withAnySignal([call.extra.signal, call.clientClosed], (signal) =>
+      call.extra.sendRequest({ method: 'elicitation/create', params: form.params }, ElicitResultSchema, {
+        signal,
+        timeout: Math.max(1, timeoutMs),
+      }),
+    );
     answer = readApprovalAnswer(reply as Parameters<typeof readApprovalAnswer>[0], form);
   } catch (err) {
     call.log(`approval ${approval.id}: could not ask the client: ${shown(err instanceof Error ? err.message : String(err))}`);
     return false;
-  } finally {
-    for (const s of signals) s.removeEventListener('abort', onGiveUp);
   }
   const by = `mcp-client:${call.clientName}`;
   try {
