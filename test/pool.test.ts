@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { getEventListeners } from 'node:events';
 import { Corral, ComponentCache, WorkerPool, SandboxWorker, CorralError, DEFAULT_RESOURCE_LIMITS, type WorkerExecutor } from '@corral/node';
 import { EXECUTOR_CLOSE_GRACE_MS } from '@corral/wasi/host-kit';
 import { startExitsAndCatches } from '../packages/wasi/test/start-exits.js';
@@ -153,6 +154,29 @@ describe('the worker pool', () => {
       await pool.close();
     }
   });
+
+  // Before: each call left an 'abort' listener on the caller's signal, holding its job (and its input) for as
+  // long as the signal lived, and Node warned of a leak from the eleventh call on.
+  it('one signal shared by many calls, one after another or at once: no listener left behind, no warning, still cancels', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const session = new AbortController();
+      for (let i = 0; i < 200; i++) expect((await corral.invoke('echo', { i }, { signal: session.signal })).error).toBeNull();
+      const batch = await Promise.all(Array.from({ length: 50 }, (_, i) => corral.invoke('echo', { i }, { signal: session.signal })));
+      expect(batch.every((r) => r.error === null)).toBe(true);
+      expect(getEventListeners(session.signal, 'abort').length).toBeLessThanOrEqual(1);
+      // Still one signal for all: aborting it cancels every call still waiting on it.
+      const slow = Array.from({ length: 12 }, () => corral.invoke('spin', {}, { signal: session.signal, timeoutMs: 30_000 }));
+      setTimeout(() => session.abort('the agent stopped'), 300);
+      for (const r of await Promise.all(slow)) expect(r.error?.code).toBe('E_CANCELLED');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  }, 60_000);
 
   it('answers calls on a closed pool, running, queued or new, with E_CLOSED', async () => {
     const pool = new WorkerPool({ size: 1 });

@@ -40,6 +40,7 @@ export type {
   InvokeResultFields,
   SnapshotRef,
 } from './types.js';
+export { onAbort } from './abort.js';
 export { toolSpecSchema, validateSpec, parseSpec, specDefaults, type ParseSpecOptions, type SpecValidation } from './spec.js';
 export type { Problem } from './schema.js';
 export { validatorSource, prebuiltValidator, VALIDATOR_FORMAT } from './schema.js';

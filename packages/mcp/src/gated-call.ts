@@ -10,6 +10,7 @@ import {
   CorralError,
   ErrorCodes,
   callerLabel,
+  onAbort,
   policyDenied,
   refusedEnvelope,
   sha256Hex,
@@ -178,10 +179,7 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
   // Ends the wait early: the client went away, or nobody is left who could decide.
   const stopWaiting = new AbortController();
   let nobodyLeft = false;
-  const onAbort = () => stopWaiting.abort();
-  extra.signal.addEventListener('abort', onAbort, { once: true });
-  call.clientClosed?.addEventListener('abort', onAbort, { once: true });
-  if (extra.signal.aborted || call.clientClosed?.aborted) stopWaiting.abort();
+  const stopListening = [extra.signal, call.clientClosed].map((s) => (s ? onAbort(s, () => stopWaiting.abort()) : () => {}));
 
   const progressToken = extra._meta?.progressToken;
   let progress = 0;
@@ -254,8 +252,7 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
   } finally {
     over.abort();
     clearTimeout(keepalive);
-    extra.signal.removeEventListener('abort', onAbort);
-    call.clientClosed?.removeEventListener('abort', onAbort);
+    for (const s of stopListening) s();
   }
 
   const details = { tool: tool.spec.name, version: tool.spec.version, approval_id: id, policy: gate.policy.location };

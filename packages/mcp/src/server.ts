@@ -10,7 +10,16 @@
  * `Protocol` holds one transport): a host with several clients (Streamable
  * HTTP sessions) creates one per client, and tells each when tools change.
  */
-import { CorralError, ErrorCodes, type CallerInfo, type InvokeOptions, type InvokeResult, type Registry, type Tool } from '@corral/core';
+import {
+  CorralError,
+  ErrorCodes,
+  onAbort,
+  type CallerInfo,
+  type InvokeOptions,
+  type InvokeResult,
+  type Registry,
+  type Tool,
+} from '@corral/core';
 import type { ServedWorkflows, Workflow } from '@corral/workflow';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
@@ -286,17 +295,12 @@ export function createMcpServer(corral: McpCorral, options: McpServerOptions = {
     // Not the SDK's signal itself: once that one is aborted, the SDK sends the call no answer.
     const call = new AbortController();
     const stop = (from: AbortSignal) => () => call.abort(from.reason);
-    const onCancel = stop(extra.signal);
-    const onStop = stop(stopping.signal);
-    extra.signal.addEventListener('abort', onCancel, { once: true });
-    stopping.signal.addEventListener('abort', onStop, { once: true });
-    if (extra.signal.aborted) onCancel();
-    if (stopping.signal.aborted) onStop();
+    // onAbort: one listener on the server-wide signal however many calls are in flight.
+    const stopWaiting = [onAbort(extra.signal, stop(extra.signal)), onAbort(stopping.signal, stop(stopping.signal))];
     try {
       return await callTool(request, { ...extra, signal: call.signal });
     } finally {
-      extra.signal.removeEventListener('abort', onCancel);
-      stopping.signal.removeEventListener('abort', onStop);
+      for (const s of stopWaiting) s();
     }
   });
 

@@ -6,7 +6,7 @@
  * same one a call of that name runs. Its spec's schemas are passed through
  * unchanged, so `inputSchema` and `outputSchema` are exactly the tool's.
  */
-import type { CorralErrorJSON, InvokeResult, JsonSchema, Registry, Tool } from '@corral/core';
+import { onAbort, type CorralErrorJSON, type InvokeResult, type JsonSchema, type Registry, type Tool } from '@corral/core';
 import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 
 /** `_meta` keys Corral reads on a call and writes on tools and results. */
@@ -148,13 +148,10 @@ export async function withAnySignal<T>(
   run: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const any = new AbortController();
-  const abort = () => any.abort();
-  const given = signals.filter((s): s is AbortSignal => s !== undefined);
-  for (const s of given) s.addEventListener('abort', abort, { once: true });
-  if (given.some((s) => s.aborted)) any.abort();
+  const stopListening = signals.map((s) => (s ? onAbort(s, () => any.abort()) : () => {}));
   try {
     return await run(any.signal);
   } finally {
-    for (const s of given) s.removeEventListener('abort', abort);
+    for (const s of stopListening) s();
   }
 }

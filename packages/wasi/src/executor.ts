@@ -10,7 +10,15 @@ import type { Remote } from 'comlink';
 import { CorralError, ErrorCodes } from '@corral/core/errors';
 // Subpaths, not the index: sandbox workers load this package, and the index pulls in ajv (~80 ms).
 import { detectWasmKind, sha256Hex } from '@corral/core/wasm';
-import { specDefaults, type ExecutionRequest, type ExecutionResult, type Executor, type MountBinding, type Tool } from '@corral/core';
+import {
+  onAbort,
+  specDefaults,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Executor,
+  type MountBinding,
+  type Tool,
+} from '@corral/core';
 import { checkMountSources, type MountSourceChecks } from './mount-sources.js';
 import { closedError, unlessCancelled, type SandboxPool, type PoolWorker } from './pool.js';
 import type { PreparedComponent } from './transpile.js';
@@ -362,19 +370,18 @@ export class PoolExecutor<W extends ExecutorWorker> implements Executor {
   async #withinPrepareTime<T>(step: () => Promise<T | undefined>): Promise<T | undefined> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const closing = this.#closing.signal;
-    let onClose = () => {};
+    if (closing.aborted) return undefined;
+    let stopWaiting = () => {};
     const stalled = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), this.#options.prepareTimeoutMs ?? 120_000);
       // Closed meanwhile: the wait ends now, not when its timer would (up to 2 minutes of a process that cannot exit).
-      onClose = () => resolve(undefined);
-      closing.addEventListener('abort', onClose, { once: true });
+      stopWaiting = onAbort(closing, () => resolve(undefined));
     });
     try {
-      if (closing.aborted) return undefined;
       return await Promise.race([step().catch(() => undefined), stalled]);
     } finally {
       clearTimeout(timer);
-      closing.removeEventListener('abort', onClose);
+      stopWaiting();
     }
   }
 

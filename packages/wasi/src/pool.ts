@@ -6,6 +6,7 @@
  * (@corral/node), browsers' are Web Workers (@corral/browser).
  */
 import { CorralError, ErrorCodes } from '@corral/core/errors';
+import { onAbort } from '@corral/core';
 
 /** What the pool needs of a host's worker. */
 export interface PoolWorker {
@@ -184,20 +185,31 @@ export class SandboxPool<W extends PoolWorker> {
       );
     }
     return new Promise<T>((resolve, reject) => {
-      const job: Job<W> = { task, options, resolve: resolve as (v: unknown) => void, reject };
-      if (options.signal?.aborted) return reject(abortError(options.signal));
-      options.signal?.addEventListener(
-        'abort',
-        () => {
-          // A queued job is simply dropped; a running one is handled in #start.
-          const at = this.#queue.indexOf(job);
-          if (at !== -1) {
-            this.#queue.splice(at, 1);
-            reject(abortError(options.signal!));
-          }
+      const { signal } = options;
+      if (signal?.aborted) return reject(abortError(signal));
+      // A queued job is simply dropped; a running one is handled in #start. Removed once the job settles:
+      // a signal that outlives many calls must not keep each one's job alive.
+      const stopWaiting = signal
+        ? onAbort(signal, () => {
+            const at = this.#queue.indexOf(job);
+            if (at !== -1) {
+              this.#queue.splice(at, 1);
+              reject(abortError(signal));
+            }
+          })
+        : undefined;
+      const job: Job<W> = {
+        task,
+        options,
+        resolve: (value) => {
+          stopWaiting?.();
+          resolve(value as T);
         },
-        { once: true },
-      );
+        reject: (reason) => {
+          stopWaiting?.();
+          reject(reason);
+        },
+      };
       this.#queue.push(job);
       this.#dispatch();
     });
@@ -304,7 +316,7 @@ export class SandboxPool<W extends PoolWorker> {
     // A timeout, a cancellation or a crash leaves the worker in an unknown state: it is replaced.
     let faulted = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    let onAbort: (() => void) | undefined;
+    let stopWaiting: (() => void) | undefined;
     let onClose: (() => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
       onClose = () => {
@@ -319,11 +331,11 @@ export class SandboxPool<W extends PoolWorker> {
           reject(onTimeout());
         }, timeoutMs);
       }
-      onAbort = () => {
-        faulted = true;
-        reject(abortError(signal!));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal)
+        stopWaiting = onAbort(signal, () => {
+          faulted = true;
+          reject(abortError(signal));
+        });
     });
     const crash = this.#watchCrash(worker);
     const crashed = new Promise<never>((_, reject) => {
@@ -344,7 +356,7 @@ export class SandboxPool<W extends PoolWorker> {
     } finally {
       this.#running--;
       clearTimeout(timer);
-      if (onAbort) signal?.removeEventListener('abort', onAbort);
+      stopWaiting?.();
       this.#stopOnClose.delete(onClose!);
       crash.onCrash = undefined;
     }
@@ -376,13 +388,11 @@ export class SandboxPool<W extends PoolWorker> {
  */
 export function unlessCancelled<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  let onAbort = () => {};
+  let stopWaiting = () => {};
   const cancelled = new Promise<never>((_, reject) => {
-    onAbort = () => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
+    stopWaiting = onAbort(signal, () => reject(abortError(signal)));
   });
-  return Promise.race([work, cancelled]).finally(() => signal.removeEventListener('abort', onAbort));
+  return Promise.race([work, cancelled]).finally(stopWaiting);
 }
 
 /** A cancelled call: the caller's own decision, so it carries the caller's reason. */
