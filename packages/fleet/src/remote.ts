@@ -5,7 +5,15 @@
  * is the same call, with the same result envelope and error codes, locally
  * or in the fleet.
  */
-import { CorralError, ErrorCodes, type CorralErrorJSON, type ExecutionRequest, type ExecutionResult, type MemoryTree } from '@corral/core';
+import {
+  CorralError,
+  ErrorCodes,
+  onAbort,
+  type CorralErrorJSON,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type MemoryTree,
+} from '@corral/core';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { createInbox, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { connectTo, ensureStream, errorText, serversText, unreachable } from './nats.js';
@@ -141,14 +149,10 @@ export class RemoteExecutor implements FleetSide {
       let timer: ReturnType<typeof setTimeout> | undefined;
       /** The call's place in the stream, once JetStream has stored it. */
       let seq: number | undefined;
-      const onAbort = () => {
-        void this.#cancel(key, seq);
-        finish();
-        reject(cancelled(signal!));
-      };
+      let stopWaiting = () => {};
       const finish = () => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        stopWaiting();
         this.#pending.delete(key);
       };
       this.#pending.set(key, {
@@ -163,7 +167,6 @@ export class RemoteExecutor implements FleetSide {
           reject(e);
         },
       });
-      signal?.addEventListener('abort', onAbort, { once: true });
       timer = setTimeout(() => {
         // Nobody answered in time: make sure it does not run later for nobody (out of the queue before the caller hears).
         const given = this.#cancel(key, seq);
@@ -198,7 +201,14 @@ export class RemoteExecutor implements FleetSide {
           },
         );
       };
-      publish();
+      // Cancelled while connecting too (then at once, and nothing is sent).
+      if (signal)
+        stopWaiting = onAbort(signal, () => {
+          void this.#cancel(key, seq);
+          finish();
+          reject(cancelled(signal));
+        });
+      if (this.#pending.has(key)) publish();
     });
   }
 
