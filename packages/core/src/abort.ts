@@ -21,8 +21,20 @@ export function onAbort(signal: AbortSignal, listener: () => void): () => void {
       'abort',
       () => {
         waiting.delete(signal);
-        for (const l of [...set]) l();
-        set.clear();
+        // As the signal's own listeners were: one that throws does not keep the others from being told
+        // (its error is thrown afterwards, and the signal reports it as it reports a listener's), and
+        // one removed meanwhile (by a waiter told before it) is not called.
+        const errors: unknown[] = [];
+        for (const l of [...set]) {
+          if (!set.delete(l)) continue;
+          try {
+            l();
+          } catch (err) {
+            errors.push(err);
+          }
+        }
+        if (errors.length === 1) throw errors[0];
+        if (errors.length > 1) throw new AggregateError(errors, 'Listeners of an abort threw');
       },
       { once: true },
     );
