@@ -4,7 +4,12 @@
  * listener from each call: Node warned of a leak past 10, and a listener
  * left behind kept its call's job alive for as long as the signal lived.
  */
-const waiting = new WeakMap<AbortSignal, Set<() => void>>();
+interface Waiting {
+  readonly waiters: Set<() => void>;
+  readonly dispatch: () => void;
+}
+
+const waiting = new WeakMap<AbortSignal, Waiting>();
 
 /** Call `listener` once when `signal` aborts (at once if it has); returns what removes it. */
 export function onAbort(signal: AbortSignal, listener: () => void): () => void {
@@ -12,36 +17,39 @@ export function onAbort(signal: AbortSignal, listener: () => void): () => void {
     listener();
     return () => {};
   }
-  const known = waiting.get(signal);
-  const listeners = known ?? new Set<() => void>();
+  let known = waiting.get(signal);
   if (!known) {
-    const set = listeners;
-    waiting.set(signal, set);
-    signal.addEventListener(
-      'abort',
-      () => {
-        waiting.delete(signal);
-        // As the signal's own listeners were: one that throws does not keep the others from being told
-        // (its error is thrown afterwards, and the signal reports it as it reports a listener's), and
-        // one removed meanwhile (by a waiter told before it) is not called.
-        const errors: unknown[] = [];
-        for (const l of [...set]) {
-          if (!set.delete(l)) continue;
-          try {
-            l();
-          } catch (err) {
-            errors.push(err);
-          }
+    const waiters = new Set<() => void>();
+    // As the signal's own listeners were: one that throws does not keep the others from being told
+    // (its error is thrown afterwards, and the signal reports it as it reports a listener's), and one
+    // removed meanwhile (by a waiter told before it) is not called.
+    const dispatch = () => {
+      waiting.delete(signal);
+      const errors: unknown[] = [];
+      for (const w of [...waiters]) {
+        if (!waiters.delete(w)) continue;
+        try {
+          w();
+        } catch (err) {
+          errors.push(err);
         }
-        if (errors.length === 1) throw errors[0];
-        if (errors.length > 1) throw new AggregateError(errors, 'Listeners of an abort threw');
-      },
-      { once: true },
-    );
+      }
+      if (errors.length === 1) throw errors[0];
+      if (errors.length > 1) throw new AggregateError(errors, 'Listeners of an abort threw');
+    };
+    known = { waiters, dispatch };
+    waiting.set(signal, known);
+    signal.addEventListener('abort', dispatch, { once: true });
   }
+  const { waiters, dispatch } = known;
   const entry = () => listener();
-  listeners.add(entry);
+  waiters.add(entry);
   return () => {
-    listeners.delete(entry);
+    // The last waiter gone, so is the signal's listener: Node keeps a timeout or AbortSignal.any()
+    // signal that has one alive until it aborts, which for a session's any() may be never.
+    if (waiters.delete(entry) && waiters.size === 0 && waiting.get(signal) === known) {
+      waiting.delete(signal);
+      signal.removeEventListener('abort', dispatch);
+    }
   };
 }

@@ -2,6 +2,8 @@
 import { execFile } from 'node:child_process';
 import { getEventListeners } from 'node:events';
 import { promisify } from 'node:util';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { onAbort } from '@corral/core';
 
@@ -62,5 +64,39 @@ describe('onAbort', () => {
     onAbort(controller.signal, () => told.push('third'));
     controller.abort();
     expect(told).toEqual(['first', 'third']);
+  });
+
+  // Node keeps a timeout or AbortSignal.any() signal that has an 'abort' listener alive until it aborts:
+  // a call given AbortSignal.any([session, ...]) kept its signal for the session's life once it was over.
+  it('no waiter left, no listener on the signal: per-call timeout and any() signals are collected once their calls are over', async () => {
+    const controller = new AbortController();
+    const remove = onAbort(controller.signal, () => {});
+    remove();
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const session = new AbortController();
+    const refs: WeakRef<AbortSignal>[] = [];
+    for (let i = 0; i < 500; i++) {
+      for (const signal of [AbortSignal.any([session.signal]), AbortSignal.timeout(3_600_000)]) {
+        const removes = [onAbort(signal, () => {}), onAbort(signal, () => {})];
+        for (const r of removes) r();
+        refs.push(new WeakRef(signal));
+      }
+    }
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      gc();
+    }
+    expect(refs.filter((r) => r.deref() !== undefined).length).toBeLessThan(50);
+
+    // And a signal whose waiters all left still tells the ones that come later.
+    const told: string[] = [];
+    const again = new AbortController();
+    onAbort(again.signal, () => told.push('gone'))();
+    onAbort(again.signal, () => told.push('later'));
+    again.abort();
+    expect(told).toEqual(['later']);
   });
 });
