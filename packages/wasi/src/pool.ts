@@ -388,6 +388,8 @@ export class SandboxPool<W extends PoolWorker> {
  */
 export function unlessCancelled<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
+  // Already cancelled: so even when `work` has settled (the call then goes no further).
+  if (signal.aborted) return Promise.reject(abortError(signal));
   let stopWaiting = () => {};
   const cancelled = new Promise<never>((_, reject) => {
     stopWaiting = onAbort(signal, () => reject(abortError(signal)));
