@@ -98,6 +98,17 @@ function rawMcp(workspace: { tools: string; store: string }, args: string[] = []
   return io;
 }
 
+/** `corral mcp` under a policy that makes diff-summary wait for approval, with call 2 of it waiting. */
+async function callWaitingForApproval() {
+  const workspace = makeWorkspace();
+  workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
+  const io = rawMcp(workspace, ['--policy', workspace.policy]);
+  await io.initialize();
+  io.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
+  await io.until(() => /waits for a decision/.test(io.stderr));
+  return { workspace, io };
+}
+
 describe('corral mcp on stdio', () => {
   it('writes nothing but JSON-RPC on stdout, logs on stderr, and exits 0 when the client closes stdin', async () => {
     const workspace = makeWorkspace();
@@ -150,13 +161,8 @@ describe('corral mcp on stdio', () => {
   // Before: the call went on waiting for an approval nobody could give any more, and the process with it
   // (10 minutes by default), until the client's SIGTERM.
   it('a client that closes stdin while a call waits for approval gets its answer at once, and the server exits; the approval stays pending', async () => {
-    const workspace = makeWorkspace();
-    workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
-    const io = rawMcp(workspace, ['--policy', workspace.policy]);
+    const { workspace, io } = await callWaitingForApproval();
     try {
-      await io.initialize();
-      io.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
-      await io.until(() => /waits for a decision/.test(io.stderr));
       const closed = await io.closeStdin();
       expect(closed.code).toBe(0);
       expect(closed.ms).toBeLessThan(20_000);
@@ -179,13 +185,8 @@ describe('corral mcp on stdio', () => {
   // polls of the store, up to a second apart), the call was answered client_closed, "stays pending: approve it",
   // and did not run, though a person had approved it.
   it('a call approved just before the client closes stdin runs, and is not answered as pending', async () => {
-    const workspace = makeWorkspace();
-    workspace.writePolicy({ version: 1, tools: { 'diff-summary': { approval: 'required' } } });
-    const io = rawMcp(workspace, ['--policy', workspace.policy]);
+    const { workspace, io } = await callWaitingForApproval();
     try {
-      await io.initialize();
-      io.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'diff-summary', arguments: EXAMPLE_DIFF } });
-      await io.until(() => /waits for a decision/.test(io.stderr));
       const id = /approval ([0-9a-f-]{36}):/.exec(io.stderr)![1]!;
       // The server polls the store every second by now: the approval below lands between two polls.
       await new Promise((resolve) => setTimeout(resolve, 2_500));
