@@ -224,12 +224,10 @@ async function awaitDecision(call: GatedCall, approval: ApprovalRecord): Promise
     if (!CorralError.is(err)) throw err;
     // Decided just before the client closed (`corral approve` between two polls of the store): the decision
     // stands, as it would have a moment earlier, and is not answered as pending.
-    const decided =
-      call.clientClosed?.aborted && !extra.signal.aborted
-        ? await gate.wait(id, { timeoutMs: 0 }).catch(() => 'timeout' as const)
-        : undefined;
-    if (decided !== undefined && decided !== 'timeout') outcome = decided;
-    else if (decided !== undefined) {
+    const clientLeft = call.clientClosed?.aborted === true && !extra.signal.aborted;
+    const decided = clientLeft ? await gate.wait(id, { timeoutMs: 0 }).catch(() => 'timeout' as const) : 'timeout';
+    if (decided !== 'timeout') outcome = decided;
+    else if (clientLeft) {
       return refused(
         tool,
         policyDenied(
